@@ -1,0 +1,68 @@
+import { randomUUID } from "node:crypto";
+import formbody from "@fastify/formbody";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { createFeedService, managementArea } from "./areas/management/index.js";
+import { healthRoutes } from "./areas/health/routes.js";
+import { createAuthRepository } from "./areas/security/auth-repository.js";
+import { createAuthenticator } from "./areas/security/authenticator.js";
+import { securityArea } from "./areas/security/index.js";
+import type { Config } from "./config.js";
+import { type Clock, systemClock } from "./domain/clock.js";
+import { registerAuthentication } from "./http/auth.js";
+import { registerBodyParsers } from "./http/body-parsers.js";
+import { registerErrorHandling } from "./http/errors.js";
+import { loggerOptions } from "./http/logging.js";
+import { registerMetrics } from "./http/metrics.js";
+import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
+import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
+import type { BlobStore } from "./storage/blob-store.js";
+import type { Db } from "./storage/database.js";
+
+export interface AppDeps {
+  readonly db: Db;
+  readonly blobs: BlobStore;
+  readonly clock?: Clock;
+  /** Overrides the pino options built from the config (tests pass `false`). */
+  readonly logger?: FastifyServerOptions["logger"];
+}
+
+/**
+ * Builds the whole Wharf HTTP application: one plugin per area, sharing one database, one blob
+ * store and one authentication hook. Never listens: main.ts does, tests use inject().
+ */
+export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    logger: deps.logger ?? loggerOptions(config.logLevel),
+    genReqId: () => randomUUID(),
+    bodyLimit: 1024 * 1024, // JSON and form bodies; uploads are streamed by their areas with their own limits
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    forceCloseConnections: "idle",
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("X-ProGet-Version", PROGET_API_VERSION);
+    reply.header("X-ProGet-Edition", PROGET_EDITION);
+    reply.header("X-Request-Id", request.id);
+  });
+  registerErrorHandling(app);
+  registerBodyParsers(app);
+  await app.register(formbody);
+  await registerOpenApi(app);
+
+  const feeds = createFeedService({ db: deps.db, clock, config });
+  registerAuthentication(
+    app,
+    createAuthenticator({ repository: createAuthRepository(deps.db), clock, resolveFeed: (name) => feeds.findScope(name) }),
+  );
+  registerMetrics(app, deps.blobs);
+
+  await app.register(healthRoutes, { db: deps.db });
+  await app.register(securityArea, { db: deps.db, clock, feeds });
+  await app.register(managementArea, { feeds });
+  await registerOpenApiRoutes(app);
+  return app;
+}

@@ -1,0 +1,113 @@
+import type { Grant } from "../../domain/access.js";
+import type { FeedKeyPermission, SystemApi } from "../../domain/principal.js";
+import type { Db } from "../../storage/database.js";
+
+export interface ApiKeyRecord {
+  readonly id: number;
+  readonly type: "System" | "Feed" | "Personal";
+  readonly systemApis: readonly SystemApi[];
+  readonly packagePermissions: readonly FeedKeyPermission[];
+  readonly feedName: string | undefined;
+  readonly feedGroup: string | undefined;
+  readonly userId: number | undefined;
+  readonly userName: string | undefined;
+  readonly expiresAt: string | undefined;
+  readonly lastUsedAt: string | undefined;
+}
+
+export interface LoginRecord {
+  readonly id: number;
+  readonly name: string;
+  readonly passwordHash: string | undefined;
+}
+
+interface KeyRow {
+  id: number;
+  key_type: ApiKeyRecord["type"];
+  system_apis: string | null;
+  package_permissions: string | null;
+  feed_name: string | null;
+  feed_group: string | null;
+  user_id: number | null;
+  user_name: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+interface GrantRow {
+  attributes: string;
+  feed_name_key: string | null;
+  feed_group_key: string | null;
+  deny: number;
+}
+
+/** The reads (and the one bookkeeping write) that authentication needs, prepared once. */
+export interface AuthRepository {
+  findKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  findLogin(userName: string): Promise<LoginRecord | undefined>;
+  /** Grants of a user (own, through groups, and Anonymous's) or, with no user, of Anonymous. */
+  grantsFor(userId: number | undefined): Promise<Grant[]>;
+  touchKey(keyId: number, usedAt: string): Promise<void>;
+}
+
+export function createAuthRepository(db: Db): AuthRepository {
+  const keyByHash = db.prepare<[string], KeyRow>(
+    `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_name, k.feed_group,
+            k.user_id, u.name AS user_name, k.expires_at, k.last_used_at
+       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
+      WHERE k.key_hash = ?`,
+  );
+  const login = db.prepare<[string], { id: number; name: string; password_hash: string | null }>(
+    "SELECT id, name, password_hash FROM users WHERE name_key = ?",
+  );
+  const grantsOfUser = db.prepare<[number, number], GrantRow>(
+    `SELECT t.attributes, p.feed_name_key, p.feed_group_key, p.deny
+       FROM permissions p JOIN tasks t ON t.id = p.task_id
+      WHERE p.principal_type = 'anonymous'
+         OR (p.principal_type = 'user' AND p.user_id = ?)
+         OR (p.principal_type = 'group' AND p.group_id IN (SELECT group_id FROM group_members WHERE user_id = ?))`,
+  );
+  const grantsOfAnonymous = db.prepare<[], GrantRow>(
+    `SELECT t.attributes, p.feed_name_key, p.feed_group_key, p.deny
+       FROM permissions p JOIN tasks t ON t.id = p.task_id
+      WHERE p.principal_type = 'anonymous'`,
+  );
+  const touch = db.prepare<[string, number]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
+
+  const toGrant = (row: GrantRow): Grant => ({
+    attributes: JSON.parse(row.attributes) as string[],
+    feedName: row.feed_name_key ?? undefined,
+    feedGroup: row.feed_group_key ?? undefined,
+    deny: row.deny === 1,
+  });
+
+  return {
+    async findKeyByHash(keyHash) {
+      const row = keyByHash.get(keyHash);
+      if (!row) return undefined;
+      return {
+        id: row.id,
+        type: row.key_type,
+        systemApis: row.system_apis ? (JSON.parse(row.system_apis) as SystemApi[]) : [],
+        packagePermissions: row.package_permissions ? (JSON.parse(row.package_permissions) as FeedKeyPermission[]) : [],
+        feedName: row.feed_name ?? undefined,
+        feedGroup: row.feed_group ?? undefined,
+        userId: row.user_id ?? undefined,
+        userName: row.user_name ?? undefined,
+        expiresAt: row.expires_at ?? undefined,
+        lastUsedAt: row.last_used_at ?? undefined,
+      };
+    },
+    async findLogin(userName) {
+      const row = login.get(userName.toLowerCase());
+      return row && { id: row.id, name: row.name, passwordHash: row.password_hash ?? undefined };
+    },
+    async grantsFor(userId) {
+      const rows = userId === undefined ? grantsOfAnonymous.all() : grantsOfUser.all(userId, userId);
+      return rows.map(toGrant);
+    },
+    async touchKey(keyId, usedAt) {
+      touch.run(usedAt, keyId);
+    },
+  };
+}

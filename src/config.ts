@@ -1,0 +1,66 @@
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * The only reader of process.env. Every WHARF_* variable is validated here once; an invalid
+ * value stops start-up with one message that names every bad variable.
+ */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Absolute path of the data directory (database, blobs, temp files, generated admin key). */
+  readonly dataDir: string;
+  /** When set, a full-control System API key with exactly this value is ensured at start-up. */
+  readonly adminApiKey: string | undefined;
+  /** Public base URL (no trailing slash) for absolute links when Wharf sits behind a proxy. */
+  readonly baseUrl: string | undefined;
+  /** Largest accepted upload body, in bytes. */
+  readonly maxUploadBytes: number;
+  readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3; // 10 GiB: asset directories take 2 GB+ files
+
+const envSchema = z.object({
+  WHARF_PORT: z.coerce.number().int().min(0).max(65535).default(8624),
+  WHARF_HOST: z.string().min(1).default("0.0.0.0"),
+  WHARF_DATA_DIR: z.string().min(1).default("./data"),
+  WHARF_ADMIN_API_KEY: z
+    .string()
+    .min(16, "must be at least 16 characters")
+    .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+    .optional(),
+  WHARF_BASE_URL: z
+    .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
+    .transform((url) => url.replace(/\/+$/, ""))
+    .optional(),
+  WHARF_MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_UPLOAD_BYTES),
+  WHARF_LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+});
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
+  // An empty variable means "not set", as a shell user would expect from `WHARF_X= wharf serve`.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([name, value]) => name.startsWith("WHARF_") && value !== ""),
+  );
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
+  }
+  const v = parsed.data;
+  return Object.freeze({
+    port: v.WHARF_PORT,
+    host: v.WHARF_HOST,
+    dataDir: path.resolve(cwd, v.WHARF_DATA_DIR),
+    adminApiKey: v.WHARF_ADMIN_API_KEY,
+    baseUrl: v.WHARF_BASE_URL,
+    maxUploadBytes: v.WHARF_MAX_UPLOAD_BYTES,
+    logLevel: v.WHARF_LOG_LEVEL,
+  });
+}

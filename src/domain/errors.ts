@@ -1,0 +1,39 @@
+/**
+ * The one error type services throw. `kind` decides the HTTP status (see http/errors.ts, the only
+ * place that knows status codes); `code` is a stable SCREAMING_SNAKE name for logs, the
+ * `X-Wharf-Error` header and tests; `message` is the plain-text body a client shows its user.
+ */
+export type ErrorKind =
+  | "invalid"
+  | "unauthenticated"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "unprocessable"
+  | "too_large"
+  | "unsupported"
+  | "unavailable";
+
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+
+  constructor(
+    readonly kind: ErrorKind,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const invalid = (code: string, message: string) => new DomainError("invalid", code, message);
+export const notFound = (code: string, message: string) => new DomainError("not_found", code, message);
+export const conflict = (code: string, message: string) => new DomainError("conflict", code, message);
+
+/** The sentence Inedo clients and tests look for on a bad or insufficient key (compat.md 0.1). */
+export const PERMISSION_DENIED_MESSAGE =
+  "The specified API key does not have the proper permissions to perform this action.";
+
+export const forbidden = () => new DomainError("forbidden", "PERMISSION_DENIED", PERMISSION_DENIED_MESSAGE);
+export const unauthenticated = () =>
+  new DomainError("unauthenticated", "AUTHENTICATION_REQUIRED", "Authentication is required.");

@@ -1,0 +1,64 @@
+/**
+ * Who is calling, and what they need: the vocabulary of the one security model that every area
+ * shares. Pure data; the rules that evaluate it live in domain/access.ts.
+ */
+
+/** Scopes of a System API key (compat.md 5.4, plus one per Wharf area). */
+export const SYSTEM_APIS = [
+  "full-control",
+  "feeds",
+  "configuration",
+  "package-deployment",
+  "connector-health",
+  "releases",
+  "ci-badges",
+  "native",
+  "metrics",
+] as const;
+export type SystemApi = (typeof SYSTEM_APIS)[number];
+
+/** Permissions of a Feed API key (compat.md section 9: View/Download, Add/Repackage, Promote, Overwrite/Delete). */
+export const FEED_KEY_PERMISSIONS = ["view", "add", "promote", "delete"] as const;
+export type FeedKeyPermission = (typeof FEED_KEY_PERMISSIONS)[number];
+
+export type Principal =
+  | { readonly type: "anonymous" }
+  | {
+      readonly type: "user";
+      readonly userId: number;
+      readonly userName: string;
+      /** How the user proved who they are: a password (Basic or pseudo-key) or a personal key. */
+      readonly via: "password" | "personal-key";
+      readonly keyId?: number;
+    }
+  | { readonly type: "system-key"; readonly keyId: number; readonly apis: readonly SystemApi[] }
+  | {
+      readonly type: "feed-key";
+      readonly keyId: number;
+      /** Canonical feed name, or undefined when the key is for a feed group. */
+      readonly feed: string | undefined;
+      readonly feedGroup: string | undefined;
+      readonly permissions: readonly FeedKeyPermission[];
+    };
+
+export const ANONYMOUS: Principal = Object.freeze({ type: "anonymous" });
+
+/**
+ * What an operation requires. A System key passes when it has `full-control` or the `api` scope;
+ * users, personal keys and Anonymous pass when their permissions grant `attribute` (for `feed`
+ * when given); feed keys pass only for feed-scoped needs on their own feed or feed group.
+ */
+export interface AccessNeed {
+  /** System API scope that allows the operation; omitted means only `full-control`. */
+  readonly api?: SystemApi;
+  /** Privilege attribute (compat.md section 9) a user or Anonymous must be granted. */
+  readonly attribute: string;
+  /** The feed the operation touches, as named in the request. */
+  readonly feed?: string;
+}
+
+/** The feed a need is about, resolved to its canonical name and feed group. */
+export interface FeedScope {
+  readonly name: string;
+  readonly group: string | undefined;
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { forbidden, unauthenticated } from "../domain/errors.js";
+import { ANONYMOUS, type AccessNeed, type Principal } from "../domain/principal.js";
+import {
+  bodyMayCarryKey,
+  type Credentials,
+  credentialsFromHeadersAndQuery,
+  takeCredentialsFromBody,
+} from "./credentials.js";
+
+/**
+ * What a route requires, declared in its `config.access`. A route that declares nothing is
+ * denied to everyone (deny by default).
+ * - `public`: no credentials needed (health, version, API description).
+ * - `need`: checked as soon as the credentials are known, before the body is read whenever the
+ *   key arrives in a header or the query string (so an unauthorised upload is refused unread).
+ * - `inHandler`: the caller must present valid credentials or be Anonymous; the handler then calls
+ *   `request.authorize(need)` (needs that depend on the body) or `request.can(need)` (lists
+ *   filtered per item).
+ */
+export type AccessRule =
+  | { readonly public: true }
+  | { readonly need: AccessNeed | ((request: FastifyRequest) => AccessNeed) }
+  | { readonly inHandler: true };
+
+/** The one authentication path: turns credentials into a principal and decides needs. */
+export interface Authenticator {
+  /** Resolves credentials to a principal; throws forbidden() for unknown, expired or wrong ones. */
+  authenticate(credentials: Credentials): Promise<Principal>;
+  allows(principal: Principal, need: AccessNeed): Promise<boolean>;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    access?: AccessRule;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+    /** Throws 401 (Anonymous) or 403 unless the principal meets the need. */
+    authorize(need: AccessNeed): Promise<void>;
+    can(need: AccessNeed): Promise<boolean>;
+  }
+}
+
+const DENY_ALL: AccessRule = { need: { attribute: "__deny__" } };
+const awaitingBodyCredentials = new WeakSet<FastifyRequest>();
+
+export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
+  // Decorated empty (Fastify refuses shared objects) and set for every request in onRequest.
+  app.decorateRequest("principal", null as never);
+  app.decorateRequest("can", function (this: FastifyRequest, need: AccessNeed) {
+    return authenticator.allows(this.principal, need);
+  });
+  app.decorateRequest("authorize", async function (this: FastifyRequest, need: AccessNeed) {
+    if (await authenticator.allows(this.principal, need)) return;
+    throw this.principal.type === "anonymous" ? unauthenticated() : forbidden();
+  });
+
+  // Deny by default: a route that forgot to declare its access is closed, not open.
+  app.addHook("onRoute", (route) => {
+    route.config = { ...route.config, access: route.config?.access ?? DENY_ALL };
+  });
+
+  app.addHook("onRequest", async (request) => {
+    request.principal = ANONYMOUS;
+    const rule = request.routeOptions.config.access;
+    if (!rule || "public" in rule) return; // unmatched URLs fall through to the 404 handler
+    const credentials = credentialsFromHeadersAndQuery(request);
+    if (credentials) {
+      request.principal = await authenticator.authenticate(credentials);
+    } else if (bodyMayCarryKey(request)) {
+      awaitingBodyCredentials.add(request);
+      return;
+    }
+    await enforce(request, rule);
+  });
+
+  app.addHook("preValidation", async (request) => {
+    // A key in the body is always taken out, so that it is never stored as data.
+    const credentials = bodyMayCarryKey(request) ? takeCredentialsFromBody(request.body) : undefined;
+    if (!awaitingBodyCredentials.has(request)) return;
+    awaitingBodyCredentials.delete(request);
+    if (credentials) request.principal = await authenticator.authenticate(credentials);
+    const rule = request.routeOptions.config.access;
+    if (rule) await enforce(request, rule);
+  });
+}
+
+async function enforce(request: FastifyRequest, rule: AccessRule): Promise<void> {
+  if (!("need" in rule)) return;
+  const need = typeof rule.need === "function" ? rule.need(request) : rule.need;
+  await request.authorize(need);
+}

@@ -1,0 +1,81 @@
+import type { FastifyRequest } from "fastify";
+
+/**
+ * Credentials as they arrived, before anyone checked them. Every transport a real client uses
+ * (compat.md 0.1) ends up here, so that one authenticator decides for all of them.
+ */
+export type Credentials =
+  | { readonly kind: "api-key"; readonly key: string }
+  | { readonly kind: "password"; readonly user: string; readonly password: string }
+  /** `X-ApiKey: user:password`: an API key if one matches, else a pseudo-key login. */
+  | { readonly kind: "key-or-password"; readonly key: string; readonly user: string; readonly password: string };
+
+const QUERY_KEY_NAMES = new Set(["key", "api_key"]);
+
+/** Credentials from headers and the query string: known before the body is read. */
+export function credentialsFromHeadersAndQuery(request: FastifyRequest): Credentials | undefined {
+  const headerKey = headerValue(request, "x-apikey") ?? headerValue(request, "x-proget-apikey");
+  if (headerKey !== undefined) return fromKeyValue(headerKey);
+
+  const authorization = headerValue(request, "authorization");
+  if (authorization !== undefined) {
+    const basic = parseBasic(authorization);
+    if (basic) {
+      return basic.user.toLowerCase() === "api" ? { kind: "api-key", key: basic.password } : { kind: "password", ...basic };
+    }
+  }
+
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && typeof query === "object") {
+    for (const [name, value] of Object.entries(query)) {
+      const first = Array.isArray(value) ? value[0] : value;
+      if (QUERY_KEY_NAMES.has(name.toLowerCase()) && typeof first === "string" && first !== "") {
+        return { kind: "api-key", key: first };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Whether the body may carry a key (form field `key`, JSON root `API_Key`): only then is auth deferred to after parsing. */
+export function bodyMayCarryKey(request: FastifyRequest): boolean {
+  const type = request.headers["content-type"]?.toLowerCase() ?? "";
+  return type.startsWith("application/x-www-form-urlencoded") || type.startsWith("application/json");
+}
+
+/**
+ * Takes a key out of a parsed form or JSON body (form `key`, JSON `API_Key`, names matched
+ * case-insensitively) and removes it, so that it is never stored as data.
+ */
+export function takeCredentialsFromBody(body: unknown): Credentials | undefined {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
+  const record = body as Record<string, unknown>;
+  for (const name of Object.keys(record)) {
+    if (!QUERY_KEY_NAMES.has(name.toLowerCase())) continue;
+    const value = record[name];
+    delete record[name];
+    if (typeof value === "string" && value !== "") return fromKeyValue(value);
+  }
+  return undefined;
+}
+
+function fromKeyValue(value: string): Credentials {
+  const colon = value.indexOf(":");
+  if (colon > 0) return { kind: "key-or-password", key: value, user: value.slice(0, colon), password: value.slice(colon + 1) };
+  return { kind: "api-key", key: value };
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const raw = request.headers[name];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+function parseBasic(header: string): { user: string; password: string } | undefined {
+  const match = /^basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon <= 0) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}

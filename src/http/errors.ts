@@ -1,0 +1,50 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { DomainError, type ErrorKind } from "../domain/errors.js";
+
+/** The one table from error kind to HTTP status; nothing else in Wharf knows status codes of errors. */
+const STATUS_BY_KIND: Record<ErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  unprocessable: 422,
+  unsupported: 415,
+  unavailable: 503,
+};
+
+/** Sends an error the way Inedo clients read it: a plain-text message (compat.md 0.3). */
+export function sendError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
+  if (status === 401) reply.header("WWW-Authenticate", 'Basic realm="Wharf"');
+  // Exactly `text/plain`: some clients read the body only for that exact type (compat.md 0.3).
+  return reply.code(status).header("Content-Type", "text/plain").header("X-Wharf-Error", code).send(message);
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | DomainError | Error, request, reply) => {
+    if (error instanceof DomainError) {
+      request.log.info({ code: error.code, kind: error.kind }, error.message);
+      return sendError(reply, STATUS_BY_KIND[error.kind], error.code, error.message);
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const details = error.validation
+        .map((issue) => `${issue.instancePath.replace(/^\//, "").replaceAll("/", ".") || "body"}: ${issue.message}`)
+        .join("; ");
+      return sendError(reply, 400, "INVALID_REQUEST", `Invalid ${error.validationContext ?? "request"}: ${details}`);
+    }
+    const status = "statusCode" in error ? error.statusCode : undefined;
+    if (status !== undefined && status >= 400 && status < 500) {
+      // Fastify's own client errors (malformed JSON, body too large, unsupported media type).
+      const code = "code" in error && typeof error.code === "string" ? error.code : "BAD_REQUEST";
+      return sendError(reply, status, code, error.message);
+    }
+    request.log.error({ err: error }, "unhandled error");
+    return sendError(reply, 500, "INTERNAL_ERROR", `An internal error occurred (request ${request.id}).`);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, "ROUTE_NOT_FOUND", `No endpoint answers ${request.method} on this URL.`),
+  );
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from "fastify";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { BlobStore } from "../storage/blob-store.js";
+
+/** Blob store size is a filesystem walk: compute it at most this often. */
+const BLOB_SIZE_TTL_MS = 30_000;
+
+/**
+ * Prometheus metrics, one registry per app (tests build many apps in one process). Requests are
+ * labelled by route template, never by raw URL, so that label cardinality stays bounded.
+ */
+export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
+  const registry = new Registry();
+  const labelNames = ["method", "route", "status"] as const;
+  const requests = new Counter({ name: "wharf_http_requests_total", help: "HTTP requests", labelNames, registers: [registry] });
+  const durations = new Histogram({
+    name: "wharf_http_request_duration_seconds",
+    help: "HTTP request duration",
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const bytesIn = new Counter({ name: "wharf_http_request_bytes_total", help: "Request body bytes (by Content-Length)", labelNames, registers: [registry] });
+  const bytesOut = new Counter({ name: "wharf_http_response_bytes_total", help: "Response body bytes (by Content-Length)", labelNames, registers: [registry] });
+  let cachedSize: { bytes: number; at: number } | undefined;
+  new Gauge({
+    name: "wharf_blob_store_bytes",
+    help: "Bytes held by the blob store",
+    registers: [registry],
+    async collect() {
+      if (!cachedSize || Date.now() - cachedSize.at > BLOB_SIZE_TTL_MS) {
+        cachedSize = { bytes: await blobs.totalBytes(), at: Date.now() };
+      }
+      this.set(cachedSize.bytes);
+    },
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+    requests.inc(labels);
+    durations.observe(labels, reply.elapsedTime / 1000);
+    const inLength = Number(request.headers["content-length"] ?? 0);
+    if (inLength > 0) bytesIn.inc(labels, inLength);
+    const outLength = Number(reply.getHeader("content-length") ?? 0);
+    if (outLength > 0) bytesOut.inc(labels, outLength);
+  });
+
+  app.get(
+    "/metrics",
+    {
+      schema: { summary: "Prometheus metrics", tags: ["operations"], hide: false },
+      config: { access: { need: { api: "metrics", attribute: "Admin_ConfigureProGet" } } },
+    },
+    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}

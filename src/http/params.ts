@@ -1,0 +1,35 @@
+/**
+ * Lenient parameter reading that real clients need (compat.md 0.1, 0.2): names are matched
+ * case-insensitively, empty values count as absent, booleans arrive as True/False and even
+ * `true)`.
+ */
+
+export type QueryLike = Record<string, unknown> | undefined | null;
+
+/** The first non-empty string value of a parameter, matched case-insensitively by name. */
+export function param(source: QueryLike, ...names: string[]): string | undefined {
+  if (!source || typeof source !== "object") return undefined;
+  const wanted = new Set(names.map((n) => n.toLowerCase()));
+  for (const [name, value] of Object.entries(source)) {
+    if (!wanted.has(name.toLowerCase())) continue;
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === "string" && first !== "") return first;
+    if (typeof first === "number" || typeof first === "boolean") return String(first);
+  }
+  return undefined;
+}
+
+/** Whether a parameter is present at all (a bare flag like `?latest` counts), case-insensitively. */
+export function hasParam(source: QueryLike, name: string): boolean {
+  if (!source || typeof source !== "object") return false;
+  return Object.keys(source).some((key) => key.toLowerCase() === name.toLowerCase());
+}
+
+/** "starts with true", case-insensitively: accepts true, True, TRUE and pgutil's `true)`. */
+export function parseBoolean(value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  const v = value.trim().toLowerCase();
+  if (v.startsWith("true") || v === "1" || v === "yes" || v === "y") return true;
+  if (v.startsWith("false") || v === "0" || v === "no" || v === "n") return false;
+  return fallback;
+}

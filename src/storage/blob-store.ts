@@ -1,0 +1,52 @@
+import type { Readable } from "node:stream";
+
+/** What the store knows about one stored blob. */
+export interface BlobInfo {
+  /** Lowercase hex SHA-256 of the content: the blob's address. */
+  readonly sha256: string;
+  /** Lowercase hex SHA-1 of the content. */
+  readonly sha1: string;
+  /** Lowercase hex MD5 and SHA-512, present only when the put asked for them. */
+  readonly md5?: string;
+  readonly sha512?: string;
+  readonly size: number;
+}
+
+export interface PutOptions {
+  /** Largest accepted content in bytes; the put fails with DomainError kind `too_large` past it. */
+  readonly maxBytes?: number;
+  /** Also compute MD5 and/or SHA-512 while streaming. */
+  readonly extraDigests?: ReadonlyArray<"md5" | "sha512">;
+  /** Digests the client claims (lowercase or uppercase hex); a mismatch fails the put with kind `invalid`. */
+  readonly expected?: Partial<Record<"sha1" | "sha256" | "md5" | "sha512", string>>;
+  /** Aborting fails the put and leaves nothing behind. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Content-addressed, immutable blob storage. This doc comment is the contract that every
+ * implementation must honour, and test/contract/blob-store.contract.ts proves it for each.
+ *
+ * - `put` streams the content once, hashing it on the way (SHA-256 and SHA-1 always), and makes
+ *   it visible under its SHA-256 only after all bytes are durably written (temp file, fsync,
+ *   rename). Putting content that already exists stores nothing new and returns the same info.
+ * - A put that fails (source error, size limit, digest mismatch, abort) rejects and leaves no
+ *   blob and no temporary file behind; a blob is either wholly present or absent.
+ * - Blobs never change after they are written. `delete` of a missing blob is not an error.
+ * - `open` returns a stream of the stored bytes, optionally a byte range (inclusive `start`..`end`),
+ *   or undefined when the blob is absent.
+ * - Addresses given to `stat`, `open` and `delete` that are not 64 lowercase hex characters are
+ *   treated as absent: the address never reaches the filesystem as a path of the caller's choosing.
+ */
+export interface BlobStore {
+  put(source: Readable | AsyncIterable<Uint8Array>, options?: PutOptions): Promise<BlobInfo>;
+  stat(sha256: string): Promise<{ size: number } | undefined>;
+  open(sha256: string, range?: { start: number; end: number }): Promise<Readable | undefined>;
+  delete(sha256: string): Promise<void>;
+  /** Every stored address, for garbage collection. */
+  list(): AsyncIterable<string>;
+  /** Total bytes stored (for /metrics). */
+  totalBytes(): Promise<number>;
+  /** Removes temporary files left by a crashed process; called once at start-up. */
+  clearStaleTemporaryFiles(): Promise<number>;
+}

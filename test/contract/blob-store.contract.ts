@@ -1,0 +1,468 @@
+import { createHash, randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { BlobInfo, BlobStore } from "../../src/storage/blob-store.js";
+import { DomainError } from "../../src/domain/errors.js";
+
+export interface BlobStoreFixture {
+  store: BlobStore;
+  cleanup: () => Promise<void>;
+  /** How many temporary (not yet published) files the implementation currently holds. */
+  tempFileCount: () => Promise<number>;
+}
+
+type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
+
+const MiB = 1024 * 1024;
+const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+const digest = (algorithm: Algorithm, content: Buffer) => createHash(algorithm).update(content).digest("hex");
+
+async function* chunksOf(...chunks: Buffer[]): AsyncGenerator<Uint8Array> {
+  for (const chunk of chunks) yield chunk;
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function listAll(store: BlobStore): Promise<string[]> {
+  const addresses: string[] = [];
+  for await (const address of store.list()) addresses.push(address);
+  return addresses.sort();
+}
+
+const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * The suite every BlobStore implementation must pass; each test names the sentence of the
+ * contract (the doc comment in src/storage/blob-store.ts) it proves.
+ */
+export function describeBlobStoreContract(name: string, makeStore: () => Promise<BlobStoreFixture>) {
+  describe(`BlobStore contract: ${name}`, () => {
+    let store: BlobStore;
+    let fixture: BlobStoreFixture;
+
+    beforeEach(async () => {
+      fixture = await makeStore();
+      store = fixture.store;
+    });
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    /** A failed put leaves no blob and no temporary file behind. */
+    async function expectNothingLeftBehind(content?: Buffer) {
+      expect(await fixture.tempFileCount()).toBe(0);
+      expect(await listAll(store)).toEqual([]);
+      expect(await store.totalBytes()).toBe(0);
+      if (content) {
+        const address = digest("sha256", content);
+        expect(await store.stat(address)).toBeUndefined();
+        expect(await store.open(address)).toBeUndefined();
+      }
+    }
+
+    describe("put", () => {
+      it.each([
+        ["a Readable", (content: Buffer) => Readable.from([content.subarray(0, 1000), content.subarray(1000)])],
+        ["an async iterable", (content: Buffer) => chunksOf(content.subarray(0, 1000), content.subarray(1000))],
+      ])("hashes %s with SHA-256 and SHA-1 and reports its size", async (_, toSource) => {
+        const content = randomBytes(100_000);
+        const info = await store.put(toSource(content));
+        expect(info).toEqual({ sha256: digest("sha256", content), sha1: digest("sha1", content), size: content.length });
+        expect(info.md5).toBeUndefined();
+        expect(info.sha512).toBeUndefined();
+        expect(await store.stat(info.sha256)).toEqual({ size: content.length });
+        expect(await fixture.tempFileCount()).toBe(0);
+      });
+
+      it("computes MD5 and SHA-512 while streaming when asked", async () => {
+        const content = randomBytes(50_000);
+        const info = await store.put(chunksOf(content), { extraDigests: ["md5", "sha512"] });
+        expect(info).toEqual({
+          sha256: digest("sha256", content),
+          sha1: digest("sha1", content),
+          md5: digest("md5", content),
+          sha512: digest("sha512", content),
+          size: content.length,
+        });
+        const onlyMd5 = await store.put(chunksOf(content), { extraDigests: ["md5"] });
+        expect(onlyMd5.md5).toBe(digest("md5", content));
+        expect(onlyMd5.sha512).toBeUndefined();
+      });
+
+      it("accepts expected digests given in lowercase or uppercase hex", async () => {
+        const content = randomBytes(10_000);
+        const lower = {
+          sha256: digest("sha256", content),
+          sha1: digest("sha1", content),
+          md5: digest("md5", content),
+          sha512: digest("sha512", content),
+        };
+        const upper = Object.fromEntries(Object.entries(lower).map(([k, v]) => [k, v.toUpperCase()]));
+        const first = await store.put(chunksOf(content), { expected: lower });
+        expect(first.sha256).toBe(lower.sha256);
+        const second = await store.put(chunksOf(content), { expected: upper });
+        expect(second.sha256).toBe(lower.sha256);
+        expect(second.sha1).toBe(lower.sha1);
+        expect(await listAll(store)).toEqual([lower.sha256]);
+      });
+
+      const algorithmNames: Record<Algorithm, RegExp> = {
+        sha256: /SHA-?256/i,
+        sha1: /SHA-?1\b/i,
+        md5: /MD5/i,
+        sha512: /SHA-?512/i,
+      };
+      it.each(["sha256", "sha1", "md5", "sha512"] as const)(
+        "rejects a %s mismatch as invalid DIGEST_MISMATCH naming both values, leaving nothing behind",
+        async (algorithm) => {
+          const content = randomBytes(30_000);
+          const claimed = digest(algorithm, randomBytes(10));
+          const error = await store.put(chunksOf(content), { expected: { [algorithm]: claimed } }).catch((e) => e);
+          expect(error).toBeInstanceOf(DomainError);
+          expect(error).toMatchObject({ kind: "invalid", code: "DIGEST_MISMATCH" });
+          expect(error.message).toMatch(algorithmNames[algorithm]);
+          expect(error.message).toContain(claimed);
+          expect(error.message).toContain(digest(algorithm, content));
+          await expectNothingLeftBehind(content);
+        },
+      );
+
+      it("leaves an existing blob untouched when a put of the same content fails its digest check", async () => {
+        const content = randomBytes(5_000);
+        const info = await store.put(chunksOf(content));
+        await expect(store.put(chunksOf(content), { expected: { sha1: "0".repeat(40) } })).rejects.toMatchObject({
+          code: "DIGEST_MISMATCH",
+        });
+        expect(await listAll(store)).toEqual([info.sha256]);
+        expect(await readAll((await store.open(info.sha256))!)).toEqual(content);
+        expect(await fixture.tempFileCount()).toBe(0);
+      });
+
+      it("makes the blob visible under its SHA-256 only after all bytes are written", async () => {
+        const content = randomBytes(200_000);
+        const address = digest("sha256", content);
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let halfSent = false;
+        async function* gated() {
+          yield content.subarray(0, 100_000);
+          halfSent = true;
+          await released;
+          yield content.subarray(100_000);
+        }
+        const pending = store.put(gated());
+        while (!halfSent) await nextTick();
+        for (let i = 0; i < 10; i++) await nextTick();
+
+        expect(await store.stat(address)).toBeUndefined();
+        expect(await store.open(address)).toBeUndefined();
+        expect(await listAll(store)).toEqual([]);
+
+        release();
+        expect((await pending).sha256).toBe(address);
+        expect(await readAll((await store.open(address))!)).toEqual(content);
+      });
+
+      it("stores content that already exists only once and returns the same info", async () => {
+        const content = randomBytes(40_000);
+        const first = await store.put(chunksOf(content));
+        const second = await store.put(Readable.from([content]));
+        expect(second).toEqual(first);
+        expect(await listAll(store)).toEqual([first.sha256]);
+        expect(await store.totalBytes()).toBe(content.length);
+        expect(await fixture.tempFileCount()).toBe(0);
+      });
+
+      it("stores concurrent puts of the same content once", async () => {
+        const content = randomBytes(300_000);
+        const infos = await Promise.all([1, 2, 3].map(() => store.put(chunksOf(content))));
+        expect(new Set(infos.map((info) => JSON.stringify(info))).size).toBe(1);
+        expect(await listAll(store)).toEqual([digest("sha256", content)]);
+        expect(await readAll((await store.open(digest("sha256", content)))!)).toEqual(content);
+        expect(await fixture.tempFileCount()).toBe(0);
+      });
+
+      it("accepts content of exactly maxBytes", async () => {
+        const content = randomBytes(1000);
+        const info = await store.put(chunksOf(content.subarray(0, 600), content.subarray(600)), { maxBytes: 1000 });
+        expect(info.size).toBe(1000);
+        expect((await store.put(chunksOf(), { maxBytes: 0 })).size).toBe(0);
+      });
+
+      it("rejects content one byte over maxBytes as too_large UPLOAD_TOO_LARGE, leaving nothing behind", async () => {
+        const content = randomBytes(1001);
+        const error = await store.put(chunksOf(content), { maxBytes: 1000 }).catch((e) => e);
+        expect(error).toBeInstanceOf(DomainError);
+        expect(error).toMatchObject({ kind: "too_large", code: "UPLOAD_TOO_LARGE" });
+        await expectNothingLeftBehind(content);
+      });
+
+      it("stops reading a source that runs past maxBytes instead of waiting for its end", async () => {
+        const chunk = randomBytes(64 * 1024);
+        let produced = 0;
+        async function* endless() {
+          // Would be 4 GiB if the store read it all.
+          for (let i = 0; i < 65_536; i++) {
+            produced += chunk.length;
+            yield chunk;
+          }
+        }
+        const error = await store.put(endless(), { maxBytes: MiB }).catch((e) => e);
+        expect(error).toMatchObject({ kind: "too_large", code: "UPLOAD_TOO_LARGE" });
+        expect(produced).toBeGreaterThan(MiB);
+        expect(produced).toBeLessThan(8 * MiB);
+        await expectNothingLeftBehind();
+      });
+
+      it("rejects when an async iterable source fails midway, leaving nothing behind", async () => {
+        const failure = new Error("connection reset");
+        async function* failing() {
+          yield randomBytes(MiB);
+          yield randomBytes(MiB);
+          throw failure;
+        }
+        await expect(store.put(failing())).rejects.toBe(failure);
+        await expectNothingLeftBehind();
+      });
+
+      it("rejects when a Readable source errors midway, leaving nothing behind", async () => {
+        const failure = new Error("socket hang up");
+        const source = new Readable({ read() {} });
+        const pending = store.put(source);
+        source.push(randomBytes(MiB));
+        await nextTick();
+        source.push(randomBytes(MiB));
+        await nextTick();
+        source.destroy(failure);
+        await expect(pending).rejects.toBe(failure);
+        await expectNothingLeftBehind();
+      });
+
+      /** The contract allows the abort reason itself or a DomainError. */
+      const isAbortRejection = (reason: unknown) => (error: unknown) => error === reason || error instanceof DomainError;
+
+      it("rejects when aborted midway, leaving nothing behind", async () => {
+        const controller = new AbortController();
+        const reason = new Error("client went away");
+        async function* slowAndLong() {
+          for (let i = 0; i < 1000; i++) {
+            if (i === 8) controller.abort(reason);
+            yield randomBytes(256 * 1024);
+            await nextTick();
+          }
+        }
+        await expect(store.put(slowAndLong(), { signal: controller.signal })).rejects.toSatisfy(
+          isAbortRejection(reason),
+        );
+        await expectNothingLeftBehind();
+      });
+
+      it("rejects when aborted while the source is stalled, leaving nothing behind", async () => {
+        const controller = new AbortController();
+        const reason = new Error("timed out");
+        const source = new Readable({ read() {} });
+        const pending = store.put(source, { signal: controller.signal });
+        source.push(randomBytes(MiB));
+        for (let i = 0; i < 5; i++) await nextTick();
+        controller.abort(reason);
+        await expect(pending).rejects.toSatisfy(isAbortRejection(reason));
+        await expectNothingLeftBehind();
+      });
+
+      it("rejects when the signal is already aborted, leaving nothing behind", async () => {
+        const reason = new Error("too late");
+        const content = randomBytes(1000);
+        await expect(store.put(chunksOf(content), { signal: AbortSignal.abort(reason) })).rejects.toSatisfy(
+          isAbortRejection(reason),
+        );
+        await expectNothingLeftBehind(content);
+      });
+
+      it("stores the empty blob", async () => {
+        const info = await store.put(chunksOf());
+        expect(info).toEqual({
+          sha256: EMPTY_SHA256,
+          sha1: "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+          size: 0,
+        });
+        expect(await store.stat(EMPTY_SHA256)).toEqual({ size: 0 });
+        expect(await readAll((await store.open(EMPTY_SHA256))!)).toEqual(Buffer.alloc(0));
+        expect(await listAll(store)).toEqual([EMPTY_SHA256]);
+      });
+
+      it("streams a 20 MiB put and reads it back", async () => {
+        const expectedHash = createHash("sha256");
+        async function* twentyMiB() {
+          for (let i = 0; i < 20; i++) {
+            const chunk = randomBytes(MiB);
+            expectedHash.update(chunk);
+            yield chunk;
+          }
+        }
+        const info = await store.put(twentyMiB());
+        const address = expectedHash.digest("hex");
+        expect(info.sha256).toBe(address);
+        expect(info.size).toBe(20 * MiB);
+        expect(await store.stat(address)).toEqual({ size: 20 * MiB });
+
+        const readBack = createHash("sha256");
+        let bytes = 0;
+        for await (const chunk of (await store.open(address))!) {
+          readBack.update(chunk as Buffer);
+          bytes += (chunk as Buffer).length;
+        }
+        expect(bytes).toBe(20 * MiB);
+        expect(readBack.digest("hex")).toBe(address);
+      });
+    });
+
+    describe("open", () => {
+      let content: Buffer;
+      let info: BlobInfo;
+      beforeEach(async () => {
+        content = randomBytes(100_000);
+        info = await store.put(chunksOf(content));
+      });
+
+      it("streams the stored bytes", async () => {
+        expect(await readAll((await store.open(info.sha256))!)).toEqual(content);
+      });
+
+      it.each([
+        [0, 0],
+        [10, 19],
+        [1, 99_998],
+        [99_999, 99_999],
+        [0, 99_999],
+        [65_530, 65_545],
+      ])("streams the inclusive byte range %i..%i", async (start, end) => {
+        const stream = await store.open(info.sha256, { start, end });
+        expect(await readAll(stream!)).toEqual(content.subarray(start, end + 1));
+      });
+
+      it("returns undefined for an absent blob", async () => {
+        expect(await store.open(digest("sha256", randomBytes(8)))).toBeUndefined();
+        expect(await store.open(digest("sha256", randomBytes(8)), { start: 0, end: 10 })).toBeUndefined();
+        expect(await store.stat(digest("sha256", randomBytes(8)))).toBeUndefined();
+      });
+    });
+
+    describe("addresses that are not 64 lowercase hex characters", () => {
+      let content: Buffer;
+      let info: BlobInfo;
+      beforeEach(async () => {
+        content = randomBytes(1000);
+        info = await store.put(chunksOf(content));
+      });
+
+      const malformed: Array<[string, (sha256: string) => string]> = [
+        ["a path escape", () => "../etc/passwd"],
+        ["a deep path escape", () => "../../../../../../../../etc/passwd"],
+        ["an absolute path", () => "/etc/passwd"],
+        ["the uppercase form of a stored address", (sha256) => sha256.toUpperCase()],
+        ["a stored address missing its last character", (sha256) => sha256.slice(0, 63)],
+        ["a stored address with an extra character", (sha256) => `${sha256}0`],
+        ["a stored address with a trailing newline", (sha256) => `${sha256}\n`],
+        ["a stored address with surrounding spaces", (sha256) => ` ${sha256} `],
+        ["the fan-out path of a stored address", (sha256) => `${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}`],
+        ["a stored address behind a path", (sha256) => `../blobs/${sha256}`],
+        ["64 non-hex characters", () => "g".repeat(64)],
+        ["the empty string", () => ""],
+      ];
+
+      it.each(malformed)("treats %s as absent for stat and open", async (_, make) => {
+        const address = make(info.sha256);
+        expect(await store.stat(address)).toBeUndefined();
+        expect(await store.open(address)).toBeUndefined();
+        expect(await store.open(address, { start: 0, end: 1 })).toBeUndefined();
+      });
+
+      it.each(malformed)("treats delete of %s as a no-op", async (_, make) => {
+        await expect(store.delete(make(info.sha256))).resolves.toBeUndefined();
+        expect(await listAll(store)).toEqual([info.sha256]);
+        expect(await readAll((await store.open(info.sha256))!)).toEqual(content);
+      });
+    });
+
+    describe("delete", () => {
+      it("removes the blob, and deleting it again or deleting a never-stored blob is not an error", async () => {
+        const kept = await store.put(chunksOf(randomBytes(700)));
+        const removed = await store.put(chunksOf(randomBytes(300)));
+        await store.delete(removed.sha256);
+        expect(await store.stat(removed.sha256)).toBeUndefined();
+        expect(await store.open(removed.sha256)).toBeUndefined();
+        expect(await listAll(store)).toEqual([kept.sha256]);
+        await expect(store.delete(removed.sha256)).resolves.toBeUndefined();
+        await expect(store.delete(digest("sha256", randomBytes(8)))).resolves.toBeUndefined();
+        expect(await store.stat(kept.sha256)).toEqual({ size: 700 });
+      });
+
+      it("lets deleted content be stored again", async () => {
+        const content = randomBytes(2000);
+        const info = await store.put(chunksOf(content));
+        await store.delete(info.sha256);
+        expect(await store.put(chunksOf(content))).toEqual(info);
+        expect(await readAll((await store.open(info.sha256))!)).toEqual(content);
+      });
+    });
+
+    describe("blobs never change after they are written", () => {
+      it("keeps a blob's bytes through re-puts, failed puts and other deletes", async () => {
+        const content = randomBytes(10_000);
+        const info = await store.put(chunksOf(content));
+        await store.put(chunksOf(content), { extraDigests: ["md5"] });
+        await store.put(chunksOf(content, randomBytes(1)), { maxBytes: 10_000 }).catch(() => undefined);
+        const other = await store.put(chunksOf(randomBytes(10_000)));
+        await store.delete(other.sha256);
+        expect(await store.stat(info.sha256)).toEqual({ size: content.length });
+        expect(await readAll((await store.open(info.sha256))!)).toEqual(content);
+      });
+    });
+
+    describe("list and totalBytes", () => {
+      it("are empty for an empty store", async () => {
+        expect(await listAll(store)).toEqual([]);
+        expect(await store.totalBytes()).toBe(0);
+      });
+
+      it("report every stored address and the sum of their sizes", async () => {
+        const sizes = [0, 1, 4096, 70_000, 123_457];
+        const infos = await Promise.all(sizes.map((size) => store.put(chunksOf(randomBytes(size)))));
+        expect(await listAll(store)).toEqual(infos.map((info) => info.sha256).sort());
+        expect(await store.totalBytes()).toBe(sizes.reduce((a, b) => a + b, 0));
+
+        await store.delete(infos[3]!.sha256);
+        expect(await listAll(store)).toEqual(
+          infos
+            .filter((_, i) => i !== 3)
+            .map((info) => info.sha256)
+            .sort(),
+        );
+        expect(await store.totalBytes()).toBe(sizes.reduce((a, b) => a + b, 0) - 70_000);
+      });
+    });
+
+    describe("clearStaleTemporaryFiles", () => {
+      it("finds nothing to clear on a fresh store", async () => {
+        expect(await store.clearStaleTemporaryFiles()).toBe(0);
+      });
+
+      it("finds nothing to clear after successful and failed puts, and keeps every blob", async () => {
+        const info = await store.put(chunksOf(randomBytes(5000)));
+        await store.put(chunksOf(randomBytes(5000)), { maxBytes: 10 }).catch(() => undefined);
+        await store.put(chunksOf(randomBytes(5000)), { expected: { sha256: EMPTY_SHA256 } }).catch(() => undefined);
+        expect(await store.clearStaleTemporaryFiles()).toBe(0);
+        expect(await fixture.tempFileCount()).toBe(0);
+        expect(await listAll(store)).toEqual([info.sha256]);
+        expect(await store.stat(info.sha256)).toEqual({ size: 5000 });
+      });
+    });
+  });
+}

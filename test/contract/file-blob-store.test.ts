@@ -1,0 +1,103 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { describeBlobStoreContract } from "./blob-store.contract.js";
+
+async function countEntries(dir: string) {
+  try {
+    return (await readdir(dir)).length;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+}
+
+const makeRoot = () => mkdtemp(path.join(tmpdir(), "wharf-blobs-"));
+
+describeBlobStoreContract("file", async () => {
+  const root = await makeRoot();
+  return {
+    store: createFileBlobStore(root),
+    cleanup: () => rm(root, { recursive: true, force: true }),
+    tempFileCount: () => countEntries(path.join(root, "tmp")),
+  };
+});
+
+describe("file blob store specifics", () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await makeRoot();
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const sha256 = (content: Buffer) => createHash("sha256").update(content).digest("hex");
+
+  it("stores a blob at blobs/ab/cd/<sha256>", async () => {
+    const content = randomBytes(1234);
+    const { sha256: address } = await createFileBlobStore(root).put(Readable.from([content]));
+    const file = path.join(root, "blobs", address.slice(0, 2), address.slice(2, 4), address);
+    expect(await readFile(file)).toEqual(content);
+  });
+
+  it("removes a crash-leftover temporary file, which is never visible as a blob", async () => {
+    const store = createFileBlobStore(root);
+    const kept = randomBytes(500);
+    const keptInfo = await store.put(Readable.from([kept]));
+
+    const leftover = randomBytes(800);
+    await mkdir(path.join(root, "tmp"), { recursive: true });
+    await writeFile(path.join(root, "tmp", "put-crashed-midway"), leftover);
+    // A leftover even named like its own content must not pass for a blob.
+    await writeFile(path.join(root, "tmp", sha256(leftover)), leftover);
+
+    expect(await store.stat(sha256(leftover))).toBeUndefined();
+    expect(await store.open(sha256(leftover))).toBeUndefined();
+    const listed: string[] = [];
+    for await (const address of store.list()) listed.push(address);
+    expect(listed).toEqual([keptInfo.sha256]);
+    expect(await store.totalBytes()).toBe(kept.length);
+
+    expect(await store.clearStaleTemporaryFiles()).toBe(2);
+    expect(await countEntries(path.join(root, "tmp"))).toBe(0);
+    expect(await store.stat(keptInfo.sha256)).toEqual({ size: kept.length });
+    expect(await store.clearStaleTemporaryFiles()).toBe(0);
+  });
+
+  it("finds blobs written by an earlier instance over the same directory", async () => {
+    const content = randomBytes(4096);
+    const info = await createFileBlobStore(root).put(Readable.from([content]));
+    const reopened = createFileBlobStore(root);
+    expect(await reopened.stat(info.sha256)).toEqual({ size: content.length });
+    expect(await reopened.totalBytes()).toBe(content.length);
+  });
+
+  it("works on a root directory that does not exist yet", async () => {
+    const store = createFileBlobStore(path.join(root, "not", "yet"));
+    expect(await store.clearStaleTemporaryFiles()).toBe(0);
+    expect(await store.totalBytes()).toBe(0);
+    const info = await store.put(Readable.from([Buffer.from("hello")]));
+    expect(await store.stat(info.sha256)).toEqual({ size: 5 });
+  });
+
+  it("ignores stray files in the blob tree that are not blobs", async () => {
+    const store = createFileBlobStore(root);
+    const info = await store.put(Readable.from([randomBytes(100)]));
+    const dir = path.join(root, "blobs", info.sha256.slice(0, 2), info.sha256.slice(2, 4));
+    await writeFile(path.join(dir, "notes.txt"), "x");
+    // A valid address in the wrong fan-out directory was not written by the store.
+    const misplaced = sha256(randomBytes(10));
+    await writeFile(path.join(dir, misplaced), "x");
+    await writeFile(path.join(root, "blobs", "README"), "x");
+
+    const listed: string[] = [];
+    for await (const address of store.list()) listed.push(address);
+    expect(listed).toEqual([info.sha256]);
+    expect(await store.totalBytes()).toBe(100);
+  });
+});

@@ -1,0 +1,46 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "../../src/app.js";
+import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { type Clock, systemClock } from "../../src/domain/clock.js";
+import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { type Db, openDatabase } from "../../src/storage/database.js";
+
+export interface TestApp {
+  readonly app: FastifyInstance;
+  readonly db: Db;
+  readonly config: Config;
+  readonly dataDir: string;
+  /** A full-control System API key. */
+  readonly adminKey: string;
+  close(): Promise<void>;
+}
+
+/** A real app on a fresh temp data dir (file database, real blob store), for inject()-based tests. */
+export async function buildTestApp(options: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestApp> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-"));
+  const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
+  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...options.env });
+  const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
+  const blobs = createFileBlobStore(dataDir);
+  const clock = options.clock ?? systemClock;
+  bootstrapAdminKey(db, dataDir, adminKey, clock);
+  const app = await buildApp(config, { db, blobs, clock, logger: false });
+  await app.ready();
+  return {
+    app,
+    db,
+    config,
+    dataDir,
+    adminKey,
+    async close() {
+      await app.close();
+      db.close();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
+
+describe("health, version and cross-cutting headers", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp();
+  });
+  afterAll(async () => t.close());
+
+  it.each(["/health", "/health/json", "/health?format=json"])("GET %s answers the JSON pgutil requires, without a key", async (url) => {
+    const res = await t.app.inject({ method: "GET", url });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+    const body = res.json();
+    expect(body).toMatchObject({ databaseStatus: "OK", licenseStatus: "OK", serviceStatus: "OK", applicationName: "Wharf" });
+    expect(typeof body.versionNumber).toBe("string");
+    expect(typeof body.releaseNumber).toBe("string");
+  });
+
+  it("answers 500 with Error statuses when the database is unusable", async () => {
+    const broken = await buildTestApp();
+    broken.db.close();
+    const res = await broken.app.inject({ method: "GET", url: "/health" });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toMatchObject({ databaseStatus: "Error" });
+    await broken.app.close();
+  });
+
+  it("GET /api/version answers text starting with ProGet (Jenkins plugin check)", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/api/version" });
+    expect(res.statusCode).toBe(200);
+    expect(res.body.startsWith("ProGet")).toBe(true);
+    expect(res.headers["content-type"]).toMatch(/^text\/plain/);
+  });
+
+  it("sends the ProGet version headers on every response, errors included", async () => {
+    for (const url of ["/health", "/no/such/thing"]) {
+      const res = await t.app.inject({ method: "GET", url });
+      expect(res.headers["x-proget-version"]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      expect(res.headers["x-proget-edition"]).toBe("free");
+      expect(res.headers["x-request-id"]).toBeTruthy();
+    }
+  });
+
+  it("answers unknown URLs with a plain-text 404", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/no/such/thing" });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers["content-type"]).toBe("text/plain");
+    expect(res.body).toContain("No endpoint");
+  });
+});
