@@ -20,10 +20,7 @@ export function validateFeedName(name: unknown): string {
     throw invalid("INVALID_FEED_NAME", `feed name cannot be '${name}'`);
   }
   if (!FEED_NAME_CHARACTERS.test(name)) {
-    throw invalid(
-      "INVALID_FEED_NAME",
-      `feed name '${name}' may contain only letters, digits, '-', '.', '_' and '~'`,
-    );
+    throw invalid("INVALID_FEED_NAME", `feed name '${name}' may contain only letters, digits, '-', '.', '_' and '~'`);
   }
   return name;
 }

@@ -2,7 +2,13 @@ import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
 import { invalid } from "./errors.js";
 import { findStorageType, STORAGE_TYPES, type StorageType, type StorageTypeId } from "./storage-types.js";
 
-export { findStorageType, STORAGE_TYPES, type StorageProperty, type StorageType, type StorageTypeId } from "./storage-types.js";
+export {
+  findStorageType,
+  STORAGE_TYPES,
+  type StorageProperty,
+  type StorageType,
+  type StorageTypeId,
+} from "./storage-types.js";
 
 /**
  * FeedStorageConfiguration (compat.md 5.2). After validation `properties` holds every property
@@ -133,7 +139,9 @@ function parseRoot(xml: string): { elementName: string; root: unknown } {
   const validation = XMLValidator.validate(xml);
   if (validation !== true) {
     const { msg, line, col } = validation.err;
-    throw invalid(XML_ERROR, `package store XML is malformed: ${msg} (line ${line}, column ${col})`);
+    // The validator leaves col undefined for some errors (e.g. no start tag at all).
+    const where = line === undefined ? "" : col === undefined ? ` (line ${line})` : ` (line ${line}, column ${col})`;
+    throw invalid(XML_ERROR, `package store XML is malformed: ${msg}${where}`);
   }
   let document: unknown;
   try {
@@ -202,7 +210,11 @@ function decodeReferences(attribute: string, raw: string): string {
   return raw.replace(/&([^&;\s]*)(;?)/g, (whole: string, body: string, semicolon: string) => {
     const decoded = semicolon === ";" ? decodeReference(body) : undefined;
     if (decoded === undefined) {
-      throw invalid(XML_ERROR, `package store XML: attribute '${attribute}' has an invalid entity reference '${whole}'`);
+      throw invalid(
+        XML_ERROR,
+        `package store XML: attribute '${attribute}' has an unsupported entity reference '${whole}' ` +
+          "(only &amp; &lt; &gt; &quot; &apos; and valid character references are allowed)",
+      );
     }
     return decoded;
   });

@@ -52,7 +52,12 @@ export const STORAGE_TYPES: readonly StorageType[] = [
     name: "Amazon S3",
     description: "Stores packages in an Amazon S3 (or S3-compatible) bucket.",
     properties: {
-      AccessKey: text(true, "Access key", "Access key ID of the account used to reach the bucket.", "AKIAIOSFODNN7EXAMPLE"),
+      AccessKey: text(
+        true,
+        "Access key",
+        "Access key ID of the account used to reach the bucket.",
+        "AKIAIOSFODNN7EXAMPLE",
+      ),
       SecretAccessKey: text(true, "Secret access key", "Secret access key belonging to the access key."),
       RegionEndpoint: text(true, "Region endpoint", "Region system name of the bucket.", "us-east-1"),
       BucketName: text(false, "Bucket name", "Name of the bucket.", "my-bucket"),

@@ -21,7 +21,8 @@ import {
 export type AccessRule =
   | { readonly public: true }
   | { readonly need: AccessNeed | ((request: FastifyRequest) => AccessNeed) }
-  | { readonly inHandler: true };
+  | { readonly inHandler: true }
+  | typeof UNDECLARED;
 
 /** The one authentication path: turns credentials into a principal and decides needs. */
 export interface Authenticator {
@@ -42,7 +43,8 @@ declare module "fastify" {
   }
 }
 
-const DENY_ALL: AccessRule = { need: { attribute: "__deny__" } };
+/** What a route that declares nothing gets: refused to everyone, full-control keys included. */
+const UNDECLARED = { undeclared: true } as const;
 const awaitingBodyCredentials = new WeakSet<FastifyRequest>();
 
 export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
@@ -58,7 +60,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 
   // Deny by default: a route that forgot to declare its access is closed, not open.
   app.addHook("onRoute", (route) => {
-    route.config = { ...route.config, access: route.config?.access ?? DENY_ALL };
+    route.config = { ...route.config, access: route.config?.access ?? UNDECLARED };
   });
 
   app.addHook("onRequest", async (request) => {
@@ -87,6 +89,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 }
 
 async function enforce(request: FastifyRequest, rule: AccessRule): Promise<void> {
+  if ("undeclared" in rule) throw forbidden();
   if (!("need" in rule)) return;
   const need = typeof rule.need === "function" ? rule.need(request) : rule.need;
   await request.authorize(need);
