@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { type Readable, Transform } from "node:stream";
+import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { DomainError, invalid } from "../domain/errors.js";
 import type { BlobInfo, BlobStore, PutOptions } from "./blob-store.js";
@@ -27,21 +27,22 @@ export function createFileBlobStore(rootDir: string): BlobStore {
   const blobsDir = path.join(rootDir, "blobs");
   const tmpDir = path.join(rootDir, "tmp");
 
-  const blobPath = (sha256: string) =>
-    path.join(blobsDir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+  const blobPath = (sha256: string) => path.join(blobsDir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 
-  async function put(
-    source: Readable | AsyncIterable<Uint8Array>,
-    options: PutOptions = {},
-  ): Promise<BlobInfo> {
+  async function put(source: Readable | AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<BlobInfo> {
     const { signal } = options;
     signal?.throwIfAborted();
-    await mkdir(tmpDir, { recursive: true });
+    // The store owns the source from this call on. Until the pipeline listens (once the temp file
+    // exists) an 'error' event would find no listener and crash the process; the pipeline still
+    // sees such an error through the stream's state. Left attached so that late errors from the
+    // source's destruction are harmless too.
+    if (source instanceof Readable) source.on("error", () => {});
 
     const tempPath = path.join(tmpDir, `put-${randomUUID()}`);
     // Renamed away on success; on every other path it must not outlive this call.
     let tempLeft = true;
     try {
+      await mkdir(tmpDir, { recursive: true });
       const { digests, size } = await writeHashed(source, tempPath, options);
       signal?.throwIfAborted();
 
@@ -71,7 +72,7 @@ export function createFileBlobStore(rootDir: string): BlobStore {
     }
   }
 
-  async function stat_(sha256: string) {
+  async function statBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return undefined;
     try {
       const s = await stat(blobPath(sha256));
@@ -86,7 +87,7 @@ export function createFileBlobStore(rootDir: string): BlobStore {
     if (!ADDRESS.test(sha256)) return undefined;
     // Opening before creating the stream turns "absent" into undefined instead of a later
     // stream error, and keeps the bytes readable even if the blob is deleted meanwhile.
-    let handle;
+    let handle: FileHandle;
     try {
       handle = await open(blobPath(sha256), "r");
     } catch (error) {
@@ -125,7 +126,7 @@ export function createFileBlobStore(rootDir: string): BlobStore {
 
   async function totalBytes() {
     let total = 0;
-    for await (const sha256 of list()) total += (await stat_(sha256))?.size ?? 0;
+    for await (const sha256 of list()) total += (await statBlob(sha256))?.size ?? 0;
     return total;
   }
 
@@ -140,7 +141,7 @@ export function createFileBlobStore(rootDir: string): BlobStore {
 
   return {
     put,
-    stat: stat_,
+    stat: statBlob,
     open: openBlob,
     delete: deleteBlob,
     list,
@@ -185,9 +186,7 @@ async function writeHashed(
   // "wx": a random name that already exists means something is wrong; never write into it.
   const handle = await open(tempPath, "wx");
   try {
-    // autoClose off so the same descriptor can be fsynced after the last write.
-    const file = handle.createWriteStream({ autoClose: false });
-    await pipeline(source, hashAndCount, file, { signal: options.signal });
+    await pipeline(source, hashAndCount, writeTo(handle), { signal: options.signal });
     const digests = Object.fromEntries(hashes.map(([algorithm, hash]) => [algorithm, hash.digest("hex")]));
     // Checked before the fsync, so a rejected upload costs no disk flush.
     checkExpected(digests, options.expected);
@@ -196,6 +195,27 @@ async function writeHashed(
   } finally {
     // FileHandle.close waits for writes still in flight after a failed pipeline.
     await handle.close();
+  }
+}
+
+/**
+ * A sink that writes to `handle` but never closes it, so the owner can fsync the very descriptor
+ * that wrote. (FileHandle.createWriteStream with autoClose off keeps a reference on the handle
+ * that makes FileHandle.close wait forever.)
+ */
+function writeTo(handle: FileHandle): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      writeFully(handle, chunk).then(() => callback(), callback);
+    },
+  });
+}
+
+async function writeFully(handle: FileHandle, chunk: Buffer) {
+  // A write may be partial; the rest must follow or the blob would be truncated.
+  for (let offset = 0; offset < chunk.length; ) {
+    const { bytesWritten } = await handle.write(chunk, offset);
+    offset += bytesWritten;
   }
 }
 
