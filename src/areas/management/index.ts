@@ -1,17 +1,23 @@
-// PLACEHOLDER: replaced by the feed management implementation.
 import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
-import type { FeedScope } from "../../domain/principal.js";
 import type { Db } from "../../storage/database.js";
+import { createFeedRepository } from "./repository.js";
+import { feedRoutes } from "./routes.js";
+import { createFeedServiceWith, type FeedService } from "./service.js";
+import { storageRoutes } from "./storage-routes.js";
 
-export interface FeedService {
-  /** Canonical name and feed group of the feed with this name or alternate name, case-insensitively. */
-  findScope(name: string): Promise<FeedScope | undefined>;
+export type { Feed, FeedDraft, FeedSettings, RetentionRule } from "./feed-settings.js";
+export type { FeedInput, FeedJson } from "./schemas.js";
+export { endpointUrl, type FeedService, type FeedView } from "./service.js";
+
+/** Wires repository -> service for feed management; app.ts shares the service with other areas. */
+export function createFeedService(deps: { db: Db; clock: Clock; config: Config }): FeedService {
+  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock: deps.clock, config: deps.config });
 }
 
-export function createFeedService(_deps: { db: Db; clock: Clock; config: Config }): FeedService {
-  return { findScope: async () => undefined };
-}
-
-export const managementArea: FastifyPluginAsync<{ feeds: FeedService }> = async () => {};
+/** Area I: `/api/management/feeds/...` and `/api/storage`. */
+export const managementArea: FastifyPluginAsync<{ feeds: FeedService }> = async (app, { feeds }) => {
+  await app.register(feedRoutes, { feeds });
+  await app.register(storageRoutes, { feeds });
+};

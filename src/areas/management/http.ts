@@ -1,0 +1,63 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import { DomainError } from "../../domain/errors.js";
+import { hasParam, param, parseBoolean } from "../../http/params.js";
+
+/** Small HTTP helpers shared by the feed and storage routes of this area. */
+
+/** `?indent`, `?indent=true`, `?Indent=1` pretty-print; `?indent=false` does not (old feed-management doc). */
+export function wantsIndent(query: unknown): boolean {
+  const source = query as Record<string, unknown> | undefined;
+  return hasParam(source, "indent") && parseBoolean(param(source, "indent"), true);
+}
+
+/**
+ * Sends a JSON body checked against its response schema, indented when asked. The serializer is
+ * replaced only at this point, so an error sent later is still plain text.
+ */
+export function sendJson<T>(reply: FastifyReply, status: number, schema: z.ZodType<T>, body: T, indent: boolean) {
+  if (indent) {
+    // A custom serializer bypasses the default content type, so it is set here (PRODUCT.md).
+    reply.type("application/json; charset=utf-8");
+    reply.serializer((payload: unknown) => JSON.stringify(schema.parse(payload), null, 2));
+  }
+  return reply.code(status).send(body);
+}
+
+/**
+ * Bodies arrive through a catch-all parser as a raw stream when they are not JSON or a form
+ * (http/body-parsers.ts); such a body cannot be a feed, and must not be mistaken for an object.
+ */
+export async function requireJsonBody(request: FastifyRequest): Promise<void> {
+  const body = request.body as { pipe?: unknown } | null | undefined;
+  if (body && typeof body.pipe === "function") {
+    throw new DomainError(
+      "unsupported",
+      "JSON_REQUIRED",
+      "Send the request body as JSON (Content-Type: application/json).",
+    );
+  }
+}
+
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The server's public base URL as this request sees it, for `endpointUrl` when WHARF_BASE_URL is
+ * not set: X-Forwarded-Proto/-Host (a reverse proxy's) or Host. The value is only reflected to
+ * the same caller, and a malformed host is ignored rather than echoed.
+ */
+export function requestBaseUrl(request: FastifyRequest): string | undefined {
+  const forwardedProto = firstValue(request.headers["x-forwarded-proto"])?.toLowerCase();
+  const host = [firstValue(request.headers["x-forwarded-host"]), firstValue(request.headers.host)].find(
+    (candidate) => candidate !== undefined && HOST.test(candidate),
+  );
+  if (host === undefined) return undefined;
+  const scheme = forwardedProto === "https" || forwardedProto === "http" ? forwardedProto : request.protocol;
+  return `${scheme}://${host}`;
+}
+
+function firstValue(header: string | string[] | undefined): string | undefined {
+  const raw = Array.isArray(header) ? header[0] : header;
+  const value = raw?.split(",")[0]?.trim();
+  return value === "" ? undefined : value;
+}

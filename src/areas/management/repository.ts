@@ -1,0 +1,180 @@
+import { SqliteError } from "better-sqlite3";
+import { conflict, notFound } from "../../domain/errors.js";
+import type { FeedType } from "../../domain/feeds.js";
+import type { FeedScope } from "../../domain/principal.js";
+import type { Db } from "../../storage/database.js";
+import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
+
+/**
+ * SQL for `feeds` and `feed_names` (migrations 0001, 0002). Every method is one transaction and
+ * returns a Promise, so that another database can implement the same interface.
+ */
+export interface FeedRepository {
+  /** Canonical name and group of the feed with this primary or alternate name, case-insensitively. */
+  findScope(name: string): Promise<FeedScope | undefined>;
+  findByName(name: string): Promise<Feed | undefined>;
+  /** All feeds, ordered by name case-insensitively. */
+  list(): Promise<Feed[]>;
+  /** Throws conflict when a name (primary or alternate) is taken by another feed. */
+  insert(draft: FeedDraft, storageKey: string, now: string): Promise<Feed>;
+  /**
+   * Reads the feed, applies `change` to it and writes the result, all in one transaction (so two
+   * concurrent partial updates cannot lose each other's changes). `change` may throw to abort.
+   */
+  update(id: number, change: (current: Feed) => FeedDraft, now: string): Promise<Feed>;
+  /** Deletes the feed with this name or alternate name; false when there is none. */
+  deleteByName(name: string): Promise<boolean>;
+}
+
+interface FeedRow {
+  id: number;
+  name: string;
+  feed_type: string;
+  feed_group: string | null;
+  storage_key: string;
+  settings: string;
+  created_at: string;
+  modified_at: string;
+}
+
+interface NameOwnerRow {
+  feed_id: number;
+  owner: string;
+  is_primary: number;
+}
+
+const FEED_COLUMNS = "f.id, f.name, f.feed_type, f.feed_group, f.storage_key, f.settings, f.created_at, f.modified_at";
+
+export function createFeedRepository(db: Db): FeedRepository {
+  const scopeByName = db.prepare<[string], { name: string; feed_group: string | null }>(
+    "SELECT f.name, f.feed_group FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?",
+  );
+  const feedByName = db.prepare<[string], FeedRow>(
+    `SELECT ${FEED_COLUMNS} FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?`,
+  );
+  const feedById = db.prepare<[number], FeedRow>(`SELECT ${FEED_COLUMNS} FROM feeds f WHERE f.id = ?`);
+  const allFeeds = db.prepare<[], FeedRow>(`SELECT ${FEED_COLUMNS} FROM feeds f ORDER BY f.name COLLATE NOCASE, f.id`);
+  const alternatesOf = db.prepare<[number], { name: string }>(
+    "SELECT name FROM feed_names WHERE feed_id = ? AND is_primary = 0 ORDER BY rowid",
+  );
+  const allAlternates = db.prepare<[], { feed_id: number; name: string }>(
+    "SELECT feed_id, name FROM feed_names WHERE is_primary = 0 ORDER BY rowid",
+  );
+  const nameOwner = db.prepare<[string], NameOwnerRow>(
+    `SELECT n.feed_id, f.name AS owner, n.is_primary
+       FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?`,
+  );
+  const insertFeed = db.prepare<[string, string, string | null, string, string, string, string], { id: number }>(
+    `INSERT INTO feeds (name, feed_type, feed_group, storage_key, settings, created_at, modified_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  );
+  const updateFeed = db.prepare<[string, string, string | null, string, string, number]>(
+    "UPDATE feeds SET name = ?, feed_type = ?, feed_group = ?, settings = ?, modified_at = ? WHERE id = ?",
+  );
+  const deleteNames = db.prepare<[number]>("DELETE FROM feed_names WHERE feed_id = ?");
+  const insertName = db.prepare<[string, number, number, string]>(
+    "INSERT INTO feed_names (name_key, feed_id, is_primary, name) VALUES (?, ?, ?, ?)",
+  );
+  const deleteFeed = db.prepare<[number]>("DELETE FROM feeds WHERE id = ?");
+
+  const toFeed = (row: FeedRow, alternateNames: string[]): Feed => ({
+    id: row.id,
+    name: row.name,
+    alternateNames,
+    feedType: row.feed_type as FeedType,
+    ...(row.feed_group === null ? {} : { feedGroup: row.feed_group }),
+    storageKey: row.storage_key,
+    settings: decodeSettings(row.settings),
+    createdAt: row.created_at,
+    modifiedAt: row.modified_at,
+  });
+  const withAlternates = (row: FeedRow) =>
+    toFeed(
+      row,
+      alternatesOf.all(row.id).map((r) => r.name),
+    );
+
+  /** Names are one namespace across feeds, primary and alternate alike (migration 0001). */
+  function claimNames(feedId: number, draft: FeedDraft): void {
+    const names = [draft.name, ...draft.alternateNames];
+    for (const name of names) {
+      const owner = nameOwner.get(name.toLowerCase());
+      if (owner && owner.feed_id !== feedId) {
+        throw owner.is_primary === 1
+          ? conflict("FEED_NAME_TAKEN", `a feed named '${owner.owner}' already exists`)
+          : conflict("FEED_NAME_TAKEN", `the name '${name}' is already an alternate name of feed '${owner.owner}'`);
+      }
+    }
+    deleteNames.run(feedId);
+    names.forEach((name, index) => {
+      insertName.run(name.toLowerCase(), feedId, index === 0 ? 1 : 0, name);
+    });
+  }
+
+  const insertTx = db.transaction((draft: FeedDraft, storageKey: string, now: string): Feed => {
+    const { id } = insertFeed.get(
+      draft.name,
+      draft.feedType,
+      draft.feedGroup ?? null,
+      storageKey,
+      encodeSettings(draft.settings),
+      now,
+      now,
+    ) as { id: number };
+    claimNames(id, draft);
+    return withAlternates(feedById.get(id) as FeedRow);
+  });
+
+  const updateTx = db.transaction((id: number, change: (current: Feed) => FeedDraft, now: string): Feed => {
+    const row = feedById.get(id);
+    if (!row) throw notFound("FEED_NOT_FOUND", "The specified feed was not found.");
+    const draft = change(withAlternates(row));
+    updateFeed.run(draft.name, draft.feedType, draft.feedGroup ?? null, encodeSettings(draft.settings), now, id);
+    claimNames(id, draft);
+    return withAlternates(feedById.get(id) as FeedRow);
+  });
+
+  const deleteTx = db.transaction((name: string): boolean => {
+    const row = feedByName.get(name.toLowerCase());
+    return row !== undefined && deleteFeed.run(row.id).changes > 0;
+  });
+
+  return {
+    async findScope(name) {
+      const row = scopeByName.get(name.toLowerCase());
+      return row && { name: row.name, group: row.feed_group ?? undefined };
+    },
+    async findByName(name) {
+      const row = feedByName.get(name.toLowerCase());
+      return row && withAlternates(row);
+    },
+    async list() {
+      const alternates = new Map<number, string[]>();
+      for (const { feed_id, name } of allAlternates.all()) {
+        alternates.set(feed_id, [...(alternates.get(feed_id) ?? []), name]);
+      }
+      return allFeeds.all().map((row) => toFeed(row, alternates.get(row.id) ?? []));
+    },
+    async insert(draft, storageKey, now) {
+      return translateConstraint(() => insertTx.immediate(draft, storageKey, now));
+    },
+    async update(id, change, now) {
+      return translateConstraint(() => updateTx.immediate(id, change, now));
+    },
+    async deleteByName(name) {
+      return deleteTx.immediate(name);
+    },
+  };
+}
+
+/** claimNames checks first; the primary key is the backstop if two writers still collide. */
+function translateConstraint<T>(action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    if (error instanceof SqliteError && error.code.startsWith("SQLITE_CONSTRAINT")) {
+      throw conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists");
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,146 @@
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AccessNeed } from "../../domain/principal.js";
+import type { Feed } from "./feed-settings.js";
+import { requestBaseUrl, requireJsonBody, sendJson, wantsIndent } from "./http.js";
+import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
+import type { FeedService } from "./service.js";
+
+/**
+ * Feed management (seed-api.md area I; compat.md 5.1, 5.2): `/api/management/feeds/...`.
+ * Privileges (seed-api.md "Authentication", feed management row): reading needs Feeds_ViewFeed
+ * on the feed, changing it Admin_ManageFeed; System keys need the `feeds` scope; Feed keys can
+ * view their own feed and never create, change or delete one (no feed-key permission carries
+ * Admin_ManageFeed).
+ */
+
+const PREFIX = "/api/management/feeds";
+const TAGS = ["feeds"];
+
+const viewNeed = (feed?: string): AccessNeed => ({
+  api: "feeds",
+  attribute: "Feeds_ViewFeed",
+  ...(feed === undefined ? {} : { feed }),
+});
+const manageNeed = (feed?: string): AccessNeed => ({
+  api: "feeds",
+  attribute: "Admin_ManageFeed",
+  ...(feed === undefined ? {} : { feed }),
+});
+const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
+
+const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
+
+export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app, { feeds }) => {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  const present = async (request: FastifyRequest, feed: Feed) => {
+    const canPublish = await request.can({ api: "feeds", attribute: "Feeds_AddPackage", feed: feed.name });
+    return feeds.present(feed, { requestBaseUrl: requestBaseUrl(request), canPublish });
+  };
+
+  api.route({
+    method: ["POST", "PUT"],
+    url: `${PREFIX}/create`,
+    schema: {
+      summary: "Create a feed",
+      description: "Body: a Feed; `name` and `feedType` are required. Answers 201 with the feed (compat.md 5.1).",
+      tags: TAGS,
+      querystring: managementQuery,
+      body: feedInputSchema.nullish(),
+      response: { 201: feedSchema, ...errors, 409: errorText, 415: errorText, 422: errorText },
+    },
+    config: { access: { need: manageNeed() } },
+    preValidation: requireJsonBody,
+    handler: async (request, reply) => {
+      const feed = await feeds.createFeed(request.body ?? {});
+      return sendJson(reply, 201, feedSchema, await present(request, feed), wantsIndent(request.query));
+    },
+  });
+
+  api.route({
+    method: ["GET", "POST"],
+    url: `${PREFIX}/get/:name`,
+    schema: {
+      summary: "Get a feed",
+      description: "By name or alternate name, case-insensitively. HEAD is answered too.",
+      tags: TAGS,
+      params: feedNameParams,
+      querystring: managementQuery,
+      response: { 200: feedSchema, ...errors },
+    },
+    config: { access: { need: (request) => viewNeed(nameOf(request)) } },
+    handler: async (request, reply) => {
+      const feed = await feeds.getFeed(request.params.name);
+      return sendJson(reply, 200, feedSchema, await present(request, feed), wantsIndent(request.query));
+    },
+  });
+
+  api.route({
+    method: "GET",
+    url: `${PREFIX}/list`,
+    schema: {
+      summary: "List the feeds the caller may see",
+      description: "Filtered by Feeds_ViewFeed per feed; a caller who may see none gets []. HEAD is answered too.",
+      tags: TAGS,
+      querystring: managementQuery,
+      response: { 200: z.array(feedSchema), 401: errorText, 403: errorText },
+    },
+    config: { access: { inHandler: true } },
+    handler: async (request, reply) => {
+      const visible = [];
+      for (const feed of await feeds.listFeeds()) {
+        if (await request.can(viewNeed(feed.name))) visible.push(await present(request, feed));
+      }
+      return sendJson(reply, 200, z.array(feedSchema), visible, wantsIndent(request.query));
+    },
+  });
+
+  api.route({
+    method: ["POST", "PATCH"],
+    url: `${PREFIX}/update/:name`,
+    schema: {
+      summary: "Update a feed (partial)",
+      description:
+        "Omitted or null members keep their value, except description, dropPath, packagesPath and packageStore " +
+        "(null removes); arrays and objects are replaced wholesale; endpointUrl and canPublish are ignored; " +
+        "a different `name` renames the feed.",
+      tags: TAGS,
+      params: feedNameParams,
+      querystring: managementQuery,
+      body: feedInputSchema.nullish(),
+      response: { 200: feedSchema, ...errors, 409: errorText, 415: errorText, 422: errorText },
+    },
+    config: { access: { need: (request) => manageNeed(nameOf(request)) } },
+    preValidation: requireJsonBody,
+    handler: async (request, reply) => {
+      const input = request.body ?? {};
+      const newName = input.name;
+      // Names carry permissions and keys (they are scoped by name): taking one needs the right on it too.
+      if (typeof newName === "string" && newName.toLowerCase() !== request.params.name.toLowerCase()) {
+        await request.authorize(manageNeed(newName));
+      }
+      const feed = await feeds.updateFeed(request.params.name, input);
+      return sendJson(reply, 200, feedSchema, await present(request, feed), wantsIndent(request.query));
+    },
+  });
+
+  api.route({
+    method: ["DELETE", "POST"],
+    url: `${PREFIX}/delete/:name`,
+    schema: {
+      summary: "Delete a feed",
+      description: "Answers 200 with an empty body. Permissions and API keys naming the feed are kept.",
+      tags: TAGS,
+      params: feedNameParams,
+      querystring: managementQuery,
+      response: { 200: z.void().describe("Empty body"), ...errors },
+    },
+    config: { access: { need: (request) => manageNeed(nameOf(request)) } },
+    handler: async (request, reply) => {
+      await feeds.deleteFeed(request.params.name);
+      return reply.code(200).send();
+    },
+  });
+};

@@ -1,0 +1,208 @@
+import { randomBytes } from "node:crypto";
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import { DomainError, notFound } from "../../domain/errors.js";
+import {
+  formatPackageStoreXml,
+  STORAGE_TYPES,
+  type StorageConfig,
+  type StorageType,
+} from "../../domain/package-store.js";
+import type { FeedScope } from "../../domain/principal.js";
+import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
+import type { Feed, FeedDraft } from "./feed-settings.js";
+import type { FeedRepository } from "./repository.js";
+import type { FeedInput, FeedJson } from "./schemas.js";
+
+/** How a feed is shown to one caller: the public URL of the server and what the caller may do. */
+export interface FeedView {
+  /** Overrides nothing when config.baseUrl is set (the operator's word wins over request headers). */
+  readonly requestBaseUrl?: string;
+  /** Whether the caller may add packages to this feed (compat.md 5.2 `canPublish`). */
+  readonly canPublish: boolean;
+}
+
+/** Feed management use cases (seed-api.md area I). Throws DomainError; knows no HTTP. */
+export interface FeedService {
+  /** Canonical name and feed group of the feed with this name or alternate name, case-insensitively. */
+  findScope(name: string): Promise<FeedScope | undefined>;
+  /** The feed with this name or alternate name, case-insensitively (for other areas: id, storageKey, type). */
+  findFeed(name: string): Promise<Feed | undefined>;
+  /** Like findFeed; throws not_found. */
+  getFeed(name: string): Promise<Feed>;
+  listFeeds(): Promise<Feed[]>;
+  /** Validates (400), checks referenced connectors (422) and names (409), then stores. */
+  createFeed(input: FeedInput): Promise<Feed>;
+  /** Partial update of the feed named `name` (compat.md 5.1); a different `input.name` renames it. */
+  updateFeed(name: string, input: FeedInput): Promise<Feed>;
+  /** Deletes the feed's rows only; permissions and keys are scoped by name and stay. */
+  deleteFeed(name: string): Promise<void>;
+  storageTypes(): readonly StorageType[];
+  /** FeedStorageConfiguration of a feed; the default is disk with no StoragePath. */
+  getStorage(name: string): Promise<StorageConfig>;
+  setStorage(name: string, input: unknown): Promise<StorageConfig>;
+  /** The Feed JSON of compat.md 5.2 for one caller. */
+  present(feed: Feed, view: FeedView): FeedJson;
+}
+
+export interface FeedServiceDeps {
+  readonly repository: FeedRepository;
+  readonly clock: Clock;
+  readonly config: Config;
+  /** Whether a connector exists; until the connectors area lands, none does. */
+  readonly connectorExists?: (name: string) => Promise<boolean>;
+  /** Whether a vulnerability source exists; Wharf has none yet. */
+  readonly vulnerabilitySourceExists?: (name: string) => Promise<boolean>;
+}
+
+const DEFAULT_STORAGE: StorageConfig = { id: "disk", properties: { StoragePath: null } };
+
+export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
+  const { repository, clock, config } = deps;
+  const connectorExists = deps.connectorExists ?? (async () => false);
+  const vulnerabilitySourceExists = deps.vulnerabilitySourceExists ?? (async () => false);
+  const now = () => clock.now().toISOString();
+
+  async function getFeed(name: string): Promise<Feed> {
+    const feed = await repository.findByName(name);
+    if (!feed) throw notFound("FEED_NOT_FOUND", `The feed '${truncate(name)}' was not found.`);
+    return feed;
+  }
+
+  /** References to other entities are checked after the input itself is valid (422, old feed-management doc). */
+  async function checkReferences(input: FeedInput, draft: FeedDraft): Promise<void> {
+    if (input.connectors) {
+      for (const connector of draft.settings.connectors) {
+        if (!(await connectorExists(connector))) {
+          throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${connector}' does not exist`);
+        }
+      }
+    }
+    if (input.vulnerabilitySources) {
+      for (const source of draft.settings.vulnerabilitySources) {
+        if (!(await vulnerabilitySourceExists(source))) {
+          throw new DomainError(
+            "unprocessable",
+            "VULNERABILITY_SOURCE_NOT_FOUND",
+            `vulnerability source '${source}' does not exist`,
+          );
+        }
+      }
+    }
+  }
+
+  return {
+    findScope: (name) => repository.findScope(name),
+    findFeed: (name) => repository.findByName(name),
+    getFeed,
+    listFeeds: () => repository.list(),
+
+    async createFeed(input) {
+      const draft = mergeFeedInput(undefined, input);
+      await checkReferences(input, draft);
+      return repository.insert(draft, randomBytes(16).toString("hex"), now());
+    },
+
+    async updateFeed(name, input) {
+      const current = await getFeed(name);
+      // Validate against what we read (so a bad request fails before any reference lookup), then
+      // merge again inside the transaction against the row as it is then.
+      const draft = mergeFeedInput(current, input);
+      await checkReferences(input, draft);
+      return repository.update(current.id, (fresh) => mergeFeedInput(fresh, input), now());
+    },
+
+    async deleteFeed(name) {
+      if (!(await repository.deleteByName(name))) {
+        throw notFound("FEED_NOT_FOUND", `The feed '${truncate(name)}' was not found.`);
+      }
+    },
+
+    storageTypes: () => STORAGE_TYPES,
+
+    async getStorage(name) {
+      return (await getFeed(name)).settings.storage ?? DEFAULT_STORAGE;
+    },
+
+    async setStorage(name, input) {
+      const current = await getFeed(name);
+      storageFromInput(input, current.settings.storage);
+      const updated = await repository.update(
+        current.id,
+        (fresh) => {
+          const storage = storageFromInput(input, fresh.settings.storage);
+          const settings = { ...fresh.settings };
+          if (storage === undefined) delete settings.storage;
+          else settings.storage = storage;
+          return { ...fresh, settings };
+        },
+        now(),
+      );
+      return updated.settings.storage ?? DEFAULT_STORAGE;
+    },
+
+    present(feed, view) {
+      const base = config.baseUrl ?? view.requestBaseUrl ?? `http://localhost:${config.port}`;
+      return presentFeed(feed, base, view.canPublish);
+    },
+  };
+}
+
+/** Where clients reach the feed (compat.md 5.2 `endpointUrl`): universal and romp feeds are served under /upack. */
+export function endpointUrl(feed: Feed, baseUrl: string): string {
+  const base = baseUrl.replace(/\/+$/, "");
+  const name = encodeURIComponent(feed.name);
+  if (feed.feedType === "universal" || feed.feedType === "romp") return `${base}/upack/${name}`;
+  if (feed.feedType === "asset") return `${base}/endpoints/${name}`;
+  return `${base}/${feed.feedType}/${name}`;
+}
+
+function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson {
+  const s = feed.settings;
+  const optional = <K extends string, V>(key: K, value: V | undefined) =>
+    (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;
+  return {
+    name: feed.name,
+    alternateNames: [...feed.alternateNames],
+    feedType: feed.feedType,
+    ...optional("feedGroup", feed.feedGroup),
+    ...optional("description", s.description),
+    active: s.active,
+    cacheConnectors: s.cacheConnectors,
+    ...optional("dropPath", s.dropPath),
+    ...optional("packagesPath", s.packagesPath),
+    ...optional("packageStore", s.storage && formatPackageStoreXml(s.storage)),
+    ...optional("allowUnknownLicenses", s.allowUnknownLicenses),
+    allowedLicenses: [...s.allowedLicenses],
+    blockedLicenses: [...s.blockedLicenses],
+    symbolServerEnabled: s.symbolServerEnabled,
+    stripSymbols: s.stripSymbols,
+    stripSource: s.stripSource,
+    stripSignature: s.stripSignature,
+    useApiV3: s.useApiV3,
+    endpointUrl: endpointUrl(feed, baseUrl),
+    connectors: [...s.connectors],
+    vulnerabilitySources: [...s.vulnerabilitySources],
+    retentionRules: s.retentionRules.map((rule) => ({ ...rule })),
+    packageFilters: { ...s.packageFilters },
+    packageAccessRules: { ...s.packageAccessRules },
+    variables: { ...s.variables },
+    variableDictionary: { ...s.variables },
+    canPublish: canPublish && s.active,
+    packageStatisticsEnabled: s.packageStatisticsEnabled,
+    restrictPackageStatistics: s.restrictPackageStatistics,
+    deploymentRecordsEnabled: s.deploymentRecordsEnabled,
+    usageRecordsEnabled: s.usageRecordsEnabled,
+    vulnerabilitiesEnabled: s.vulnerabilitiesEnabled,
+    licensesEnabled: s.licensesEnabled,
+    useWithProjects: s.useWithProjects,
+    retentionRulesEnabled: s.retentionRulesEnabled,
+  };
+}
+
+/** Names echoed in messages: bounded, and without control characters (they come from URLs). */
+function truncate(name: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+  const printable = name.replace(/[\u0000-\u001f\u007f]/g, "?");
+  return printable.length > 100 ? `${printable.slice(0, 100)}...` : printable;
+}

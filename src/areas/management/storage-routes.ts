@@ -1,0 +1,99 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { invalid } from "../../domain/errors.js";
+import type { AccessNeed } from "../../domain/principal.js";
+import { param } from "../../http/params.js";
+import { requireJsonBody, sendJson, wantsIndent } from "./http.js";
+import {
+  errorText,
+  storageConfigInputSchema,
+  storageConfigSchema,
+  storageQuery,
+  storageTypeSchema,
+} from "./schemas.js";
+import type { FeedService } from "./service.js";
+
+/**
+ * Feed storage (compat.md 5.1, 5.2; pgutil `feeds storage`): `/api/storage` lists the storage
+ * types, `/api/storage?feed=` reads and sets one feed's FeedStorageConfiguration. The feed's
+ * `packageStore` member shows the same setting (one source of truth, FeedSettings.storage).
+ */
+
+const TAGS = ["feeds"];
+const feedOf = (query: unknown) => param(query as Record<string, unknown>, "feed");
+const storageTypesSchema = z.array(storageTypeSchema);
+
+export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app, { feeds }) => {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.route({
+    method: "GET",
+    url: "/api/storage",
+    schema: {
+      summary: "List storage types, or get a feed's storage configuration (?feed=)",
+      description:
+        "Without `feed`: the FeedStorageType list, for any authenticated caller. With `feed`: the feed's " +
+        "FeedStorageConfiguration, for callers who may view the feed. HEAD is answered too.",
+      tags: TAGS,
+      querystring: storageQuery,
+      response: {
+        200: z.union([storageTypesSchema, storageConfigSchema]),
+        401: errorText,
+        403: errorText,
+        404: errorText,
+      },
+    },
+    config: { access: { inHandler: true } },
+    handler: async (request, reply) => {
+      const indent = wantsIndent(request.query);
+      const feed = feedOf(request.query);
+      if (feed !== undefined) {
+        await request.authorize({ api: "feeds", attribute: "Feeds_ViewFeed", feed });
+        return sendJson(reply, 200, storageConfigSchema, await feeds.getStorage(feed), indent);
+      }
+      // Static facts about this server, no feed data: any caller who proved who they are may read
+      // them; Anonymous only with a global view grant, so a locked-down server tells strangers nothing.
+      if (request.principal.type === "anonymous")
+        await request.authorize({ api: "feeds", attribute: "Feeds_ViewFeed" });
+      return sendJson(reply, 200, storageTypesSchema, [...feeds.storageTypes()], indent);
+    },
+  });
+
+  api.route({
+    method: "POST",
+    url: "/api/storage",
+    schema: {
+      summary: "Set a feed's storage configuration (?feed=)",
+      description:
+        "Body: FeedStorageConfiguration `{id, properties}`. Only disk storage under the data directory is " +
+        "supported; s3 and azure are validated, then refused as not supported yet.",
+      tags: TAGS,
+      querystring: storageQuery,
+      body: storageConfigInputSchema.nullish(),
+      response: {
+        200: storageConfigSchema,
+        400: errorText,
+        401: errorText,
+        403: errorText,
+        404: errorText,
+        415: errorText,
+      },
+    },
+    config: {
+      access: {
+        need: (request): AccessNeed => {
+          const feed = feedOf(request.query);
+          return { api: "feeds", attribute: "Admin_ManageFeed", ...(feed === undefined ? {} : { feed }) };
+        },
+      },
+    },
+    preValidation: requireJsonBody,
+    handler: async (request, reply) => {
+      const feed = feedOf(request.query);
+      if (feed === undefined) throw invalid("FEED_REQUIRED", "the feed query parameter is required");
+      const config = await feeds.setStorage(feed, request.body);
+      return sendJson(reply, 200, storageConfigSchema, config, wantsIndent(request.query));
+    },
+  });
+};

@@ -1,0 +1,163 @@
+/**
+ * Security fixtures for integration tests: API keys, users, groups and permission grants written
+ * straight into the database, so that any area can test its access rules without going through
+ * the security endpoints. Every function returns what a test needs next (a key to send, an id to
+ * grant to). Rows follow migrations/0001-initial.sql; keys are stored as hashApiKey(key).
+ *
+ * Typical use:
+ *   const key = createFeedKey(t.db, "main", ["view"]);
+ *   const userId = await createUser(t.db, "alice", "s3cret");
+ *   grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
+ *   await t.app.inject({ url, headers: { ...basic("alice", "s3cret") } });
+ */
+import { randomBytes } from "node:crypto";
+import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
+import { hashPassword } from "../../src/areas/security/passwords.js";
+import { FEED_ATTRIBUTES } from "../../src/domain/attributes.js";
+import type { FeedKeyPermission, SystemApi } from "../../src/domain/principal.js";
+import type { Db } from "../../src/storage/database.js";
+
+export interface KeyOptions {
+  /** ISO 8601; a past date makes an expired key. */
+  expiresAt?: string;
+  displayName?: string;
+}
+
+/** A fresh random key with a readable prefix (no `:`, so it is never taken for user:password). */
+export function newKey(prefix = "test"): string {
+  return `${prefix}-${randomBytes(16).toString("hex")}`;
+}
+
+function insertKey(
+  db: Db,
+  columns: {
+    type: "System" | "Feed" | "Personal";
+    systemApis?: readonly SystemApi[];
+    permissions?: readonly FeedKeyPermission[];
+    feed?: string;
+    feedGroup?: string;
+    userId?: number;
+  },
+  options: KeyOptions,
+): string {
+  const key = newKey(columns.type.toLowerCase());
+  db.prepare(
+    `INSERT INTO api_keys (key_hash, key_type, display_name, system_apis, package_permissions, feed_name, feed_group,
+                           user_id, expires_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    hashApiKey(key),
+    columns.type,
+    options.displayName ?? `${columns.type} key (test)`,
+    columns.systemApis ? JSON.stringify(columns.systemApis) : null,
+    columns.permissions ? JSON.stringify(columns.permissions) : null,
+    columns.feed ?? null,
+    columns.feedGroup ?? null,
+    columns.userId ?? null,
+    options.expiresAt ?? null,
+    new Date().toISOString(),
+  );
+  return key;
+}
+
+/** A System key with these API scopes, e.g. ["feeds"] or ["full-control"]. Returns the key. */
+export function createSystemKey(db: Db, apis: readonly SystemApi[], options: KeyOptions = {}): string {
+  return insertKey(db, { type: "System", systemApis: apis }, options);
+}
+
+/**
+ * A Feed key for one feed (a name) or a feed group (`{ group }`), with package permissions
+ * ("view", "add", "promote", "delete"). Returns the key.
+ */
+export function createFeedKey(
+  db: Db,
+  target: string | { group: string },
+  permissions: readonly FeedKeyPermission[],
+  options: KeyOptions = {},
+): string {
+  const scope = typeof target === "string" ? { feed: target } : { feedGroup: target.group };
+  return insertKey(db, { type: "Feed", permissions, ...scope }, options);
+}
+
+/** A Personal key acting as the user. Returns the key. */
+export function createPersonalKey(db: Db, userId: number, options: KeyOptions = {}): string {
+  return insertKey(db, { type: "Personal", userId }, options);
+}
+
+/** A user who can log in with this password (Basic or `X-ApiKey: user:password`). Returns the user id. */
+export async function createUser(db: Db, name: string, password?: string): Promise<number> {
+  const hash = password === undefined ? null : await hashPassword(password);
+  const row = db
+    .prepare<[string, string, string | null, string], { id: number }>(
+      "INSERT INTO users (name, name_key, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+    )
+    .get(name, name.toLowerCase(), hash, new Date().toISOString());
+  return (row as { id: number }).id;
+}
+
+/** A group with these members. Returns the group id. */
+export function createGroup(db: Db, name: string, memberIds: readonly number[] = []): number {
+  const row = db
+    .prepare<[string, string], { id: number }>("INSERT INTO groups (name, name_key) VALUES (?, ?) RETURNING id")
+    .get(name, name.toLowerCase()) as { id: number };
+  const add = db.prepare<[number, number]>("INSERT INTO group_members (group_id, user_id) VALUES (?, ?)");
+  for (const userId of memberIds) add.run(row.id, userId);
+  return row.id;
+}
+
+let taskCounter = 0;
+
+/** A task (named set of privilege attributes, compat.md section 9). Returns the task id. */
+export function createTask(db: Db, attributes: readonly string[], name = `test-task-${++taskCounter}`): number {
+  const feedScoped = attributes.every((a) => FEED_ATTRIBUTES.has(a)) ? 1 : 0;
+  const row = db
+    .prepare<[string, string, number, string], { id: number }>(
+      `INSERT INTO tasks (name, name_key, feed_scoped, built_in, attributes) VALUES (?, ?, ?, 0, ?) RETURNING id`,
+    )
+    .get(name, name.toLowerCase(), feedScoped, JSON.stringify(attributes)) as { id: number };
+  return row.id;
+}
+
+export type GrantTarget = { user: number } | { group: number } | { anonymous: true };
+
+export type GrantOptions = GrantTarget & {
+  attributes: readonly string[];
+  /** Scope to one feed (by name) or a feed group; neither means global. */
+  feed?: string;
+  feedGroup?: string;
+  /** A deny wins over any grant of the same attribute. */
+  deny?: boolean;
+};
+
+/** Grants (or denies) a new task made of `attributes` to a user, a group or Anonymous. */
+export function grant(db: Db, options: GrantOptions): void {
+  const taskId = createTask(db, options.attributes);
+  const [type, userId, groupId] =
+    "user" in options
+      ? (["user", options.user, null] as const)
+      : "group" in options
+        ? (["group", null, options.group] as const)
+        : (["anonymous", null, null] as const);
+  db.prepare(
+    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_name_key, feed_group_key, deny)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    type,
+    userId,
+    groupId,
+    taskId,
+    options.feed?.toLowerCase() ?? null,
+    options.feedGroup?.toLowerCase() ?? null,
+    options.deny ? 1 : 0,
+  );
+}
+
+/** `Authorization: Basic` header for a user name and password (or `api` and a key). */
+export function basic(user: string, password: string): { authorization: string } {
+  return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` };
+}
+
+/** An ISO date `days` from now (negative for the past), for expiring keys. */
+export function daysFromNow(days: number): string {
+  return new Date(Date.now() + days * 86_400_000).toISOString();
+}

@@ -1,0 +1,215 @@
+import type { LightMyRequestResponse } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { createFeedKey, createSystemKey, grant, newKey } from "../helpers/fixtures.js";
+
+const DEFAULT_DISK = { id: "disk", properties: { StoragePath: null } };
+
+function expectJson(res: LightMyRequestResponse, status: number): unknown {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+  return res.json();
+}
+
+function expectText(res: LightMyRequestResponse, status: number, contains?: string): string {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers["content-type"]).toBe("text/plain");
+  if (contains !== undefined) expect(res.body).toContain(contains);
+  return res.body;
+}
+
+describe("feed storage (/api/storage, compat.md 5.1 and 5.2)", () => {
+  let t: TestApp;
+  let admin: Record<string, string>;
+  const get = (url: string, headers: Record<string, string> = admin) => t.app.inject({ method: "GET", url, headers });
+  const post = (url: string, payload: unknown, headers: Record<string, string> = admin) =>
+    t.app.inject({ method: "POST", url, headers, payload: payload as object });
+
+  beforeAll(async () => {
+    t = await buildTestApp();
+    admin = { "x-apikey": t.adminKey };
+    for (const name of ["store", "other"]) {
+      const res = await post("/api/management/feeds/create", { name, feedType: "universal" });
+      expect(res.statusCode).toBe(201);
+    }
+  });
+  afterAll(async () => t.close());
+
+  it("lists the storage types as FeedStorageType objects (pgutil: id required, properties described)", async () => {
+    const types = expectJson(await get("/api/storage"), 200) as {
+      id: string;
+      name: string;
+      description: string;
+      properties: Record<string, { required: boolean; name: string; description: string; type: string }>;
+    }[];
+    expect(types.map((type) => type.id)).toEqual(["disk", "s3", "azure"]);
+    for (const type of types) {
+      expect(typeof type.name).toBe("string");
+      for (const property of Object.values(type.properties)) {
+        expect(typeof property.required).toBe("boolean");
+        expect(typeof property.name).toBe("string");
+        expect(typeof property.type).toBe("string");
+      }
+    }
+    expect(types[0]?.properties).toHaveProperty("StoragePath");
+    expect(types[1]?.properties.RegionEndpoint?.required).toBe(true);
+    expect(types[2]?.properties.ConnectionString?.required).toBe(true);
+    const head = await t.app.inject({ method: "HEAD", url: "/api/storage", headers: admin });
+    expect(head.statusCode).toBe(200);
+    expect(head.body).toBe("");
+    expect((await get("/api/storage?indent")).body).toContain('\n  {\n    "id": "disk"');
+  });
+
+  it("gives a feed's storage: disk with no StoragePath by default, exactly as the docs show", async () => {
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+    expect((await get("/api/storage?feed=store")).body).toBe('{"id":"disk","properties":{"StoragePath":null}}');
+    expect(expectJson(await get("/api/storage?Feed=STORE"), 200)).toEqual(DEFAULT_DISK);
+    expectText(await get("/api/storage?feed=missing"), 404, "was not found");
+  });
+
+  it("accepts disk storage with no path (200 + the configuration), in every spelling of empty", async () => {
+    for (const body of [
+      { id: "disk", properties: { StoragePath: null } },
+      { id: "Disk", properties: {} },
+      { id: "disk" },
+      { id: "disk", properties: null },
+      { id: "disk", properties: { storagepath: "" } },
+    ]) {
+      expect(expectJson(await post("/api/storage?feed=store", body), 200)).toEqual(DEFAULT_DISK);
+    }
+  });
+
+  it("refuses a disk path, explaining where Wharf keeps content", async () => {
+    expectText(
+      await post("/api/storage?feed=store", { id: "disk", properties: { StoragePath: "/srv/packages" } }),
+      400,
+      "content-addressed blobs under its data directory",
+    );
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+  });
+
+  it("validates s3 and azure property names first, then says they are not supported yet", async () => {
+    expectText(
+      await post("/api/storage?feed=store", { id: "s3", properties: { Bucket: "x" } }),
+      400,
+      "unknown property 'Bucket' for s3 storage",
+    );
+    expectText(
+      await post("/api/storage?feed=store", { id: "azure", properties: { ConnectionString: "x", Container: "y" } }),
+      400,
+      "unknown property 'Container' for azure storage",
+    );
+    expectText(
+      await post("/api/storage?feed=store", {
+        id: "s3",
+        properties: { AccessKey: "a", SecretAccessKey: "b", RegionEndpoint: "us-east-1" },
+      }),
+      400,
+      "s3 storage is not supported yet",
+    );
+    expectText(await post("/api/storage?feed=store", { id: "S3" }), 400, "s3 storage is not supported yet");
+    expectText(
+      await post("/api/storage?feed=store", { id: "azure", properties: { ConnectionString: "x", ContainerName: "y" } }),
+      400,
+      "azure storage is not supported yet",
+    );
+  });
+
+  it.each([
+    ["no id", { properties: {} }, "storage type id is required"],
+    ["unknown id", { id: "ftp", properties: {} }, "unknown storage type 'ftp'"],
+    ["numeric id", { id: 7 }, "id"],
+    ["unknown disk property", { id: "disk", properties: { Path: "/x" } }, "unknown property 'Path' for disk storage"],
+    ["properties as array", { id: "disk", properties: ["x"] }, "properties"],
+    ["number for a string", { id: "disk", properties: { StoragePath: 5 } }, "must be a string"],
+    ["properties as array on s3", { id: "s3", properties: ["x"] }, "properties"],
+  ])("refuses %s (400, plain text)", async (_case, body, message) => {
+    expectText(await post("/api/storage?feed=store", body), 400, message);
+  });
+
+  it("refuses requests without a feed, for a missing feed, or with a body that is not JSON", async () => {
+    expectText(await post("/api/storage", { id: "disk" }), 400, "feed query parameter is required");
+    expectText(await post("/api/storage?feed=missing", { id: "disk" }), 404, "was not found");
+    const text = await t.app.inject({
+      method: "POST",
+      url: "/api/storage?feed=store",
+      headers: { ...admin, "content-type": "text/plain" },
+      payload: "disk",
+    });
+    expectText(text, 415, "application/json");
+    expectText(
+      await t.app.inject({
+        method: "POST",
+        url: "/api/storage?feed=store",
+        headers: { ...admin, "content-type": "application/json" },
+        payload: "{",
+      }),
+      400,
+    );
+  });
+
+  it("keeps packageStore on the Feed and /api/storage consistent (one setting)", async () => {
+    const feeds = "/api/management/feeds";
+    const diskXml = '<DiskPackageStore Assembly="Wharf"><Properties /></DiskPackageStore>';
+    const updated = expectJson(await post(`${feeds}/update/store`, { packageStore: diskXml }), 200);
+    expect(updated).not.toHaveProperty("packageStore"); // default disk storage is shown as no packageStore
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+    const azureXml =
+      '<Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem Assembly="Azure"><Properties ConnectionString="c" ContainerName="k" />' +
+      "</Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem>";
+    expectText(
+      await post(`${feeds}/update/store`, { packageStore: azureXml }),
+      400,
+      "azure storage is not supported yet",
+    );
+    expect(expectJson(await post(`${feeds}/update/store`, { packageStore: null }), 200)).not.toHaveProperty(
+      "packageStore",
+    );
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+  });
+
+  it("access: listing types needs any identity, reading a feed's storage needs view, setting it needs manage", async () => {
+    const anonymous = {};
+    const viewKey = { "x-apikey": createFeedKey(t.db, "store", ["view", "add", "promote", "delete"]) };
+    const otherKey = { "x-apikey": createFeedKey(t.db, "other", ["view"]) };
+    const feedsKey = { "x-apikey": createSystemKey(t.db, ["feeds"]) };
+    const releasesKey = { "x-apikey": createSystemKey(t.db, ["releases"]) };
+    const unknown = { "x-apikey": newKey() };
+
+    const challenge = await get("/api/storage", anonymous);
+    expectText(challenge, 401);
+    expect(challenge.headers["www-authenticate"]).toBe('Basic realm="Wharf"');
+    expectText(await get("/api/storage?feed=store", anonymous), 401);
+    expectText(await post("/api/storage?feed=store", { id: "disk" }, anonymous), 401);
+    expect(expectText(await get("/api/storage", unknown), 403)).toBe(PERMISSION_DENIED_MESSAGE);
+
+    for (const headers of [viewKey, otherKey, feedsKey, releasesKey])
+      expectJson(await get("/api/storage", headers), 200);
+    expectJson(await get("/api/storage?feed=store", viewKey), 200);
+    expectText(await get("/api/storage?feed=store", otherKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await get("/api/storage?feed=store", releasesKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await post("/api/storage?feed=store", { id: "disk" }, viewKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await post("/api/storage?feed=store", { id: "disk" }, releasesKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectJson(await post("/api/storage?feed=store", { id: "disk" }, feedsKey), 200);
+    expectJson(
+      await t.app.inject({
+        method: "POST",
+        url: "/api/storage?feed=store",
+        payload: { API_Key: t.adminKey, id: "disk" },
+      }),
+      200,
+    );
+
+    // Anonymous with a global view grant may list the types (and read storage of feeds it may view).
+    grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed"] });
+    expectJson(await get("/api/storage", anonymous), 200);
+    expectJson(await get("/api/storage?feed=store", anonymous), 200);
+    expectText(await post("/api/storage?feed=store", { id: "disk" }, anonymous), 401);
+  });
+
+  it("is documented in /openapi.json", async () => {
+    const doc = (await get("/openapi.json")).json() as { paths: Record<string, Record<string, unknown>> };
+    expect(Object.keys(doc.paths["/api/storage"] ?? {})).toEqual(expect.arrayContaining(["get", "post"]));
+  });
+});
