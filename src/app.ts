@@ -11,7 +11,7 @@ import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
 import { registerAuthentication } from "./http/auth.js";
 import { registerBodyParsers } from "./http/body-parsers.js";
-import { registerErrorHandling } from "./http/errors.js";
+import { registerErrorHandling, sendError } from "./http/errors.js";
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
@@ -39,6 +39,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     bodyLimit: 1024 * 1024, // JSON and form bodies; uploads are streamed by their areas with their own limits
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     forceCloseConnections: "idle",
+    // Router errors (malformed percent-encoding, over-long parameters) bypass the error handler.
+    frameworkErrors: (error, _request, reply) => sendError(reply, error.statusCode ?? 400, error.code, error.message),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -50,3 +50,20 @@ describe("health, version and cross-cutting headers", () => {
     expect(res.body).toContain("No endpoint");
   });
 });
+
+describe("malformed URLs", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp();
+  });
+  afterAll(async () => t.close());
+
+  it.each([
+    ["bad percent-encoding", "/api/management/feeds/get/%ZZ", 400],
+    ["an over-long parameter", `/api/management/feeds/get/${"a".repeat(5000)}`, 414],
+  ])("answers %s with a plain-text client error", async (_what, url, status) => {
+    const res = await t.app.inject({ method: "GET", url, headers: { "x-apikey": t.adminKey } });
+    expect(res.statusCode).toBe(status);
+    expect(res.headers["content-type"]).toBe("text/plain");
+  });
+});
