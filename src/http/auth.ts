@@ -79,7 +79,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 
   app.addHook("preValidation", async (request) => {
     // A key in the body is always taken out, so that it is never stored as data.
-    const credentials = bodyMayCarryKey(request) ? takeCredentialsFromBody(request.body) : undefined;
+    const credentials = bodyMayCarryKey(request) ? takeCredentialsFromBody(request.body, request.headers["content-type"]) : undefined;
     if (!awaitingBodyCredentials.has(request)) return;
     awaitingBodyCredentials.delete(request);
     if (credentials) request.principal = await authenticator.authenticate(credentials);

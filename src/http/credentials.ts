@@ -11,6 +11,7 @@ export type Credentials =
   | { readonly kind: "key-or-password"; readonly key: string; readonly user: string; readonly password: string };
 
 const QUERY_KEY_NAMES = new Set(["key", "api_key"]);
+const JSON_KEY_NAMES = new Set(["api_key"]);
 
 /** Credentials from headers and the query string: known before the body is read. */
 export function credentialsFromHeadersAndQuery(request: FastifyRequest): Credentials | undefined {
@@ -44,19 +45,22 @@ export function bodyMayCarryKey(request: FastifyRequest): boolean {
 }
 
 /**
- * Takes a key out of a parsed form or JSON body (form `key`, JSON `API_Key`, names matched
- * case-insensitively) and removes it, so that it is never stored as data.
+ * Takes a key out of a parsed body and removes it, so that it is never stored as data: a form's
+ * `key` or `API_Key` field, a JSON body's root `API_Key` (names matched case-insensitively). A JSON
+ * member named `key` stays data (ApiKeyInfo's `key` is the key a client chooses).
  */
-export function takeCredentialsFromBody(body: unknown): Credentials | undefined {
+export function takeCredentialsFromBody(body: unknown, contentType: string | undefined): Credentials | undefined {
   if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
+  const names = contentType?.toLowerCase().startsWith("application/json") ? JSON_KEY_NAMES : QUERY_KEY_NAMES;
   const record = body as Record<string, unknown>;
+  let found: Credentials | undefined;
   for (const name of Object.keys(record)) {
-    if (!QUERY_KEY_NAMES.has(name.toLowerCase())) continue;
+    if (!names.has(name.toLowerCase())) continue;
     const value = record[name];
     delete record[name];
-    if (typeof value === "string" && value !== "") return fromKeyValue(value);
+    if (!found && typeof value === "string" && value !== "") found = fromKeyValue(value);
   }
-  return undefined;
+  return found;
 }
 
 function fromKeyValue(value: string): Credentials {

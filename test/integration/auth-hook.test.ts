@@ -101,9 +101,11 @@ describe("authentication hook", () => {
     });
     expect(form.statusCode).toBe(200);
     expect(form.json()).toEqual({ body: { name: "x" } });
-    const json = await app.inject({ method: "POST", url: "/form", payload: { api_key: "good", name: "y" } });
+    const json = await app.inject({ method: "POST", url: "/form", payload: { api_key: "good", name: "y", key: "data" } });
     expect(json.statusCode).toBe(200);
-    expect(json.json()).toEqual({ body: { name: "y" } });
+    expect(json.json()).toEqual({ body: { name: "y", key: "data" } });
+    const jsonKeyIsData = await app.inject({ method: "POST", url: "/form", payload: { key: "good" } });
+    expect(jsonKeyIsData.statusCode).toBe(401);
     const bad = await app.inject({ method: "POST", url: "/form", payload: { API_Key: "bad", name: "z" } });
     expect(bad.statusCode).toBe(403);
     expect(handled).toEqual(["form", "form"]);

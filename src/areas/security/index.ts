@@ -1,7 +1,29 @@
-// PLACEHOLDER: replaced by the security endpoints implementation.
 import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
 import type { FeedService } from "../management/index.js";
+import { apiKeyRoutes } from "./api-key-routes.js";
+import { groupRoutes } from "./group-routes.js";
+import { permissionRoutes } from "./permission-routes.js";
+import { createSecurityServices } from "./service.js";
+import { taskRoutes } from "./task-routes.js";
+import { userRoutes } from "./user-routes.js";
 
-export const securityArea: FastifyPluginAsync<{ db: Db; clock: Clock; feeds: FeedService }> = async () => {};
+export { createSecurityServices, type SecurityServices } from "./service.js";
+
+/**
+ * API keys and the security API (compat.md 5.4): `/api/api-keys/...` and `/api/security/...`.
+ * Authentication itself (every transport, one principal) is http/auth.ts with this area's
+ * authenticator; these routes manage what it reads.
+ */
+export const securityArea: FastifyPluginAsync<{ db: Db; clock: Clock; feeds: FeedService }> = async (
+  app,
+  { db, clock, feeds },
+) => {
+  const services = createSecurityServices({ db, clock, feeds });
+  await app.register(apiKeyRoutes, { apiKeys: services.apiKeys });
+  await app.register(userRoutes, { users: services.users });
+  await app.register(groupRoutes, { users: services.users });
+  await app.register(permissionRoutes, { permissions: services.permissions });
+  await app.register(taskRoutes, { permissions: services.permissions });
+};

@@ -1,0 +1,127 @@
+import { conflict } from "../../domain/errors.js";
+import type { Db } from "../../storage/database.js";
+import { type ApiKeyType, type ApiKeyView, LOGGING_MODES, type LoggingMode } from "./model.js";
+import { isConstraintError, jsonList } from "./sql-helpers.js";
+
+export interface NewApiKey {
+  /** SHA-256 of the key (hashApiKey); the key itself is never written. */
+  readonly keyHash: string;
+  readonly type: ApiKeyType;
+  readonly displayName: string | undefined;
+  readonly description: string | undefined;
+  readonly systemApis: readonly string[] | undefined;
+  readonly packagePermissions: readonly string[] | undefined;
+  readonly feed: string | undefined;
+  readonly feedGroup: string | undefined;
+  readonly userId: number | undefined;
+  readonly logging: LoggingMode;
+  readonly expiresAt: string | undefined;
+  readonly createdAt: string;
+}
+
+export interface ApiKeyRepository {
+  list(): Promise<ApiKeyView[]>;
+  /** Throws conflict API_KEY_EXISTS when a key with the same hash exists. */
+  insert(key: NewApiKey): Promise<ApiKeyView>;
+  delete(id: number): Promise<boolean>;
+}
+
+interface KeyRow {
+  id: number;
+  key_type: ApiKeyType;
+  display_name: string | null;
+  description: string | null;
+  system_apis: string | null;
+  package_permissions: string | null;
+  feed_name: string | null;
+  feed_group: string | null;
+  user_name: string | null;
+  logging: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+const KEY_SELECT = `
+  SELECT k.id, k.key_type, k.display_name, k.description, k.system_apis, k.package_permissions, k.feed_name,
+         k.feed_group, u.name AS user_name, k.logging, k.expires_at, k.last_used_at
+    FROM api_keys k LEFT JOIN users u ON u.id = k.user_id`;
+
+export function createApiKeyRepository(db: Db): ApiKeyRepository {
+  const all = db.prepare<[], KeyRow>(`${KEY_SELECT} ORDER BY k.id`);
+  const byId = db.prepare<[number], KeyRow>(`${KEY_SELECT} WHERE k.id = ?`);
+  const insertRow = db.prepare<
+    [
+      string,
+      string,
+      string | null,
+      string | null,
+      string | null,
+      string | null,
+      string | null,
+      string | null,
+      number | null,
+      string,
+      string | null,
+      string,
+    ],
+    { id: number }
+  >(
+    `INSERT INTO api_keys (key_hash, key_type, display_name, description, system_apis, package_permissions,
+                           feed_name, feed_group, user_id, logging, expires_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  );
+  const deleteRow = db.prepare<[number]>("DELETE FROM api_keys WHERE id = ?");
+
+  const toView = (row: KeyRow): ApiKeyView => {
+    const optional = (name: keyof ApiKeyView, value: string | null) => (value === null ? {} : { [name]: value });
+    return {
+      id: row.id,
+      type: row.key_type,
+      ...optional("displayName", row.display_name),
+      ...optional("description", row.description),
+      ...(row.key_type === "System" ? { systemApis: jsonList(row.system_apis) } : {}),
+      ...(row.key_type === "Feed" ? { packagePermissions: jsonList(row.package_permissions) } : {}),
+      ...optional("feed", row.feed_name),
+      ...optional("feedGroup", row.feed_group),
+      ...optional("expiration", row.expires_at),
+      logging: (LOGGING_MODES as readonly string[]).includes(row.logging) ? (row.logging as LoggingMode) : "None",
+      ...optional("user", row.user_name),
+      ...optional("lastUsed", row.last_used_at),
+    };
+  };
+
+  return {
+    async list() {
+      return all.all().map(toView);
+    },
+    async insert(key) {
+      const list = (values: readonly string[] | undefined) => (values === undefined ? null : JSON.stringify(values));
+      try {
+        const row = insertRow.get(
+          key.keyHash,
+          key.type,
+          key.displayName ?? null,
+          key.description ?? null,
+          list(key.systemApis),
+          list(key.packagePermissions),
+          key.feed ?? null,
+          key.feedGroup ?? null,
+          key.userId ?? null,
+          key.logging,
+          key.expiresAt ?? null,
+          key.createdAt,
+        ) as { id: number };
+        return toView(byId.get(row.id) as KeyRow);
+      } catch (error) {
+        if (isConstraintError(error, "UNIQUE")) throw conflict("API_KEY_EXISTS", "key: this key is in use already.");
+        if (isConstraintError(error, "FOREIGNKEY")) {
+          throw conflict("CONCURRENT_CHANGE", "user: the user was deleted meanwhile.");
+        }
+        throw error;
+      }
+    },
+    async delete(id) {
+      return deleteRow.run(id).changes > 0;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import type { FastifyRequest } from "fastify";
+import { DomainError } from "../../domain/errors.js";
+import { param, type QueryLike } from "../../http/params.js";
+import { errorText } from "./schemas.js";
+import { fieldError } from "./validation.js";
+
+/** Small HTTP helpers shared by this area's route files. */
+
+export const TAGS = ["security"];
+/** Delete-style endpoints answer POST (pgutil) and DELETE (ProGet's docs) alike (compat.md 11). */
+export const DELETE_METHODS: ("POST" | "DELETE")[] = ["POST", "DELETE"];
+/** Create/add endpoints: POST as documented, PUT as some scripts send. */
+export const WRITE_METHODS: ("POST" | "PUT")[] = ["POST", "PUT"];
+export const AUTH_ERRORS = { 401: errorText, 403: errorText } as const;
+
+/**
+ * A body that is not JSON or a form arrives as a raw stream (http/body-parsers.ts): it cannot be
+ * one of this area's objects, and must not be mistaken for one.
+ */
+export async function rejectRawBody(request: FastifyRequest): Promise<void> {
+  if (isStream(request.body)) {
+    throw new DomainError(
+      "unsupported",
+      "JSON_REQUIRED",
+      "Send the request body as JSON (Content-Type: application/json).",
+    );
+  }
+}
+
+/**
+ * A parameter from the query string, else from a JSON or form body; names matched
+ * case-insensitively (compat.md 0.1). Throws 400 naming `field` when it is absent.
+ */
+export function requiredParam(request: FastifyRequest, field: string, ...names: string[]): string {
+  const value = param(request.query as QueryLike, ...names) ?? param(bodyObject(request), ...names);
+  if (value === undefined || value.trim() === "") throw fieldError(field, "is required", "PARAMETER_REQUIRED");
+  return value.trim();
+}
+
+/** A positive integer id parameter (query or body); 400 naming `field` otherwise. */
+export function requiredId(request: FastifyRequest, field: string, ...names: string[]): number {
+  const value = requiredParam(request, field, ...names);
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1)
+    throw fieldError(field, "must be a positive integer", "ID_INVALID");
+  return Number(value);
+}
+
+function bodyObject(request: FastifyRequest): QueryLike {
+  const body = request.body;
+  if (!body || typeof body !== "object" || Array.isArray(body) || isStream(body)) return undefined;
+  return body as Record<string, unknown>;
+}
+
+function isStream(body: unknown): boolean {
+  return !!body && typeof (body as { pipe?: unknown }).pipe === "function";
+}

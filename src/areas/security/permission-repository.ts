@@ -1,0 +1,210 @@
+import { conflict } from "../../domain/errors.js";
+import type { Db } from "../../storage/database.js";
+import type { TaskView } from "./model.js";
+import { isConstraintError, jsonList } from "./sql-helpers.js";
+
+export interface TaskRecord extends TaskView {
+  readonly id: number;
+}
+
+export interface NewTask {
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly feedScoped: boolean;
+  readonly attributes: readonly string[];
+}
+
+export type PermissionPrincipal =
+  | { readonly type: "user"; readonly id: number }
+  | { readonly type: "group"; readonly id: number }
+  | { readonly type: "anonymous" };
+
+/** A scope as written (`name`) and as matched (lowercased). */
+export interface ScopeName {
+  readonly name: string;
+}
+
+export interface NewPermission {
+  readonly principal: PermissionPrincipal;
+  readonly taskId: number;
+  readonly feed: ScopeName | undefined;
+  readonly feedGroup: ScopeName | undefined;
+  readonly deny: boolean;
+}
+
+export interface PermissionRecord {
+  readonly id: number;
+  readonly principalType: "user" | "group" | "anonymous";
+  /** User or group name; undefined for Anonymous. */
+  readonly principalName: string | undefined;
+  readonly task: string;
+  /** The scope as written when granted, or the lowercased key when only that is known. */
+  readonly feed: string | undefined;
+  readonly feedGroup: string | undefined;
+  readonly deny: boolean;
+}
+
+export interface PermissionRepository {
+  /** Built-in tasks first, then by name. */
+  listTasks(): Promise<TaskRecord[]>;
+  findTask(name: string): Promise<TaskRecord | undefined>;
+  /** Throws conflict TASK_EXISTS when the name is taken. */
+  insertTask(task: NewTask): Promise<TaskRecord>;
+  /** Deletes a custom task and the permissions that use it; false when there is none. */
+  deleteTask(id: number): Promise<boolean>;
+
+  listPermissions(): Promise<PermissionRecord[]>;
+  /** Throws conflict PERMISSION_EXISTS when the same permission exists already. */
+  insertPermission(permission: NewPermission): Promise<PermissionRecord>;
+  deletePermission(id: number): Promise<boolean>;
+}
+
+interface TaskRow {
+  id: number;
+  name: string;
+  description: string | null;
+  feed_scoped: number;
+  built_in: number;
+  attributes: string;
+}
+
+interface PermissionRow {
+  id: number;
+  principal_type: PermissionRecord["principalType"];
+  user_name: string | null;
+  group_name: string | null;
+  task_name: string;
+  feed_name_key: string | null;
+  feed_group_key: string | null;
+  feed_name: string | null;
+  feed_group: string | null;
+  deny: number;
+}
+
+const PERMISSION_SELECT = `
+  SELECT p.id, p.principal_type, u.name AS user_name, g.name AS group_name, t.name AS task_name,
+         p.feed_name_key, p.feed_group_key, p.feed_name, p.feed_group, p.deny
+    FROM permissions p
+    JOIN tasks t ON t.id = p.task_id
+    LEFT JOIN users u ON u.id = p.user_id
+    LEFT JOIN groups g ON g.id = p.group_id`;
+
+export function createPermissionRepository(db: Db): PermissionRepository {
+  const taskColumns = "id, name, description, feed_scoped, built_in, attributes";
+  const allTasks = db.prepare<[], TaskRow>(`SELECT ${taskColumns} FROM tasks ORDER BY built_in DESC, name_key`);
+  const taskByKey = db.prepare<[string], TaskRow>(`SELECT ${taskColumns} FROM tasks WHERE name_key = ?`);
+  const insertTaskRow = db.prepare<[string, string, string | null, number, string], TaskRow>(
+    `INSERT INTO tasks (name, name_key, description, feed_scoped, built_in, attributes)
+     VALUES (?, ?, ?, ?, 0, ?) RETURNING ${taskColumns}`,
+  );
+  const deleteTaskRow = db.prepare<[number]>("DELETE FROM tasks WHERE id = ? AND built_in = 0");
+
+  const allPermissions = db.prepare<[], PermissionRow>(`${PERMISSION_SELECT} ORDER BY p.id`);
+  const permissionById = db.prepare<[number], PermissionRow>(`${PERMISSION_SELECT} WHERE p.id = ?`);
+  const samePermission = db.prepare<
+    [string, number | null, number | null, number, string | null, string | null, number],
+    { id: number }
+  >(
+    `SELECT id FROM permissions
+      WHERE principal_type = ? AND user_id IS ? AND group_id IS ? AND task_id = ?
+        AND feed_name_key IS ? AND feed_group_key IS ? AND deny = ?`,
+  );
+  const insertPermissionRow = db.prepare<
+    [string, number | null, number | null, number, string | null, string | null, string | null, string | null, number],
+    { id: number }
+  >(
+    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_name_key, feed_group_key,
+                              feed_name, feed_group, deny)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  );
+  const deletePermissionRow = db.prepare<[number]>("DELETE FROM permissions WHERE id = ?");
+
+  const toTask = (row: TaskRow): TaskRecord => ({
+    id: row.id,
+    name: row.name,
+    ...(row.description === null ? {} : { description: row.description }),
+    feedScoped: row.feed_scoped === 1,
+    attributes: jsonList(row.attributes),
+    builtIn: row.built_in === 1,
+  });
+  const toPermission = (row: PermissionRow): PermissionRecord => ({
+    id: row.id,
+    principalType: row.principal_type,
+    principalName: row.user_name ?? row.group_name ?? undefined,
+    task: row.task_name,
+    feed: row.feed_name ?? row.feed_name_key ?? undefined,
+    feedGroup: row.feed_group ?? row.feed_group_key ?? undefined,
+    deny: row.deny === 1,
+  });
+
+  return {
+    async listTasks() {
+      return allTasks.all().map(toTask);
+    },
+    async findTask(name) {
+      const row = taskByKey.get(name.toLowerCase());
+      return row && toTask(row);
+    },
+    async insertTask(task) {
+      try {
+        const row = insertTaskRow.get(
+          task.name,
+          task.name.toLowerCase(),
+          task.description ?? null,
+          task.feedScoped ? 1 : 0,
+          JSON.stringify(task.attributes),
+        ) as TaskRow;
+        return toTask(row);
+      } catch (error) {
+        if (isConstraintError(error, "UNIQUE"))
+          throw conflict("TASK_EXISTS", `name: a task named '${task.name}' already exists.`);
+        throw error;
+      }
+    },
+    async deleteTask(id) {
+      return deleteTaskRow.run(id).changes > 0;
+    },
+
+    async listPermissions() {
+      return allPermissions.all().map(toPermission);
+    },
+    async insertPermission(permission) {
+      const { principal } = permission;
+      const userId = principal.type === "user" ? principal.id : null;
+      const groupId = principal.type === "group" ? principal.id : null;
+      const feedKey = permission.feed?.name.toLowerCase() ?? null;
+      const feedGroupKey = permission.feedGroup?.name.toLowerCase() ?? null;
+      const deny = permission.deny ? 1 : 0;
+      try {
+        return db
+          .transaction(() => {
+            const key = [principal.type, userId, groupId, permission.taskId, feedKey, feedGroupKey, deny] as const;
+            if (samePermission.get(...key)) {
+              throw conflict("PERMISSION_EXISTS", "The same permission exists already.");
+            }
+            const row = insertPermissionRow.get(
+              principal.type,
+              userId,
+              groupId,
+              permission.taskId,
+              feedKey,
+              feedGroupKey,
+              permission.feed?.name ?? null,
+              permission.feedGroup?.name ?? null,
+              deny,
+            ) as { id: number };
+            return toPermission(permissionById.get(row.id) as PermissionRow);
+          })
+          .immediate();
+      } catch (error) {
+        if (isConstraintError(error, "FOREIGNKEY")) {
+          throw conflict("CONCURRENT_CHANGE", "The user, group or task named in the request was deleted meanwhile.");
+        }
+        throw error;
+      }
+    },
+    async deletePermission(id) {
+      return deletePermissionRow.run(id).changes > 0;
+    },
+  };
+}
