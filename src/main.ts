@@ -1,11 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
 import { ADMIN_KEY_FILE, bootstrapAdminKey } from "./areas/security/bootstrap.js";
-import { ConfigError, type Config, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
-import { createFileBlobStore } from "./storage/file-blob-store.js";
 import { openDatabase } from "./storage/database.js";
+import { createFileBlobStore } from "./storage/file-blob-store.js";
 
 /** Process entry: configuration, storage, bootstrap, listen; graceful close on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
@@ -29,8 +30,13 @@ export async function serve(config: Config): Promise<void> {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, "shutting down: finishing in-flight requests");
+    // close() reaps idle keep-alive sockets once; a request still in flight at that moment leaves
+    // its socket open afterwards for the keep-alive timeout (72 s). Keep reaping until closed.
+    const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+    reaper.unref();
     try {
       await app.close(); // stops accepting, waits for in-flight requests
+      clearInterval(reaper);
       db.close();
       process.exit(0);
     } catch (error) {
@@ -45,8 +51,18 @@ export async function serve(config: Config): Promise<void> {
   app.log.info({ url: config.baseUrl ?? address, dataDir: config.dataDir }, `Wharf listening on ${address}`);
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]));
-if (isEntry) {
+/** True when this file is the process entry (`node dist/src/main.js`, `tsx src/main.ts`), not merely imported (the CLI). */
+function isProcessEntry(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return fs.realpathSync(script) === fs.realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isProcessEntry()) {
   try {
     await serve(loadConfig(process.env));
   } catch (error) {

@@ -46,8 +46,12 @@ export type Attribute = (typeof ATTRIBUTES)[number];
 /** Granted globally, this attribute implies every other one (the built-in Administer task). */
 export const SUPER_ATTRIBUTE: Attribute = "Admin_ConfigureProGet";
 
-/** Attributes that make sense per feed; tasks made only of these may be feed-scoped. */
-export const FEED_ATTRIBUTES: ReadonlySet<string> = new Set(ATTRIBUTES.filter((a) => a.startsWith("Feeds_")));
+/** Attributes that make sense per feed (or feed group); tasks made only of these may be feed-scoped. */
+export const FEED_ATTRIBUTES: ReadonlySet<string> = new Set([
+  ...ATTRIBUTES.filter((a) => a.startsWith("Feeds_")),
+  "Admin_ManageFeed",
+  "Admin_ManageConnectors",
+]);
 
 /** What each Feed API key permission allows. */
 export const FEED_KEY_ATTRIBUTES: Record<FeedKeyPermission, readonly Attribute[]> = {

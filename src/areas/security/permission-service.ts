@@ -46,12 +46,6 @@ export interface PermissionServiceDeps {
   readonly feeds: Pick<FeedService, "findScope">;
 }
 
-/**
- * Attributes that make sense for one feed or feed group: the package ones, and managing the
- * feed itself or its connectors (ProGet lets "Manage Feed" be granted per feed group).
- */
-const FEED_SCOPABLE: ReadonlySet<string> = new Set([...FEED_ATTRIBUTES, "Admin_ManageFeed", "Admin_ManageConnectors"]);
-
 export function createPermissionService({ access, users, feeds }: PermissionServiceDeps): PermissionService {
   async function principalOf(input: PermissionInput): Promise<PermissionPrincipal> {
     const user = optionalText(input.user);
@@ -72,7 +66,7 @@ export function createPermissionService({ access, users, feeds }: PermissionServ
 
   return {
     listAttributes() {
-      return ATTRIBUTES.map((name) => ({ name, feedScoped: FEED_SCOPABLE.has(name) }));
+      return ATTRIBUTES.map((name) => ({ name, feedScoped: FEED_ATTRIBUTES.has(name) }));
     },
 
     async listTasks() {
@@ -82,10 +76,10 @@ export function createPermissionService({ access, users, feeds }: PermissionServ
     async addTask(input) {
       const name = requiredName(input.name, "name");
       const attributes = canonicalAttributes(input.attributes);
-      const scopable = attributes.every((a) => FEED_SCOPABLE.has(a));
+      const scopable = attributes.every((a) => FEED_ATTRIBUTES.has(a));
       if (input.feedScoped === true && !scopable) {
-        const global = attributes.find((a) => !FEED_SCOPABLE.has(a));
-        throw fieldError("feedScoped", `'${global}' cannot be scoped to a feed`, "TASK_NOT_FEED_SCOPABLE");
+        const global = attributes.find((a) => !FEED_ATTRIBUTES.has(a));
+        throw fieldError("feedScoped", `'${global}' cannot be scoped to a feed`, "TASK_NOT_FEED_ATTRIBUTES");
       }
       const { id: _id, ...task } = await access.insertTask({
         name,
@@ -123,7 +117,7 @@ export function createPermissionService({ access, users, feeds }: PermissionServ
         if (feed === undefined) throw fieldError("feed", `no feed is named '${feedName}'`, "FEED_NOT_FOUND");
       }
       if ((feed !== undefined || feedGroup !== undefined) && !task.feedScoped) {
-        throw fieldError("task", `'${task.name}' cannot be scoped to a feed or feed group`, "TASK_NOT_FEED_SCOPABLE");
+        throw fieldError("task", `'${task.name}' cannot be scoped to a feed or feed group`, "TASK_NOT_FEED_ATTRIBUTES");
       }
       const record = await access.insertPermission({
         principal,
