@@ -1,0 +1,41 @@
+# Build: compile TypeScript, then keep only production dependencies. The toolchain is here for
+# better-sqlite3, in case no prebuilt binary matches and it has to compile from source.
+FROM node:20-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY migrations ./migrations
+RUN npm run build \
+ && npm prune --omit=dev \
+ && chmod 0755 dist/src/cli/main.js
+
+# Runtime: no compiler, no sources, no dev dependencies; the application files belong to root and
+# only /data is writable by the unprivileged user the server runs as.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    WHARF_DATA_DIR=/data \
+    WHARF_HOST=0.0.0.0 \
+    WHARF_PORT=8624
+WORKDIR /app
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/migrations ./migrations
+# `docker exec <container> wharf feeds list` works on the same data directory.
+RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/wharf \
+ && mkdir -p /data \
+ && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 8624
+# No curl in slim images: Node's own fetch. Follows WHARF_PORT if it is overridden.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.WHARF_PORT || 8624}/health`, { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# The server handles SIGTERM itself (finishes in-flight requests, closes the database, exits 0).
+STOPSIGNAL SIGTERM
+CMD ["node", "dist/src/cli/main.js", "serve"]

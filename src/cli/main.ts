@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+import fs from "node:fs";
+import path from "node:path";
+import type { FeedService } from "../areas/management/index.js";
+import { ConfigError, loadConfig } from "../config.js";
+import { type Clock, systemClock } from "../domain/clock.js";
+import { DomainError } from "../domain/errors.js";
+import type { Db } from "../storage/database.js";
+import { WHARF_VERSION } from "../version.js";
+
+/**
+ * The `wharf` command. `serve` runs the server; the data subcommands open the database in
+ * WHARF_DATA_DIR and call the same services the HTTP APIs call (WAL makes that safe while a server
+ * runs on the same directory). Exit codes: 0 done, 1 refused or failed, 2 bad usage or configuration.
+ */
+
+const USAGE = `Usage: wharf <command> [arguments]
+
+Commands:
+  serve                      run the server (configured by WHARF_* environment variables)
+  feeds <subcommand>         list, get, create, update and delete feeds
+  api-keys <subcommand>      manage API keys
+  users <subcommand>         manage users and groups
+  permissions <subcommand>   manage privileges and restrictions
+  help                       show this help
+  --version                  show the version
+
+Run 'wharf <command> --help' for a command's own usage.
+
+Environment:
+  WHARF_DATA_DIR             data directory (default ./data); every command works on it
+  WHARF_PORT, WHARF_HOST     where 'serve' listens (default 0.0.0.0:8624)
+  WHARF_ADMIN_API_KEY        full-control API key ensured at start-up (else one is generated once)
+  WHARF_BASE_URL             public base URL when behind a proxy
+  WHARF_MAX_UPLOAD_BYTES     largest accepted upload
+  WHARF_LOG_LEVEL            fatal, error, warn, info (default), debug, trace or silent`;
+
+/** What every data subcommand receives (each module declares the same shape itself): the services, and where to print. */
+interface DataCommandContext {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly feeds: FeedService;
+  readonly out: (line: string) => void;
+}
+
+type DataCommand = (args: string[], ctx: DataCommandContext) => Promise<number>;
+
+/** Loaded on demand, so that `wharf --help` does not load the server. */
+const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
+  feeds: async () => (await import("./feeds.js")).feedsCommand,
+  "api-keys": async () => (await import("./api-keys.js")).apiKeysCommand,
+  users: async () => (await import("./users.js")).usersCommand,
+  permissions: async () => (await import("./permissions.js")).permissionsCommand,
+};
+
+interface CliIo {
+  readonly env: NodeJS.ProcessEnv;
+  readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
+}
+
+/** Runs one `wharf` invocation and returns its exit code; `serve` returns only if start-up fails. */
+async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined) {
+    io.err(USAGE);
+    return 2;
+  }
+  try {
+    if (command === "help" || command === "--help" || command === "-h") {
+      io.out(USAGE);
+      return 0;
+    }
+    if (command === "--version" || command === "-v" || command === "version") {
+      io.out(WHARF_VERSION);
+      return 0;
+    }
+    if (command === "serve") {
+      if (args.length === 1 && (args[0] === "--help" || args[0] === "-h")) {
+        io.out(USAGE);
+        return 0;
+      }
+      if (args.length > 0) {
+        io.err(`wharf serve takes no arguments (configure it with WHARF_* variables)\n\n${USAGE}`);
+        return 2;
+      }
+      const config = loadConfig(io.env);
+      const { serve } = await import("../main.js");
+      await serve(config);
+      return 0;
+    }
+    const load = DATA_COMMANDS[command];
+    if (load === undefined) {
+      io.err(`wharf: unknown command '${command}'\n\n${USAGE}`);
+      return 2;
+    }
+    return await runDataCommand(await load(), args, io);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      io.err(error.message);
+      return 2;
+    }
+    if (error instanceof DomainError) {
+      io.err(error.message);
+      return 1;
+    }
+    io.err(`wharf: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+async function runDataCommand(command: DataCommand, args: string[], io: CliIo): Promise<number> {
+  const config = loadConfig(io.env);
+  // Asking for usage must not create a database (in ./data, if WHARF_DATA_DIR is not set):
+  // the subcommand gets a throw-away in-memory one instead.
+  const usageOnly = args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h");
+  const file = usageOnly ? ":memory:" : path.join(config.dataDir, "wharf.sqlite");
+  const isNew = !usageOnly && !fs.existsSync(file);
+  // Loaded here, after the configuration is known to be valid: they pull in SQLite and the areas.
+  const { openDatabase } = await import("../storage/database.js");
+  const { createFeedService } = await import("../areas/management/index.js");
+  const db = openDatabase(file);
+  try {
+    // A typo in WHARF_DATA_DIR would otherwise go unnoticed: say where the new database is.
+    if (isNew) io.err(`note: created a new, empty Wharf database in ${config.dataDir}`);
+    const feeds = createFeedService({ db, clock: systemClock, config });
+    return await command(args, { db, clock: systemClock, feeds, out: io.out });
+  } finally {
+    db.close();
+  }
+}
+
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+});
+// Not process.exit(): output to a pipe may still be in flight. `serve` keeps running after this
+// (the listening server holds the process; its signal handlers exit).
+process.exitCode = code;

@@ -1,0 +1,134 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+
+const CWD = path.resolve("/srv/wharf");
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env, CWD);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("uses the documented defaults when nothing is set", () => {
+    expect(loadConfig({}, CWD)).toEqual({
+      port: 8624,
+      host: "0.0.0.0",
+      dataDir: path.join(CWD, "data"),
+      adminApiKey: undefined,
+      baseUrl: undefined,
+      maxUploadBytes: 10 * 1024 ** 3,
+      logLevel: "info",
+    });
+  });
+
+  it("parses every variable", () => {
+    const config = loadConfig(
+      {
+        WHARF_PORT: "9000",
+        WHARF_HOST: "127.0.0.1",
+        WHARF_DATA_DIR: "/var/lib/wharf",
+        WHARF_ADMIN_API_KEY: "0123456789abcdef-ADMIN",
+        WHARF_BASE_URL: "https://packages.example.com/wharf",
+        WHARF_MAX_UPLOAD_BYTES: "1048576",
+        WHARF_LOG_LEVEL: "debug",
+      },
+      CWD,
+    );
+    expect(config).toEqual({
+      port: 9000,
+      host: "127.0.0.1",
+      dataDir: path.resolve("/var/lib/wharf"),
+      adminApiKey: "0123456789abcdef-ADMIN",
+      baseUrl: "https://packages.example.com/wharf",
+      maxUploadBytes: 1048576,
+      logLevel: "debug",
+    });
+  });
+
+  it("accepts port 0 (any free port) and every log level", () => {
+    expect(loadConfig({ WHARF_PORT: "0" }, CWD).port).toBe(0);
+    for (const level of ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const) {
+      expect(loadConfig({ WHARF_LOG_LEVEL: level }, CWD).logLevel).toBe(level);
+    }
+  });
+
+  it("treats empty variables as unset", () => {
+    const config = loadConfig(
+      {
+        WHARF_PORT: "",
+        WHARF_HOST: "",
+        WHARF_DATA_DIR: "",
+        WHARF_ADMIN_API_KEY: "",
+        WHARF_BASE_URL: "",
+        WHARF_MAX_UPLOAD_BYTES: "",
+        WHARF_LOG_LEVEL: "",
+      },
+      CWD,
+    );
+    expect(config).toEqual(loadConfig({}, CWD));
+  });
+
+  it("ignores variables that are not WHARF_*", () => {
+    expect(loadConfig({ PORT: "abc", HOME: "/root", WHARF: "x" }, CWD)).toEqual(loadConfig({}, CWD));
+  });
+
+  it("trims trailing slashes from the base URL", () => {
+    expect(loadConfig({ WHARF_BASE_URL: "http://proxy.example:8080/" }, CWD).baseUrl).toBe("http://proxy.example:8080");
+    expect(loadConfig({ WHARF_BASE_URL: "https://example.com/wharf///" }, CWD).baseUrl).toBe(
+      "https://example.com/wharf",
+    );
+  });
+
+  it("resolves a relative data dir against the working directory", () => {
+    expect(loadConfig({ WHARF_DATA_DIR: "store/../wharf-data" }, CWD).dataDir).toBe(path.join(CWD, "wharf-data"));
+    expect(loadConfig({ WHARF_DATA_DIR: "./data" }, "/other").dataDir).toBe(path.resolve("/other/data"));
+    expect(path.isAbsolute(loadConfig({}).dataDir)).toBe(true);
+  });
+
+  it("returns a frozen object", () => {
+    expect(Object.isFrozen(loadConfig({}, CWD))).toBe(true);
+  });
+
+  it.each([
+    ["WHARF_PORT", "abc"],
+    ["WHARF_PORT", "65536"],
+    ["WHARF_PORT", "-1"],
+    ["WHARF_PORT", "80.5"],
+    ["WHARF_ADMIN_API_KEY", "short"],
+    ["WHARF_ADMIN_API_KEY", "has a space in it, and long enough"],
+    ["WHARF_BASE_URL", "not a url"],
+    ["WHARF_BASE_URL", "ftp://example.com"],
+    ["WHARF_MAX_UPLOAD_BYTES", "0"],
+    ["WHARF_MAX_UPLOAD_BYTES", "lots"],
+    ["WHARF_LOG_LEVEL", "loud"],
+  ])("refuses %s=%s, naming the variable", (name, value) => {
+    const error = configError({ [name]: value });
+    expect(error.message).toContain(name);
+    // The value is not echoed back: WHARF_ADMIN_API_KEY is a secret.
+    if (name === "WHARF_ADMIN_API_KEY") expect(error.message).not.toContain(value);
+  });
+
+  it("names every bad variable in one error, and only those", () => {
+    const error = configError({
+      WHARF_PORT: "abc",
+      WHARF_LOG_LEVEL: "loud",
+      WHARF_BASE_URL: "nope",
+      WHARF_MAX_UPLOAD_BYTES: "-5",
+      WHARF_HOST: "127.0.0.1",
+      WHARF_DATA_DIR: "/data",
+    });
+    expect(error.name).toBe("ConfigError");
+    for (const name of ["WHARF_PORT", "WHARF_LOG_LEVEL", "WHARF_BASE_URL", "WHARF_MAX_UPLOAD_BYTES"]) {
+      expect(error.message).toContain(name);
+    }
+    expect(error.message).not.toContain("WHARF_HOST");
+    expect(error.message).not.toContain("WHARF_DATA_DIR");
+    expect(error.message.split("\n")).toHaveLength(1);
+  });
+});
