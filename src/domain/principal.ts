@@ -53,8 +53,8 @@ export interface AccessNeed {
   readonly api?: SystemApi;
   /** Privilege attribute (compat.md section 9) a user or Anonymous must be granted. */
   readonly attribute: string;
-  /** The feed the operation touches, as named in the request. */
-  readonly feed?: string;
+  /** The feed the operation touches: as named in the request, or already resolved (saves a lookup in lists). */
+  readonly feed?: string | FeedScope;
 }
 
 /** The feed a need is about, resolved to its canonical name and feed group. */

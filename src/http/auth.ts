@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Grant } from "../domain/access.js";
 import { forbidden, unauthenticated } from "../domain/errors.js";
 import { ANONYMOUS, type AccessNeed, type Principal } from "../domain/principal.js";
 import {
@@ -28,7 +29,16 @@ export type AccessRule =
 export interface Authenticator {
   /** Resolves credentials to a principal; throws forbidden() for unknown, expired or wrong ones. */
   authenticate(credentials: Credentials): Promise<Principal>;
-  allows(principal: Principal, need: AccessNeed): Promise<boolean>;
+  /**
+   * Whether the principal meets the need. `memo` is kept per request, so that a list checking
+   * a thousand items loads the caller's grants once.
+   */
+  allows(principal: Principal, need: AccessNeed, memo?: AccessMemo): Promise<boolean>;
+}
+
+/** Per-request cache the authenticator may fill (grants of the principal). */
+export interface AccessMemo {
+  grants?: Promise<readonly Grant[]>;
 }
 
 declare module "fastify" {
@@ -46,15 +56,25 @@ declare module "fastify" {
 /** What a route that declares nothing gets: refused to everyone, full-control keys included. */
 const UNDECLARED = { undeclared: true } as const;
 const awaitingBodyCredentials = new WeakSet<FastifyRequest>();
+const memos = new WeakMap<FastifyRequest, AccessMemo>();
+
+function memoOf(request: FastifyRequest): AccessMemo {
+  let memo = memos.get(request);
+  if (!memo) {
+    memo = {};
+    memos.set(request, memo);
+  }
+  return memo;
+}
 
 export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
   // Decorated empty (Fastify refuses shared objects) and set for every request in onRequest.
   app.decorateRequest("principal", null as never);
   app.decorateRequest("can", function (this: FastifyRequest, need: AccessNeed) {
-    return authenticator.allows(this.principal, need);
+    return authenticator.allows(this.principal, need, memoOf(this));
   });
   app.decorateRequest("authorize", async function (this: FastifyRequest, need: AccessNeed) {
-    if (await authenticator.allows(this.principal, need)) return;
+    if (await authenticator.allows(this.principal, need, memoOf(this))) return;
     throw this.principal.type === "anonymous" ? unauthenticated() : forbidden();
   });
 

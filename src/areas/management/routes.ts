@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AccessNeed } from "../../domain/principal.js";
+import type { AccessNeed, FeedScope } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
 import { requestBaseUrl, requireJsonBody, sendJson, wantsIndent } from "./http.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
@@ -18,7 +18,7 @@ import type { FeedService } from "./service.js";
 const PREFIX = "/api/management/feeds";
 const TAGS = ["feeds"];
 
-const viewNeed = (feed?: string): AccessNeed => ({
+const viewNeed = (feed?: AccessNeed["feed"]): AccessNeed => ({
   api: "feeds",
   attribute: "Feeds_ViewFeed",
   ...(feed === undefined ? {} : { feed }),
@@ -29,6 +29,8 @@ const manageNeed = (feed?: string): AccessNeed => ({
   ...(feed === undefined ? {} : { feed }),
 });
 const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
+/** A feed already read needs no second lookup to be checked against. */
+const scopeOf = (feed: Feed): FeedScope => ({ name: feed.name, group: feed.feedGroup });
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
@@ -36,7 +38,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   const present = async (request: FastifyRequest, feed: Feed) => {
-    const canPublish = await request.can({ api: "feeds", attribute: "Feeds_AddPackage", feed: feed.name });
+    const canPublish = await request.can({ api: "feeds", attribute: "Feeds_AddPackage", feed: scopeOf(feed) });
     return feeds.present(feed, { requestBaseUrl: requestBaseUrl(request), canPublish });
   };
 
@@ -91,7 +93,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     handler: async (request, reply) => {
       const visible = [];
       for (const feed of await feeds.listFeeds()) {
-        if (await request.can(viewNeed(feed.name))) visible.push(await present(request, feed));
+        if (await request.can(viewNeed(scopeOf(feed)))) visible.push(await present(request, feed));
       }
       return sendJson(reply, 200, z.array(feedSchema), visible, wantsIndent(request.query));
     },

@@ -51,6 +51,12 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
     return { type: "user", userId: login.id, userName: login.name, via: "password" };
   }
 
+  async function scopeOf(feed: AccessNeed["feed"]): Promise<FeedScope | undefined> {
+    if (feed === undefined || typeof feed !== "string") return feed;
+    // An unknown feed still gets a scope by its name, so that the route can answer 404 itself.
+    return (await resolveFeed(feed)) ?? { name: feed, group: undefined };
+  }
+
   return {
     async authenticate(credentials) {
       let principal: Principal | undefined;
@@ -64,11 +70,13 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
       return principal;
     },
 
-    async allows(principal, need) {
-      const scope = need.feed === undefined ? undefined : ((await resolveFeed(need.feed)) ?? { name: need.feed, group: undefined });
-      if (principal.type === "system-key" || principal.type === "feed-key") return keyAllows(principal, need, scope);
-      const grants = await repository.grantsFor(principal.type === "user" ? principal.userId : undefined);
-      return grantsAllow(grants, need.attribute, scope);
+    async allows(principal, need, memo = {}) {
+      // A System key's scopes do not depend on the feed: no lookup needed.
+      if (principal.type === "system-key") return keyAllows(principal, need, undefined);
+      const scope = await scopeOf(need.feed);
+      if (principal.type === "feed-key") return keyAllows(principal, need, scope);
+      memo.grants ??= repository.grantsFor(principal.type === "user" ? principal.userId : undefined);
+      return grantsAllow(await memo.grants, need.attribute, scope);
     },
   };
 }
