@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { createFeedService, managementArea } from "./areas/management/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
+import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
 import { securityArea } from "./areas/security/index.js";
@@ -15,9 +15,9 @@ import { registerErrorHandling, sendError } from "./http/errors.js";
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
-import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import type { Db } from "./storage/database.js";
+import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
 export interface AppDeps {
   readonly db: Db;
@@ -58,7 +58,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const feeds = createFeedService({ db: deps.db, clock, config });
   registerAuthentication(
     app,
-    createAuthenticator({ repository: createAuthRepository(deps.db), clock, resolveFeed: (name) => feeds.findScope(name) }),
+    createAuthenticator({
+      repository: createAuthRepository(deps.db),
+      clock,
+      resolveFeed: (name) => feeds.findScope(name),
+    }),
   );
   registerMetrics(app, deps.blobs);
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Grant } from "../domain/access.js";
 import { forbidden, unauthenticated } from "../domain/errors.js";
-import { ANONYMOUS, type AccessNeed, type Principal } from "../domain/principal.js";
+import { type AccessNeed, ANONYMOUS, type Principal } from "../domain/principal.js";
 import {
   bodyMayCarryKey,
   type Credentials,
@@ -99,7 +99,9 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 
   app.addHook("preValidation", async (request) => {
     // A key in the body is always taken out, so that it is never stored as data.
-    const credentials = bodyMayCarryKey(request) ? takeCredentialsFromBody(request.body, request.headers["content-type"]) : undefined;
+    const credentials = bodyMayCarryKey(request)
+      ? takeCredentialsFromBody(request.body, request.headers["content-type"])
+      : undefined;
     if (!awaitingBodyCredentials.has(request)) return;
     awaitingBodyCredentials.delete(request);
     if (credentials) request.principal = await authenticator.authenticate(credentials);

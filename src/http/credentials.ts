@@ -22,7 +22,9 @@ export function credentialsFromHeadersAndQuery(request: FastifyRequest): Credent
   if (authorization !== undefined) {
     const basic = parseBasic(authorization);
     if (basic) {
-      return basic.user.toLowerCase() === "api" ? { kind: "api-key", key: basic.password } : { kind: "password", ...basic };
+      return basic.user.toLowerCase() === "api"
+        ? { kind: "api-key", key: basic.password }
+        : { kind: "password", ...basic };
     }
   }
 
@@ -65,7 +67,8 @@ export function takeCredentialsFromBody(body: unknown, contentType: string | und
 
 function fromKeyValue(value: string): Credentials {
   const colon = value.indexOf(":");
-  if (colon > 0) return { kind: "key-or-password", key: value, user: value.slice(0, colon), password: value.slice(colon + 1) };
+  if (colon > 0)
+    return { kind: "key-or-password", key: value, user: value.slice(0, colon), password: value.slice(colon + 1) };
   return { kind: "api-key", key: value };
 }
 

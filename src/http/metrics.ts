@@ -12,7 +12,12 @@ const BLOB_SIZE_TTL_MS = 30_000;
 export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
   const registry = new Registry();
   const labelNames = ["method", "route", "status"] as const;
-  const requests = new Counter({ name: "wharf_http_requests_total", help: "HTTP requests", labelNames, registers: [registry] });
+  const requests = new Counter({
+    name: "wharf_http_requests_total",
+    help: "HTTP requests",
+    labelNames,
+    registers: [registry],
+  });
   const durations = new Histogram({
     name: "wharf_http_request_duration_seconds",
     help: "HTTP request duration",
@@ -20,8 +25,18 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const bytesIn = new Counter({ name: "wharf_http_request_bytes_total", help: "Request body bytes (by Content-Length)", labelNames, registers: [registry] });
-  const bytesOut = new Counter({ name: "wharf_http_response_bytes_total", help: "Response body bytes (by Content-Length)", labelNames, registers: [registry] });
+  const bytesIn = new Counter({
+    name: "wharf_http_request_bytes_total",
+    help: "Request body bytes (by Content-Length)",
+    labelNames,
+    registers: [registry],
+  });
+  const bytesOut = new Counter({
+    name: "wharf_http_response_bytes_total",
+    help: "Response body bytes (by Content-Length)",
+    labelNames,
+    registers: [registry],
+  });
   let cachedSize: { bytes: number; at: number } | undefined;
   new Gauge({
     name: "wharf_blob_store_bytes",
@@ -36,7 +51,11 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
   });
 
   app.addHook("onResponse", async (request, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+    const labels = {
+      method: request.method,
+      route: request.routeOptions.url ?? "unmatched",
+      status: String(reply.statusCode),
+    };
     requests.inc(labels);
     durations.observe(labels, reply.elapsedTime / 1000);
     const inLength = Number(request.headers["content-length"] ?? 0);

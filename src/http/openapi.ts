@@ -23,11 +23,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 
 /** The description at /openapi.json and a browsable UI at /docs, both public. */
 export async function registerOpenApiRoutes(app: FastifyInstance): Promise<void> {
-  app.get(
-    "/openapi.json",
-    { schema: { hide: true }, config: { access: { public: true } } },
-    async () => app.swagger(),
-  );
+  app.get("/openapi.json", { schema: { hide: true }, config: { access: { public: true } } }, async () => app.swagger());
   await app.register(async (docs) => {
     docs.addHook("onRoute", (route) => {
       route.config = { ...route.config, access: { public: true } };

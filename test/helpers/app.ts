@@ -5,10 +5,10 @@ import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
-import { loadConfig, type Config } from "../../src/config.js";
+import { type Config, loadConfig } from "../../src/config.js";
 import { type Clock, systemClock } from "../../src/domain/clock.js";
-import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
+import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 
 export interface TestApp {
   readonly app: FastifyInstance;

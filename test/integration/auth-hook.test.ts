@@ -13,7 +13,8 @@ import { registerErrorHandling } from "../../src/http/errors.js";
  */
 const fakeAuthenticator: Authenticator = {
   async authenticate(credentials) {
-    if (credentials.kind !== "password" && credentials.key === "good") return { type: "system-key", keyId: 1, apis: ["full-control"] };
+    if (credentials.kind !== "password" && credentials.key === "good")
+      return { type: "system-key", keyId: 1, apis: ["full-control"] };
     throw forbidden();
   },
   async allows(principal: Principal, _need: AccessNeed) {
@@ -101,7 +102,11 @@ describe("authentication hook", () => {
     });
     expect(form.statusCode).toBe(200);
     expect(form.json()).toEqual({ body: { name: "x" } });
-    const json = await app.inject({ method: "POST", url: "/form", payload: { api_key: "good", name: "y", key: "data" } });
+    const json = await app.inject({
+      method: "POST",
+      url: "/form",
+      payload: { api_key: "good", name: "y", key: "data" },
+    });
     expect(json.statusCode).toBe(200);
     expect(json.json()).toEqual({ body: { name: "y", key: "data" } });
     const jsonKeyIsData = await app.inject({ method: "POST", url: "/form", payload: { key: "good" } });
@@ -113,7 +118,11 @@ describe("authentication hook", () => {
 
   it("treats an empty JSON body as no body", async () => {
     await build();
-    const res = await app.inject({ method: "POST", url: "/form?key=good", headers: { "content-type": "application/json" } });
+    const res = await app.inject({
+      method: "POST",
+      url: "/form?key=good",
+      headers: { "content-type": "application/json" },
+    });
     expect(res.statusCode).toBe(200);
   });
 

@@ -8,15 +8,23 @@ describe("health, version and cross-cutting headers", () => {
   });
   afterAll(async () => t.close());
 
-  it.each(["/health", "/health/json", "/health?format=json"])("GET %s answers the JSON pgutil requires, without a key", async (url) => {
-    const res = await t.app.inject({ method: "GET", url });
-    expect(res.statusCode).toBe(200);
-    expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-    const body = res.json();
-    expect(body).toMatchObject({ databaseStatus: "OK", licenseStatus: "OK", serviceStatus: "OK", applicationName: "Wharf" });
-    expect(typeof body.versionNumber).toBe("string");
-    expect(typeof body.releaseNumber).toBe("string");
-  });
+  it.each(["/health", "/health/json", "/health?format=json"])(
+    "GET %s answers the JSON pgutil requires, without a key",
+    async (url) => {
+      const res = await t.app.inject({ method: "GET", url });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+      const body = res.json();
+      expect(body).toMatchObject({
+        databaseStatus: "OK",
+        licenseStatus: "OK",
+        serviceStatus: "OK",
+        applicationName: "Wharf",
+      });
+      expect(typeof body.versionNumber).toBe("string");
+      expect(typeof body.releaseNumber).toBe("string");
+    },
+  );
 
   it("answers 500 with Error statuses when the database is unusable", async () => {
     const broken = await buildTestApp();

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { isDatabaseUsable, type Db } from "../../storage/database.js";
+import { type Db, isDatabaseUsable } from "../../storage/database.js";
 import { WHARF_VERSION } from "../../version.js";
 
 const healthSchema = z.object({

@@ -1,11 +1,10 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { ApiKeyService } from "./api-key-service.js";
 import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredId, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import { apiKeyInfoSchema, apiKeyInputSchema, emptyBody, errorText, idQuery } from "./schemas.js";
-import { fieldError } from "./validation.js";
 
 /**
  * API keys (compat.md 5.4; pgutil `apikeys`): `/api/api-keys/list|create|delete`. Only

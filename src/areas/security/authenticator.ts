@@ -4,7 +4,6 @@ import type { Clock } from "../../domain/clock.js";
 import { forbidden } from "../../domain/errors.js";
 import type { AccessNeed, FeedScope, Principal } from "../../domain/principal.js";
 import type { Authenticator } from "../../http/auth.js";
-import type { Credentials } from "../../http/credentials.js";
 import { hashApiKey } from "./api-key-hash.js";
 import type { ApiKeyRecord, AuthRepository } from "./auth-repository.js";
 import { verifyPassword } from "./passwords.js";
@@ -63,8 +62,7 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
       if (credentials.kind === "api-key") principal = await fromApiKey(credentials.key);
       else if (credentials.kind === "password") principal = await fromPassword(credentials.user, credentials.password);
       else {
-        principal =
-          (await fromApiKey(credentials.key)) ?? (await fromPassword(credentials.user, credentials.password));
+        principal = (await fromApiKey(credentials.key)) ?? (await fromPassword(credentials.user, credentials.password));
       }
       if (!principal) throw forbidden();
       return principal;
@@ -94,6 +92,12 @@ function principalOfKey(record: ApiKeyRecord): Principal {
         permissions: record.packagePermissions,
       };
     case "Personal":
-      return { type: "user", userId: record.userId ?? -1, userName: record.userName ?? "", via: "personal-key", keyId: record.id };
+      return {
+        type: "user",
+        userId: record.userId ?? -1,
+        userName: record.userName ?? "",
+        via: "personal-key",
+        keyId: record.id,
+      };
   }
 }

@@ -11,7 +11,12 @@ export const ADMIN_KEY_FILE = "admin-api-key";
  * that value is ensured on every start (idempotent); otherwise, on the very first start (no key at
  * all), one is generated, written to `<data>/admin-api-key` (mode 0600) and returned to be printed once.
  */
-export function bootstrapAdminKey(db: Db, dataDir: string, adminApiKey: string | undefined, clock: Clock): string | undefined {
+export function bootstrapAdminKey(
+  db: Db,
+  dataDir: string,
+  adminApiKey: string | undefined,
+  clock: Clock,
+): string | undefined {
   const now = clock.now().toISOString();
   const insert = db.prepare<[string, string, string]>(
     `INSERT INTO api_keys (key_hash, key_type, display_name, description, system_apis, created_at)

@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, type ScryptOptions, timingSafeEqual } from "node:crypto";
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
 
 /** scrypt parameters (OWASP minimum: N=2^17 is recommended for new systems, 2^15 keeps logins fast). */
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
@@ -7,7 +7,9 @@ const MAX_MEMORY = 128 * PARAMS.N * PARAMS.r * 2;
 
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: MAX_MEMORY }, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem: MAX_MEMORY }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    ),
   );
 }
 
