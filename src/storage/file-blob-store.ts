@@ -213,7 +213,7 @@ function writeTo(handle: FileHandle): Writable {
 
 async function writeFully(handle: FileHandle, chunk: Buffer) {
   // A write may be partial; the rest must follow or the blob would be truncated.
-  for (let offset = 0; offset < chunk.length; ) {
+  for (let offset = 0; offset < chunk.length;) {
     const { bytesWritten } = await handle.write(chunk, offset);
     offset += bytesWritten;
   }

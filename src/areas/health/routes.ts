@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type Db, isDatabaseUsable } from "../../storage/database.js";
@@ -33,7 +33,7 @@ export const healthRoutes: FastifyPluginAsync<{ db: Db }> = async (app, { db }) 
     config: { access: { public: true } },
   } as const;
 
-  const handler = async (_request: unknown, reply: import("fastify").FastifyReply) => {
+  const handler = async (_request: unknown, reply: FastifyReply) => {
     const databaseOk = isDatabaseUsable(db);
     const body: z.infer<typeof healthSchema> = {
       applicationName: "Wharf",

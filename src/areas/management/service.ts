@@ -202,7 +202,7 @@ function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson
 
 /** Names echoed in messages: bounded, and without control characters (they come from URLs). */
 function truncate(name: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const printable = name.replace(/[\u0000-\u001f\u007f]/g, "?");
   return printable.length > 100 ? `${printable.slice(0, 100)}...` : printable;
 }
