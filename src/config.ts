@@ -23,7 +23,12 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3; // 10 GiB: asset directories take 2 GB+ files
 
 const envSchema = z.object({
-  WHARF_PORT: z.coerce.number().int().min(0).max(65535).default(8624),
+  WHARF_PORT: z
+    .string()
+    .regex(/^\d{1,5}$/, "must be a port number from 0 to 65535")
+    .transform(Number)
+    .refine((port) => port <= 65535, "must be a port number from 0 to 65535")
+    .default(8624),
   WHARF_HOST: z.string().min(1).default("0.0.0.0"),
   WHARF_DATA_DIR: z.string().min(1).default("./data"),
   WHARF_ADMIN_API_KEY: z
@@ -35,8 +40,13 @@ const envSchema = z.object({
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
-  WHARF_MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_UPLOAD_BYTES),
-  WHARF_LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  WHARF_MAX_UPLOAD_BYTES: z
+    .string()
+    .regex(/^[1-9]\d*$/, "must be a whole number of bytes greater than 0")
+    .transform(Number)
+    .refine(Number.isSafeInteger, "is too large")
+    .default(DEFAULT_MAX_UPLOAD_BYTES),
+  WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
 export class ConfigError extends Error {

@@ -100,12 +100,15 @@ describe("loadConfig", () => {
     ["WHARF_PORT", "65536"],
     ["WHARF_PORT", "-1"],
     ["WHARF_PORT", "80.5"],
+    ["WHARF_PORT", "0x10"],
+    ["WHARF_PORT", "1e3"],
     ["WHARF_ADMIN_API_KEY", "short"],
     ["WHARF_ADMIN_API_KEY", "has a space in it, and long enough"],
     ["WHARF_BASE_URL", "not a url"],
     ["WHARF_BASE_URL", "ftp://example.com"],
     ["WHARF_MAX_UPLOAD_BYTES", "0"],
     ["WHARF_MAX_UPLOAD_BYTES", "lots"],
+    ["WHARF_MAX_UPLOAD_BYTES", "1e9"],
     ["WHARF_LOG_LEVEL", "loud"],
   ])("refuses %s=%s, naming the variable", (name, value) => {
     const error = configError({ [name]: value });
@@ -130,5 +133,11 @@ describe("loadConfig", () => {
     expect(error.message).not.toContain("WHARF_HOST");
     expect(error.message).not.toContain("WHARF_DATA_DIR");
     expect(error.message.split("\n")).toHaveLength(1);
+  });
+
+  it("says what a good value looks like", () => {
+    const error = configError({ WHARF_PORT: "abc", WHARF_LOG_LEVEL: "loud" });
+    expect(error.message).toContain("WHARF_PORT: must be a port number from 0 to 65535");
+    expect(error.message).toContain("WHARF_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent");
   });
 });
