@@ -1,20 +1,18 @@
-import { parseArgs } from "node:util";
 import type { FeedService } from "../areas/management/index.js";
 import { type ApiKeyInput, createSecurityServices } from "../areas/security/service.js";
 import type { Clock } from "../domain/clock.js";
-import { DomainError } from "../domain/errors.js";
 import type { Db } from "../storage/database.js";
+import { type CommandIo, type CommandLine, printTable, runCommand, UsageError } from "./command.js";
 
 /**
  * `wharf api-keys ...`: the same service as `/api/api-keys/...`, run as an administrator (whoever
  * can run it can read the data directory). The key is printed once, on create, as the last line.
  */
 
-export interface ApiKeysCommandContext {
+export interface ApiKeysCommandContext extends CommandIo {
   readonly db: Db;
   readonly clock: Clock;
   readonly feeds: FeedService;
-  readonly out: (line: string) => void;
 }
 
 export const API_KEYS_USAGE = `Usage:
@@ -29,8 +27,6 @@ Common options: --name <display name>, --description <text>, --expires <ISO 8601
 System APIs: full-control, feeds, configuration, package-deployment, connector-health, releases,
   ci-badges, native, metrics.`;
 
-class UsageError extends Error {}
-
 const OPTIONS = {
   type: { type: "string" },
   apis: { type: "string" },
@@ -43,40 +39,15 @@ const OPTIONS = {
   description: { type: "string" },
   logging: { type: "string" },
   key: { type: "string" },
-  help: { type: "boolean", short: "h" },
 } as const;
 
 /** Runs one api-keys subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
-export async function apiKeysCommand(args: string[], ctx: ApiKeysCommandContext): Promise<number> {
-  try {
-    return await run(args, ctx);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      ctx.out(`error: ${error.message}`);
-      ctx.out(API_KEYS_USAGE);
-      return 2;
-    }
-    if (error instanceof DomainError) {
-      ctx.out(`error: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
+export function apiKeysCommand(args: string[], ctx: ApiKeysCommandContext): Promise<number> {
+  return runCommand({ usage: API_KEYS_USAGE, options: OPTIONS }, args, ctx, run);
 }
 
-async function run(args: string[], ctx: ApiKeysCommandContext): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  const { values, positionals } = parsed;
+async function run({ values, positionals }: CommandLine<typeof OPTIONS>, ctx: ApiKeysCommandContext): Promise<number> {
   const [subcommand, ...rest] = positionals;
-  if (values.help || subcommand === "help") {
-    ctx.out(API_KEYS_USAGE);
-    return 0;
-  }
   const options = Object.keys(values);
   const { apiKeys } = createSecurityServices(ctx);
   switch (subcommand) {
@@ -87,7 +58,7 @@ async function run(args: string[], ctx: ApiKeysCommandContext): Promise<number> 
         ctx.out("No API keys.");
         return 0;
       }
-      table(
+      printTable(
         [
           ["ID", "TYPE", "NAME", "SCOPE", "EXPIRES", "LAST USED"],
           ...keys.map((k) => [
@@ -148,21 +119,6 @@ async function run(args: string[], ctx: ApiKeysCommandContext): Promise<number> 
   }
 }
 
-function parse(args: string[]) {
-  return parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
-}
-
 function list(value: string | undefined): string[] | undefined {
   return value?.split(",").map((item) => item.trim());
-}
-
-function table(rows: string[][], out: (line: string) => void): void {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
-  for (const row of rows)
-    out(
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    );
 }

@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import type { Feed, FeedInput, FeedService } from "../areas/management/index.js";
-import { DomainError } from "../domain/errors.js";
+import { type CommandIo, type CommandLine, type OptionValues, printTable, runCommand, UsageError } from "./command.js";
 
 /**
  * `wharf feeds ...` (seed-api.md area I: every feed management operation is also a command). It
@@ -8,9 +7,8 @@ import { DomainError } from "../domain/errors.js";
  * it can already read the data directory.
  */
 
-export interface FeedsCommandContext {
+export interface FeedsCommandContext extends CommandIo {
   readonly feeds: FeedService;
-  readonly out: (line: string) => void;
 }
 
 export const FEEDS_USAGE = `Usage:
@@ -22,49 +20,25 @@ export const FEEDS_USAGE = `Usage:
 
 An empty --description removes it. Types: universal, nuget, npm, asset, ... (case-insensitive).`;
 
-class UsageError extends Error {}
-
-/** Runs one feeds subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
-export async function feedsCommand(args: string[], ctx: FeedsCommandContext): Promise<number> {
-  try {
-    return await run(args, ctx);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      ctx.out(`error: ${error.message}`);
-      ctx.out(FEEDS_USAGE);
-      return 2;
-    }
-    if (error instanceof DomainError) {
-      ctx.out(`error: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
-}
-
 const OPTIONS = {
   type: { type: "string" },
   description: { type: "string" },
   active: { type: "string" },
   name: { type: "string" },
-  help: { type: "boolean", short: "h" },
 } as const;
 
-type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+type Values = OptionValues<typeof OPTIONS>;
 
-async function run(args: string[], { feeds, out }: FeedsCommandContext): Promise<number> {
-  let values: Values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+/** Runs one feeds subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
+export function feedsCommand(args: string[], ctx: FeedsCommandContext): Promise<number> {
+  return runCommand({ usage: FEEDS_USAGE, options: OPTIONS }, args, ctx, run);
+}
+
+async function run(
+  { values, positionals }: CommandLine<typeof OPTIONS>,
+  { feeds, out }: FeedsCommandContext,
+): Promise<number> {
   const [subcommand, name, ...extra] = positionals;
-  if (values.help || subcommand === "help") {
-    out(FEEDS_USAGE);
-    return 0;
-  }
   if (subcommand === undefined) throw new UsageError("a subcommand is required");
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
 
@@ -82,7 +56,7 @@ async function run(args: string[], { feeds, out }: FeedsCommandContext): Promise
   }
   if (subcommand === "list") {
     if (name !== undefined) throw new UsageError(`unexpected argument '${name}'`);
-    printTable(await feeds.listFeeds(), out);
+    printFeeds(await feeds.listFeeds(), out);
     return 0;
   }
   if (name === undefined) throw new UsageError(`'feeds ${subcommand}' needs a feed name`);
@@ -125,29 +99,23 @@ function printFeed(feeds: FeedService, feed: Feed, out: (line: string) => void):
   out(JSON.stringify(feeds.present(feed, { canPublish: true }), null, 2));
 }
 
-function printTable(list: readonly Feed[], out: (line: string) => void): void {
+function printFeeds(list: readonly Feed[], out: (line: string) => void): void {
   if (list.length === 0) {
     out("No feeds.");
     return;
   }
-  const rows = [
-    ["NAME", "TYPE", "ACTIVE", "DESCRIPTION"],
-    ...list.map((feed) => [
-      feed.name,
-      feed.feedType,
-      String(feed.settings.active),
-      oneLine(feed.settings.description ?? ""),
-    ]),
-  ];
-  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => (row[column] ?? "").length)));
-  for (const row of rows) {
-    out(
-      row
-        .map((cell, column) => (column < 3 ? cell.padEnd(widths[column] ?? 0) : cell))
-        .join("  ")
-        .trimEnd(),
-    );
-  }
+  printTable(
+    [
+      ["NAME", "TYPE", "ACTIVE", "DESCRIPTION"],
+      ...list.map((feed) => [
+        feed.name,
+        feed.feedType,
+        String(feed.settings.active),
+        oneLine(feed.settings.description ?? ""),
+      ]),
+    ],
+    out,
+  );
 }
 
 function oneLine(text: string): string {

@@ -35,12 +35,16 @@ Environment:
   WHARF_MAX_UPLOAD_BYTES     largest accepted upload
   WHARF_LOG_LEVEL            fatal, error, warn, info (default), debug, trace or silent`;
 
-/** What every data subcommand receives (each module declares the same shape itself): the services, and where to print. */
+/**
+ * What every data subcommand receives (each module declares the same shape itself): the services,
+ * and where to print: results on `out`, errors (and the usage after a usage error) on `err`.
+ */
 interface DataCommandContext {
   readonly db: Db;
   readonly clock: Clock;
   readonly feeds: FeedService;
   readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
 }
 
 type DataCommand = (args: string[], ctx: DataCommandContext) => Promise<number>;
@@ -124,7 +128,7 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
     // A typo in WHARF_DATA_DIR would otherwise go unnoticed: say where the new database is.
     if (isNew) io.err(`note: created a new, empty Wharf database in ${config.dataDir}`);
     const feeds = createFeedService({ db, clock: systemClock, config });
-    return await command(args, { db, clock: systemClock, feeds, out: io.out });
+    return await command(args, { db, clock: systemClock, feeds, out: io.out, err: io.err });
   } finally {
     db.close();
   }

@@ -1,21 +1,19 @@
-import { parseArgs } from "node:util";
 import type { FeedService } from "../areas/management/index.js";
 import { ANONYMOUS_NAME } from "../areas/security/model.js";
 import { createSecurityServices } from "../areas/security/service.js";
 import type { Clock } from "../domain/clock.js";
-import { DomainError } from "../domain/errors.js";
 import type { Db } from "../storage/database.js";
+import { type CommandIo, type CommandLine, runCommand, UsageError } from "./command.js";
 
 /**
  * `wharf permissions ...`: the same service as `/api/security/permissions|tasks`, run as an
  * administrator. Grants or denies a task to a user, a group or Anonymous (everyone).
  */
 
-export interface PermissionsCommandContext {
+export interface PermissionsCommandContext extends CommandIo {
   readonly db: Db;
   readonly clock: Clock;
   readonly feeds: FeedService;
-  readonly out: (line: string) => void;
 }
 
 export const PERMISSIONS_USAGE = `Usage:
@@ -27,8 +25,6 @@ export const PERMISSIONS_USAGE = `Usage:
 Built-in tasks: "Administer", "Manage Feeds", "Publish Packages", "View & Download Packages".
 Without --feed or --feed-group a permission applies everywhere; a deny wins over any grant.`;
 
-class UsageError extends Error {}
-
 const OPTIONS = {
   user: { type: "string" },
   group: { type: "string" },
@@ -37,40 +33,18 @@ const OPTIONS = {
   feed: { type: "string" },
   "feed-group": { type: "string" },
   deny: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
 } as const;
 
 /** Runs one permissions subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
-export async function permissionsCommand(args: string[], ctx: PermissionsCommandContext): Promise<number> {
-  try {
-    return await run(args, ctx);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      ctx.out(`error: ${error.message}`);
-      ctx.out(PERMISSIONS_USAGE);
-      return 2;
-    }
-    if (error instanceof DomainError) {
-      ctx.out(`error: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
+export function permissionsCommand(args: string[], ctx: PermissionsCommandContext): Promise<number> {
+  return runCommand({ usage: PERMISSIONS_USAGE, options: OPTIONS }, args, ctx, run);
 }
 
-async function run(args: string[], ctx: PermissionsCommandContext): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  const { values, positionals } = parsed;
+async function run(
+  { values, positionals }: CommandLine<typeof OPTIONS>,
+  ctx: PermissionsCommandContext,
+): Promise<number> {
   const [subcommand, ...rest] = positionals;
-  if (values.help || subcommand === "help") {
-    ctx.out(PERMISSIONS_USAGE);
-    return 0;
-  }
   const options = Object.keys(values);
   if (subcommand !== "add" && options.length > 0) {
     throw new UsageError(`--${options[0]} does not apply to 'permissions ${subcommand ?? ""}'`.trimEnd());
@@ -146,8 +120,4 @@ function describe(p: {
   const where = p.feed ? `on feed ${p.feed}` : p.feedGroup ? `on feed group ${p.feedGroup}` : "globally";
   const who = p.group !== undefined ? `group ${p.group}` : `user ${p.user ?? ANONYMOUS_NAME}`;
   return `${p.id}: ${p.deny ? "deny" : "allow"} ${p.task} ${where} for ${who}`;
-}
-
-function parse(args: string[]) {
-  return parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
 }

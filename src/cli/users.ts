@@ -1,9 +1,8 @@
-import { parseArgs } from "node:util";
 import type { FeedService } from "../areas/management/index.js";
 import { createSecurityServices, type UserInput } from "../areas/security/service.js";
 import type { Clock } from "../domain/clock.js";
-import { DomainError } from "../domain/errors.js";
 import type { Db } from "../storage/database.js";
+import { type CommandIo, type CommandLine, type OptionValues, printTable, runCommand, UsageError } from "./command.js";
 
 /**
  * `wharf users ...` and `wharf users groups ...`: the same service as `/api/security/users|groups`,
@@ -11,11 +10,10 @@ import type { Db } from "../storage/database.js";
  * users in the process list and stays in shell history.
  */
 
-export interface UsersCommandContext {
+export interface UsersCommandContext extends CommandIo {
   readonly db: Db;
   readonly clock: Clock;
   readonly feeds: FeedService;
-  readonly out: (line: string) => void;
   /** The password for --password-stdin; reads standard input when absent (tests pass their own). */
   readonly readStdin?: () => Promise<string>;
 }
@@ -32,8 +30,6 @@ export const USERS_USAGE = `Usage:
 On edit, an empty --email or --display-name removes it and --groups replaces the memberships
 (--groups "" leaves every group). --members replaces a group's members.`;
 
-class UsageError extends Error {}
-
 const OPTIONS = {
   password: { type: "string" },
   "password-stdin": { type: "boolean" },
@@ -42,10 +38,9 @@ const OPTIONS = {
   groups: { type: "string" },
   members: { type: "string" },
   search: { type: "string" },
-  help: { type: "boolean", short: "h" },
 } as const;
 
-type Values = ReturnType<typeof parse>["values"];
+type Values = OptionValues<typeof OPTIONS>;
 
 const ALLOWED: Record<string, readonly string[]> = {
   list: ["search"],
@@ -58,36 +53,12 @@ const ALLOWED: Record<string, readonly string[]> = {
 };
 
 /** Runs one users subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
-export async function usersCommand(args: string[], ctx: UsersCommandContext): Promise<number> {
-  try {
-    return await run(args, ctx);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      ctx.out(`error: ${error.message}`);
-      ctx.out(USERS_USAGE);
-      return 2;
-    }
-    if (error instanceof DomainError) {
-      ctx.out(`error: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
+export function usersCommand(args: string[], ctx: UsersCommandContext): Promise<number> {
+  return runCommand({ usage: USERS_USAGE, options: OPTIONS }, args, ctx, run);
 }
 
-async function run(args: string[], ctx: UsersCommandContext): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  const { values } = parsed;
-  let positionals = parsed.positionals;
-  if (values.help || positionals[0] === "help") {
-    ctx.out(USERS_USAGE);
-    return 0;
-  }
+async function run({ values, ...line }: CommandLine<typeof OPTIONS>, ctx: UsersCommandContext): Promise<number> {
+  let positionals = line.positionals;
   let command = positionals[0];
   if (command === "groups") {
     command = `groups ${positionals[1] ?? "list"}`;
@@ -111,7 +82,7 @@ async function run(args: string[], ctx: UsersCommandContext): Promise<number> {
     case "list": {
       const list = await users.listUsers(values.search);
       if (list.length === 0) return say(ctx, "No users.");
-      table(
+      printTable(
         [
           ["NAME", "DISPLAY NAME", "E-MAIL", "GROUPS"],
           ...list.map((u) => [u.name, u.displayName ?? "", u.email ?? "", u.groups.join(",")]),
@@ -135,7 +106,7 @@ async function run(args: string[], ctx: UsersCommandContext): Promise<number> {
     case "groups list": {
       const groups = await users.listGroups();
       if (groups.length === 0) return say(ctx, "No groups.");
-      table([["GROUP", "MEMBERS"], ...groups.map((g) => [g.name, g.users.join(",")])], ctx.out);
+      printTable([["GROUP", "MEMBERS"], ...groups.map((g) => [g.name, g.users.join(",")])], ctx.out);
       return 0;
     }
     case "groups add": {
@@ -176,10 +147,6 @@ async function readStandardInput(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function parse(args: string[]) {
-  return parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
-}
-
 /** A comma-separated list; an empty value is an empty list. */
 function list(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
@@ -192,15 +159,4 @@ function list(value: string | undefined): string[] | undefined {
 function say(ctx: UsersCommandContext, line: string): number {
   ctx.out(line);
   return 0;
-}
-
-function table(rows: string[][], out: (line: string) => void): void {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
-  for (const row of rows)
-    out(
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    );
 }

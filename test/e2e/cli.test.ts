@@ -76,7 +76,8 @@ describe("wharf (command line)", () => {
     const duplicate = await wharf("feeds", "create", "cli-feed", "--type", "universal");
     expect(duplicate.code).toBe(1);
     const missing = await wharf("feeds", "get", "no-such-feed");
-    expect(missing.code).toBe(1);
+    expect(missing).toMatchObject({ code: 1, stdout: "" });
+    expect(missing.stderr).toMatch(/^error: .*no-such-feed/m);
   });
 
   it("feeds: works on the data directory of a running server, which sees the change", async () => {
@@ -105,11 +106,13 @@ describe("wharf (command line)", () => {
     expect(result.stdout + result.stderr).not.toContain(key);
   });
 
-  it("api-keys with an unknown subcommand is a usage error (exit 2), without a stack trace", async () => {
+  it("api-keys with an unknown subcommand is a usage error (exit 2) on stderr, without a stack trace", async () => {
     const result = await wharf("api-keys", "no-such-subcommand");
     expect(result.code).toBe(2);
-    expect(result.stdout + result.stderr).toContain("no-such-subcommand");
-    expect(result.stdout + result.stderr).not.toMatch(/at .*\.[jt]s:\d+/);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("error: unknown subcommand 'no-such-subcommand'");
+    expect(result.stderr).toContain("Usage:\n  wharf api-keys list");
+    expect(result.stderr).not.toMatch(/at .*\.[jt]s:\d+/);
   });
 
   it("a subcommand's help needs no database: nothing is created in the data directory", async () => {
@@ -120,7 +123,7 @@ describe("wharf (command line)", () => {
       ["permissions", "--help"],
     ]) {
       const result = await wharf(...args);
-      expect(result.code).toBe(0);
+      expect(result).toMatchObject({ code: 0, stderr: "" });
       expect(result.stdout).toContain(`wharf ${args[0]}`);
     }
     expect(await fs.readdir(dataDir)).toEqual([]);

@@ -15,7 +15,9 @@ import { basic } from "../helpers/fixtures.js";
 describe("security CLI commands", () => {
   let t: TestApp;
   let feeds: FeedService;
+  /** What a command printed on `out` (results) and on `err` (errors, and the usage after a usage error). */
   let lines: string[];
+  let errors: string[];
   let stdin = "";
 
   const ctx = () => ({
@@ -23,10 +25,12 @@ describe("security CLI commands", () => {
     clock: systemClock,
     feeds,
     out: (line: string) => lines.push(line),
+    err: (line: string) => errors.push(line),
     readStdin: async () => stdin,
   });
   async function wharf(command: "api-keys" | "users" | "permissions", ...args: string[]): Promise<number> {
     lines = [];
+    errors = [];
     if (command === "api-keys") return apiKeysCommand(args, ctx());
     if (command === "users") return usersCommand(args, ctx());
     return permissionsCommand(args, ctx());
@@ -83,9 +87,10 @@ describe("security CLI commands", () => {
 
     it("reports refused input with exit code 1 and the field", async () => {
       expect(await wharf("api-keys", "create", "--type", "System")).toBe(1);
-      expect(lines).toEqual([expect.stringMatching(/^error: systemApis: /)]);
+      expect(errors).toEqual([expect.stringMatching(/^error: systemApis: /)]);
+      expect(lines).toEqual([]);
       expect(await wharf("api-keys", "create", "--type", "Feed", "--feed", "nope", "--permissions", "view")).toBe(1);
-      expect(lines[0]).toContain("feed");
+      expect(errors[0]).toContain("feed");
       expect(await wharf("api-keys", "delete", "9999")).toBe(1);
     });
 
@@ -97,10 +102,11 @@ describe("security CLI commands", () => {
       [["list", "extra"], "takes no arguments"],
       [["rotate"], "unknown subcommand"],
       [[], "a subcommand is required"],
-    ])("exits 2 with usage for %j", async (args, message) => {
+    ])("exits 2 with the error and usage on err for %j", async (args, message) => {
       expect(await wharf("api-keys", ...args)).toBe(2);
-      expect(lines[0]).toContain(message);
-      expect(lines.at(-1)).toContain("Usage:");
+      expect(errors[0]).toContain(message);
+      expect(errors.at(-1)).toContain("Usage:");
+      expect(lines).toEqual([]);
     });
 
     it("deletes a key by id", async () => {
@@ -147,7 +153,7 @@ describe("security CLI commands", () => {
       expect(await wharf("permissions", "remove", id)).toBe(0);
       expect(await status("/api/management/feeds/get/Main")).toBe(401);
       expect(await wharf("permissions", "remove", id)).toBe(1);
-      expect(lines[0]).toContain("No permission");
+      expect(errors[0]).toContain("No permission");
     });
 
     it("manages groups and memberships", async () => {
@@ -198,24 +204,32 @@ describe("security CLI commands", () => {
       ["permissions", ["remove"], "exactly one permission id"],
       ["permissions", ["list", "--deny"], "does not apply"],
       ["permissions", ["grant"], "unknown subcommand"],
-    ] as const)("exits 2 with usage: %s %j", async (command, args, message) => {
+    ] as const)("exits 2 with the error and usage on err: %s %j", async (command, args, message) => {
       expect(await wharf(command, ...args)).toBe(2);
-      expect(lines[0]).toContain(message);
-      expect(lines.at(-1)).toContain("Usage:");
+      expect(errors[0]).toContain(message);
+      expect(errors.at(-1)).toContain("Usage:");
+      expect(lines).toEqual([]);
+    });
+
+    it.each(["api-keys", "users", "permissions"] as const)("%s --help prints the usage on out", async (command) => {
+      expect(await wharf(command, "--help")).toBe(0);
+      expect(lines).toEqual([expect.stringMatching(new RegExp(`^Usage:\\n  wharf ${command} `))]);
+      expect(errors).toEqual([]);
     });
 
     it("exits 1 for refused input, naming the field", async () => {
       stdin = "";
       expect(await wharf("users", "add", "anonymous", "--password", "p")).toBe(1);
-      expect(lines[0]).toContain("name");
+      expect(errors[0]).toContain("name");
       expect(await wharf("users", "add", "carol", "--groups", "nope")).toBe(1);
-      expect(lines[0]).toContain("groups");
+      expect(errors[0]).toContain("groups");
       expect(await wharf("permissions", "add", "--user", "ghost", "--task", "Administer")).toBe(1);
-      expect(lines[0]).toContain("user");
+      expect(errors[0]).toContain("user");
       expect(await wharf("permissions", "add", "--anonymous", "--task", "Administer", "--feed", "Main")).toBe(1);
-      expect(lines[0]).toContain("task");
+      expect(errors[0]).toContain("task");
       expect(await wharf("users", "add", "dave", "--password-stdin")).toBe(2);
-      expect(lines[0]).toContain("empty password");
+      expect(errors[0]).toContain("empty password");
+      expect(lines).toEqual([]);
     });
   });
 });

@@ -12,10 +12,16 @@ describe("wharf feeds (CLI)", () => {
   let dir: string;
   let db: Db;
   let feeds: FeedService;
+  /** `text` is what went to `out` (results, --help), `errors` what went to `err` (errors, usage after a usage error). */
   const run = async (...args: string[]) => {
     const lines: string[] = [];
-    const code = await feedsCommand(args, { feeds, out: (line) => lines.push(line) });
-    return { code, text: lines.join("\n") };
+    const errors: string[] = [];
+    const code = await feedsCommand(args, {
+      feeds,
+      out: (line) => lines.push(line),
+      err: (line) => errors.push(line),
+    });
+    return { code, text: lines.join("\n"), errors: errors.join("\n") };
   };
 
   beforeAll(async () => {
@@ -32,6 +38,7 @@ describe("wharf feeds (CLI)", () => {
   it("creates, reads, updates, lists and deletes a feed", async () => {
     const created = await run("create", "tools", "--type", "Universal", "--description", "Build tools");
     expect(created.code).toBe(0);
+    expect(created.errors).toBe("");
     expect(JSON.parse(created.text)).toMatchObject({
       name: "tools",
       feedType: "universal",
@@ -53,18 +60,19 @@ describe("wharf feeds (CLI)", () => {
       "tools  universal  false",
     ]);
 
-    expect(await run("delete", "tools")).toEqual({ code: 0, text: "Deleted feed 'tools'." });
-    expect(await run("get", "tools")).toEqual({ code: 1, text: "error: The feed 'tools' was not found." });
+    expect(await run("delete", "tools")).toEqual({ code: 0, text: "Deleted feed 'tools'.", errors: "" });
+    expect(await run("get", "tools")).toEqual({ code: 1, text: "", errors: "error: The feed 'tools' was not found." });
   });
 
   it("reports Wharf's refusals with exit code 1", async () => {
     expect(await run("create", "docs", "--type", "npm")).toEqual({
       code: 1,
-      text: "error: a feed named 'docs' already exists",
+      text: "",
+      errors: "error: a feed named 'docs' already exists",
     });
     const badType = await run("create", "x", "--type", "cobol");
     expect(badType.code).toBe(1);
-    expect(badType.text).toContain("a valid feed type is required");
+    expect(badType.errors).toContain("a valid feed type is required");
   });
 
   it.each([
@@ -79,16 +87,28 @@ describe("wharf feeds (CLI)", () => {
     [["get", "docs", "--type", "npm"]],
     [["delete", "a", "b"]],
     [["create", "x", "--type", "npm", "--colour", "red"]],
-  ])("answers bad arguments %j with usage and exit code 2", async (args) => {
+  ])("answers bad arguments %j with the error and usage on err, and exit code 2", async (args) => {
     const result = await run(...args);
     expect(result.code).toBe(2);
-    expect(result.text).toMatch(/^error: /);
-    expect(result.text).toContain("Usage:");
+    expect(result.text).toBe("");
+    expect(result.errors).toMatch(/^error: /);
+    expect(result.errors).toContain("Usage:");
   });
 
-  it("prints usage for --help with exit code 0, and 'No feeds.' for an empty list", async () => {
-    expect((await run("--help")).code).toBe(0);
+  it("prints usage on out for --help with exit code 0, and 'No feeds.' for an empty list", async () => {
+    for (const help of [["--help"], ["-h"], ["help"], ["get", "--help"]]) {
+      const result = await run(...help);
+      expect(result).toMatchObject({ code: 0, errors: "" });
+      expect(result.text).toMatch(/^Usage:/);
+    }
     await run("delete", "docs");
-    expect(await run("list")).toEqual({ code: 0, text: "No feeds." });
+    expect(await run("list")).toEqual({ code: 0, text: "No feeds.", errors: "" });
+  });
+
+  it("prints errors on out when the caller gives no err", async () => {
+    const lines: string[] = [];
+    expect(await feedsCommand(["frobnicate"], { feeds, out: (line) => lines.push(line) })).toBe(2);
+    expect(lines[0]).toBe("error: unknown subcommand 'frobnicate'");
+    expect(lines.at(-1)).toContain("Usage:");
   });
 });
