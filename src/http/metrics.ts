@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { z } from "zod";
 import type { BlobStore } from "../storage/blob-store.js";
 
 /** Blob store size is a filesystem walk: compute it at most this often. */
@@ -67,7 +68,11 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
   app.get(
     "/metrics",
     {
-      schema: { summary: "Prometheus metrics", tags: ["operations"], hide: false },
+      schema: {
+        summary: "Prometheus metrics (full-control keys, keys with the metrics scope, administrators)",
+        tags: ["operations"],
+        response: { 200: z.string().describe("Prometheus text exposition format") },
+      },
       config: { access: { need: { api: "metrics", attribute: "Admin_ConfigureProGet" } } },
     },
     async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),

@@ -15,6 +15,13 @@ describe("self-description and metrics", () => {
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths)).toContain("/health");
     expect(doc.paths["/health"].get.responses["200"]).toBeDefined();
+    expect(doc.paths["/metrics"].get).toBeDefined();
+    // Every documented operation says what it does.
+    for (const [path, operations] of Object.entries<Record<string, { summary?: string }>>(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        expect(operation.summary, `${method.toUpperCase()} ${path}`).toBeTruthy();
+      }
+    }
   });
 
   it("serves a browsable /docs page without a key", async () => {
