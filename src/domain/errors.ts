@@ -12,7 +12,11 @@ export type ErrorKind =
   | "unprocessable"
   | "too_large"
   | "unsupported"
-  | "unavailable";
+  | "unavailable"
+  /** An upstream (content URL, connector) failed or answered badly: 502. */
+  | "bad_gateway"
+  /** An upstream did not answer in time: 504. */
+  | "gateway_timeout";
 
 export class DomainError extends Error {
   override readonly name = "DomainError";

@@ -13,6 +13,8 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   unprocessable: 422,
   unsupported: 415,
   unavailable: 503,
+  bad_gateway: 502,
+  gateway_timeout: 504,
 };
 
 /** Sends an error the way Inedo clients read it: a plain-text message (compat.md 0.3). */
