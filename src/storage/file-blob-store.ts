@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { Readable, Transform, Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { Readable } from "node:stream";
 import { DomainError, invalid } from "../domain/errors.js";
 import type { BlobInfo, BlobStore, PutOptions } from "./blob-store.js";
 
@@ -10,6 +9,7 @@ type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
 type Digests = Partial<Record<Algorithm, string>> & Record<"sha256" | "sha1", string>;
 
 const ADDRESS = /^[0-9a-f]{64}$/;
+const READ_CHUNK_BYTES = 1024 * 1024;
 const FAN_OUT_DIR = /^[0-9a-f]{2}$/;
 const ALGORITHM_NAMES: Record<Algorithm, string> = {
   sha256: "SHA-256",
@@ -31,19 +31,17 @@ export function createFileBlobStore(rootDir: string): BlobStore {
 
   async function put(source: Readable | AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<BlobInfo> {
     const { signal } = options;
-    signal?.throwIfAborted();
-    // The store owns the source from this call on. Until the pipeline listens (once the temp file
-    // exists) an 'error' event would find no listener and crash the process; the pipeline still
-    // sees such an error through the stream's state. Left attached so that late errors from the
-    // source's destruction are harmless too.
-    if (source instanceof Readable) source.on("error", () => {});
-
+    // The store owns the source from this call on: whatever happens, it is either read to its end
+    // or disposed of before this call settles, and nothing here ever waits on the source without
+    // also listening for the signal (see SourceReader).
+    const reader = new SourceReader(source, signal);
     const tempPath = path.join(tmpDir, `put-${randomUUID()}`);
     // Renamed away on success; on every other path it must not outlive this call.
     let tempLeft = true;
     try {
+      signal?.throwIfAborted();
       await mkdir(tmpDir, { recursive: true });
-      const { digests, size } = await writeHashed(source, tempPath, options);
+      const { digests, size } = await writeHashed(reader, tempPath, options);
       signal?.throwIfAborted();
 
       const info: BlobInfo = { ...digests, size };
@@ -64,10 +62,12 @@ export function createFileBlobStore(rootDir: string): BlobStore {
       }
       return info;
     } catch (error) {
-      // pipeline reports an abort as a generic AbortError; the caller's reason is more useful.
+      reader.dispose(error);
+      // The caller's abort reason is more useful than whatever the abort caused downstream.
       if (signal?.aborted) throw signal.reason;
       throw error;
     } finally {
+      reader.release();
       if (tempLeft) await rm(tempPath, { force: true });
     }
   }
@@ -95,7 +95,11 @@ export function createFileBlobStore(rootDir: string): BlobStore {
       throw error;
     }
     try {
-      return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+      // Large reads for throughput; an explicit end keeps a small blob's read buffer small too.
+      const end = range ? range.end : (await handle.stat()).size - 1;
+      const start = range ? range.start : 0;
+      if (end < start) return handle.createReadStream(); // an empty blob: nothing to read
+      return handle.createReadStream({ start, end, highWaterMark: Math.min(READ_CHUNK_BYTES, end - start + 1) });
     } catch (error) {
       // An impossible range throws here, before the stream owns (and would close) the handle.
       await handle.close();
@@ -151,11 +155,16 @@ export function createFileBlobStore(rootDir: string): BlobStore {
 }
 
 /**
- * Streams `source` into a new file at `tempPath`, hashing and counting on the way, checks the
- * claimed digests and fsyncs the file. The caller removes the file if this throws.
+ * Streams the source into a new file at `tempPath`, hashing and counting on the way, checks the
+ * claimed digests and fsyncs the file. The caller removes the file if this throws; the file
+ * handle is closed before this settles, whichever way.
+ *
+ * Every await here is either a local file operation, which always completes, or
+ * `SourceReader.next`, which gives up as soon as the signal aborts. A chunk is written before the
+ * next one is asked for, so a slow disk slows the source down instead of filling memory.
  */
 async function writeHashed(
-  source: Readable | AsyncIterable<Uint8Array>,
+  reader: SourceReader,
   tempPath: string,
   options: PutOptions,
 ): Promise<{ digests: Digests; size: number }> {
@@ -167,56 +176,127 @@ async function writeHashed(
   const hashes = [...algorithms].map((algorithm) => [algorithm, createHash(algorithm)] as const);
   const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
 
-  let size = 0;
-  const hashAndCount = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
+  // "wx": a random name that already exists means something is wrong; never write into it.
+  const handle = await open(tempPath, "wx");
+  let failed = true;
+  try {
+    let size = 0;
+    for (let chunk = await reader.next(); chunk !== undefined; chunk = await reader.next()) {
       size += chunk.length;
       // Failing here, before the chunk is written, stops an oversized upload at once.
       if (size > maxBytes) {
-        callback(
-          new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`),
-        );
-        return;
+        throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
       }
       for (const [, hash] of hashes) hash.update(chunk);
-      callback(null, chunk);
-    },
-  });
-
-  // "wx": a random name that already exists means something is wrong; never write into it.
-  const handle = await open(tempPath, "wx");
-  try {
-    await pipeline(source, hashAndCount, writeTo(handle), { signal: options.signal });
+      await writeFully(handle, chunk);
+    }
     const digests = Object.fromEntries(hashes.map(([algorithm, hash]) => [algorithm, hash.digest("hex")]));
     // Checked before the fsync, so a rejected upload costs no disk flush.
     checkExpected(digests, options.expected);
     await handle.sync();
+    failed = false;
     return { digests: digests as Digests, size };
   } finally {
-    // FileHandle.close waits for writes still in flight after a failed pipeline.
-    await handle.close();
+    // Nothing else uses the handle (no stream was made from it), and every write on it has been
+    // awaited, so close has nothing to wait for. A close error only matters if all else went well.
+    await handle.close().catch((error: unknown) => {
+      if (!failed) throw error;
+    });
+  }
+}
+
+async function writeFully(handle: FileHandle, chunk: Uint8Array) {
+  // A write may be partial; the rest must follow or the blob would be truncated.
+  for (let offset = 0; offset < chunk.length;) {
+    const { bytesWritten } = await handle.write(chunk, offset);
+    // Never the case for a regular file, but it would turn this loop into an endless one.
+    if (bytesWritten <= 0) throw new Error(`A write to the temporary file made no progress.`);
+    offset += bytesWritten;
   }
 }
 
 /**
- * A sink that writes to `handle` but never closes it, so the owner can fsync the very descriptor
- * that wrote. (FileHandle.createWriteStream with autoClose off keeps a reference on the handle
- * that makes FileHandle.close wait forever.)
+ * The store's side of a put's source. `next` waits for the next chunk but gives up at once when
+ * the signal aborts or a Readable source emits 'error', however long the source itself takes to
+ * notice: an async generator suspended on an await, or a Readable that never answers a read,
+ * must not hold the put open. `dispose` lets go of a source that was not read to its end without
+ * waiting for it either.
  */
-function writeTo(handle: FileHandle): Writable {
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      writeFully(handle, chunk).then(() => callback(), callback);
-    },
-  });
+class SourceReader {
+  private readonly iterator: AsyncIterator<unknown>;
+  /** Set once the put must stop reading: the signal aborted or the source emitted 'error'. */
+  private stopped: { error: unknown } | undefined;
+  /** Rejects the pending `next`, if any. */
+  private interrupt: ((error: unknown) => void) | undefined;
+  private finished = false;
+  private readonly onAbort = () => this.stop(this.signal?.reason);
+
+  constructor(
+    private readonly source: Readable | AsyncIterable<Uint8Array>,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    // First: if the source is not iterable at all, nothing below has been attached yet.
+    this.iterator = source[Symbol.asyncIterator]();
+    if (source instanceof Readable) {
+      // An 'error' emitted before reading starts, or emitted without destroying the stream, would
+      // otherwise find no listener (crashing the process) or be missed (leaving the put waiting for
+      // data that never comes). Left attached so that late errors from the source's destruction
+      // are harmless too.
+      source.on("error", (error) => this.stop(error));
+    }
+    signal?.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  /** The next chunk, or undefined once the source has ended. */
+  async next(): Promise<Uint8Array | undefined> {
+    if (this.stopped) throw this.stopped.error;
+    // Not Promise.race: that would leave one reaction per chunk on a promise that may never settle.
+    const result = await new Promise<IteratorResult<unknown>>((resolve, reject) => {
+      this.interrupt = reject;
+      Promise.resolve(this.iterator.next()).then(resolve, reject);
+    });
+    this.interrupt = undefined;
+    if (result.done) {
+      this.finished = true;
+      return undefined;
+    }
+    return toBytes(result.value);
+  }
+
+  /** Lets go of a source that was not read to its end; never waits for it. */
+  dispose(error: unknown) {
+    if (this.finished) return;
+    this.finished = true;
+    this.stop(error);
+    if (this.source instanceof Readable) {
+      this.source.destroy(error instanceof Error ? error : undefined);
+    }
+    // For an async generator suspended on an await this only queues the return; it runs (and its
+    // finally blocks with it) whenever the generator gets that far, without the put waiting.
+    try {
+      Promise.resolve(this.iterator.return?.()).catch(() => {});
+    } catch {
+      // a hand-written iterator may throw here; the source is abandoned either way
+    }
+  }
+
+  /** Stops listening for the signal; call when the put settles. */
+  release() {
+    this.signal?.removeEventListener("abort", this.onAbort);
+  }
+
+  private stop(error: unknown) {
+    if (this.stopped) return;
+    this.stopped = { error };
+    this.interrupt?.(error);
+  }
 }
 
-async function writeFully(handle: FileHandle, chunk: Buffer) {
-  // A write may be partial; the rest must follow or the blob would be truncated.
-  for (let offset = 0; offset < chunk.length;) {
-    const { bytesWritten } = await handle.write(chunk, offset);
-    offset += bytesWritten;
-  }
+function toBytes(chunk: unknown): Uint8Array {
+  if (chunk instanceof Uint8Array) return chunk;
+  // A Readable with an encoding set yields strings.
+  if (typeof chunk === "string") return Buffer.from(chunk);
+  throw new TypeError(`A put source must yield Uint8Array chunks, not ${typeof chunk}.`);
 }
 
 function checkExpected(actual: Partial<Record<Algorithm, string>>, expected: PutOptions["expected"]) {

@@ -9,6 +9,8 @@ export interface BlobStoreFixture {
   cleanup: () => Promise<void>;
   /** How many temporary (not yet published) files the implementation currently holds. */
   tempFileCount: () => Promise<number>;
+  /** How many of those the process still has open, where the implementation can tell. */
+  openTempFileCount?: () => Promise<number>;
 }
 
 type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
@@ -35,6 +37,15 @@ async function readBlob(store: BlobStore, sha256: string, range?: { start: numbe
   return readAll(stream);
 }
 
+/**
+ * Byte-for-byte equality. Not toEqual: that walks a Buffer one element at a time, which takes
+ * seconds for a few hundred kB on a loaded machine and would eat into the test timeout.
+ */
+function expectSameBytes(actual: Buffer, expected: Buffer) {
+  expect(actual.length, "content length").toBe(expected.length);
+  expect(actual.equals(expected), "content differs").toBe(true);
+}
+
 async function listAll(store: BlobStore): Promise<string[]> {
   const addresses: string[] = [];
   for await (const address of store.list()) addresses.push(address);
@@ -44,25 +55,91 @@ async function listAll(store: BlobStore): Promise<string[]> {
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
+ * How long anything a test waits on may take before it counts as hanging. Far above what a put
+ * takes even on a loaded machine, and well below the test timeout, so that a put that never
+ * settles fails its test with a message saying so instead of stalling the run.
+ */
+export const SETTLE_MS = 10_000;
+/** Per test and hook: a hang anywhere else (a read, a listing) still fails well before 30 s. */
+const TEST_TIMEOUT_MS = 20_000;
+
+/** `promise`'s outcome, or a failure naming `what` if it has not settled within `ms`. */
+export async function settlesWithin<T>(promise: Promise<T>, what: string, ms = SETTLE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms; it hangs`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits, turn by turn, until `condition` holds; fails naming `what` instead of spinning forever. */
+async function until(condition: () => boolean, what: string, ms = SETTLE_MS) {
+  const giveUp = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > giveUp) throw new Error(`gave up after ${ms} ms waiting for ${what}`);
+    await nextTurn();
+  }
+}
+
+/**
+ * `inner` with every put bounded by SETTLE_MS, so that no put in this suite can hang a test, and
+ * recorded in `running` until it settles, so that a put outliving its test is noticed.
+ */
+function withBoundedPuts(inner: BlobStore, running: Set<Promise<unknown>>): BlobStore {
+  return {
+    put(source, options) {
+      const pending = inner.put(source, options);
+      const settled = pending.then(
+        () => undefined,
+        () => undefined,
+      );
+      running.add(settled);
+      void settled.then(() => running.delete(settled));
+      return settlesWithin(pending, "put");
+    },
+    stat: (sha256) => inner.stat(sha256),
+    open: (sha256, range) => inner.open(sha256, range),
+    delete: (sha256) => inner.delete(sha256),
+    list: () => inner.list(),
+    totalBytes: () => inner.totalBytes(),
+    clearStaleTemporaryFiles: () => inner.clearStaleTemporaryFiles(),
+  };
+}
+
+/**
  * The suite every BlobStore implementation must pass. The tests follow the sentences of the
  * contract (the doc comment in src/storage/blob-store.ts), one or more tests for each.
  */
 export function describeBlobStoreContract(name: string, makeStore: () => Promise<BlobStoreFixture>) {
-  describe(`BlobStore contract: ${name}`, () => {
+  describe(`BlobStore contract: ${name}`, { timeout: TEST_TIMEOUT_MS }, () => {
     let store: BlobStore;
     let fixture: BlobStoreFixture;
+    const running = new Set<Promise<unknown>>();
 
     beforeEach(async () => {
       fixture = await makeStore();
-      store = fixture.store;
-    });
+      store = withBoundedPuts(fixture.store, running);
+    }, TEST_TIMEOUT_MS);
     afterEach(async () => {
-      await fixture.cleanup();
-    });
+      try {
+        // Every test awaits its puts; one still running here was left behind by a failed test or
+        // hangs, and would hold a temporary file open while the store is removed under it.
+        const left = running.size;
+        await settlesWithin(Promise.all(running), `${left} put(s) left running by the test`, SETTLE_MS / 2);
+      } finally {
+        running.clear();
+        await fixture.cleanup();
+      }
+    }, TEST_TIMEOUT_MS);
 
-    /** A failed put leaves no blob and no temporary file behind. */
+    /** A failed put leaves no blob and no temporary file behind, nor one still open. */
     async function expectNothingLeftBehind(content?: Buffer) {
       expect(await fixture.tempFileCount()).toBe(0);
+      if (fixture.openTempFileCount) expect(await fixture.openTempFileCount()).toBe(0);
       expect(await listAll(store)).toEqual([]);
       expect(await store.totalBytes()).toBe(0);
       if (content) {
@@ -150,7 +227,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
           code: "DIGEST_MISMATCH",
         });
         expect(await listAll(store)).toEqual([info.sha256]);
-        expect(await readBlob(store, info.sha256)).toEqual(content);
+        expectSameBytes(await readBlob(store, info.sha256), content);
         expect(await fixture.tempFileCount()).toBe(0);
       });
 
@@ -169,16 +246,21 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
           yield content.subarray(100_000);
         }
         const pending = store.put(gated());
-        while (!halfSent) await nextTurn();
-        for (let i = 0; i < 10; i++) await nextTurn();
+        pending.catch(() => {}); // awaited below; a failure must not count as unhandled meanwhile
+        try {
+          await until(() => halfSent, "the store to ask for the second half");
+          for (let i = 0; i < 10; i++) await nextTurn();
 
-        expect(await store.stat(address)).toBeUndefined();
-        expect(await store.open(address)).toBeUndefined();
-        expect(await listAll(store)).toEqual([]);
-
-        release();
+          expect(await store.stat(address)).toBeUndefined();
+          expect(await store.open(address)).toBeUndefined();
+          expect(await listAll(store)).toEqual([]);
+        } finally {
+          // Even when an expectation above fails: a source that never ends would keep the put,
+          // and its open temporary file, alive for the rest of the run.
+          release();
+        }
         expect((await pending).sha256).toBe(address);
-        expect(await readBlob(store, address)).toEqual(content);
+        expectSameBytes(await readBlob(store, address), content);
       });
 
       it("stores content that already exists only once and returns the same info", async () => {
@@ -196,7 +278,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         const infos = await Promise.all([1, 2, 3].map(() => store.put(chunksOf(content))));
         expect(new Set(infos.map((info) => JSON.stringify(info))).size).toBe(1);
         expect(await listAll(store)).toEqual([digest("sha256", content)]);
-        expect(await readBlob(store, digest("sha256", content))).toEqual(content);
+        expectSameBytes(await readBlob(store, digest("sha256", content)), content);
         expect(await fixture.tempFileCount()).toBe(0);
       });
 
@@ -300,9 +382,55 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
           },
         });
         const pending = store.put(source, { signal: controller.signal });
-        while (reads < 2) await nextTurn();
+        pending.catch(() => {}); // awaited below
+        await until(() => reads >= 2, "the store to ask the source for more");
         controller.abort(reason);
         await expect(pending).rejects.toSatisfy(isAbortRejection(reason));
+        await expectNothingLeftBehind();
+      });
+
+      it("rejects when aborted while an async iterable source is stalled, without waiting for the source", async () => {
+        const controller = new AbortController();
+        const reason = new Error("client went quiet");
+        let unstall = () => {};
+        const stall = new Promise<void>((resolve) => {
+          unstall = resolve;
+        });
+        let stalled = false;
+        let finished = false;
+        async function* stallsAfterOneChunk() {
+          try {
+            yield randomBytes(64 * 1024);
+            stalled = true;
+            await stall;
+            yield randomBytes(64 * 1024);
+          } finally {
+            finished = true;
+          }
+        }
+        const pending = store.put(stallsAfterOneChunk(), { signal: controller.signal });
+        pending.catch(() => {}); // awaited below
+        try {
+          await until(() => stalled, "the store to ask the source for more");
+          controller.abort(reason);
+          await expect(pending).rejects.toSatisfy(isAbortRejection(reason));
+          expect(finished).toBe(false);
+          await expectNothingLeftBehind();
+        } finally {
+          // The fixture itself must end, or the generator would stay suspended for the whole run.
+          unstall();
+        }
+        // Once it wakes up, the abandoned source is not read to its end but closed.
+        await until(() => finished, "the abandoned source to be closed");
+      });
+
+      it("rejects when a Readable source emits 'error' without being destroyed, leaving nothing behind", async () => {
+        const failure = new Error("legacy stream failure");
+        const source = new Readable({ read() {} });
+        const pending = store.put(source);
+        // Emitted before the store has read anything, and without destroy(): only the event tells.
+        source.emit("error", failure);
+        await expect(pending).rejects.toBe(failure);
         await expectNothingLeftBehind();
       });
 
@@ -323,7 +451,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
           size: 0,
         });
         expect(await store.stat(EMPTY_SHA256)).toEqual({ size: 0 });
-        expect(await readBlob(store, EMPTY_SHA256)).toEqual(Buffer.alloc(0));
+        expectSameBytes(await readBlob(store, EMPTY_SHA256), Buffer.alloc(0));
         expect(await listAll(store)).toEqual([EMPTY_SHA256]);
       });
 
@@ -364,7 +492,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
       });
 
       it("streams the stored bytes", async () => {
-        expect(await readBlob(store, info.sha256)).toEqual(content);
+        expectSameBytes(await readBlob(store, info.sha256), content);
       });
 
       it.each([
@@ -375,7 +503,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         [0, 99_999],
         [65_530, 65_545],
       ])("streams the inclusive byte range %i..%i", async (start, end) => {
-        expect(await readBlob(store, info.sha256, { start, end })).toEqual(content.subarray(start, end + 1));
+        expectSameBytes(await readBlob(store, info.sha256, { start, end }), content.subarray(start, end + 1));
       });
 
       it("returns undefined for an absent blob", async () => {
@@ -423,7 +551,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
       it.each(malformed)("treats delete of %s as a no-op", async (_, make) => {
         await expect(store.delete(make(info.sha256))).resolves.toBeUndefined();
         expect(await listAll(store)).toEqual([info.sha256]);
-        expect(await readBlob(store, info.sha256)).toEqual(content);
+        expectSameBytes(await readBlob(store, info.sha256), content);
       });
     });
 
@@ -445,7 +573,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         const info = await store.put(chunksOf(content));
         await store.delete(info.sha256);
         expect(await store.put(chunksOf(content))).toEqual(info);
-        expect(await readBlob(store, info.sha256)).toEqual(content);
+        expectSameBytes(await readBlob(store, info.sha256), content);
       });
     });
 
@@ -458,7 +586,7 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         const other = await store.put(chunksOf(randomBytes(10_000)));
         await store.delete(other.sha256);
         expect(await store.stat(info.sha256)).toEqual({ size: content.length });
-        expect(await readBlob(store, info.sha256)).toEqual(content);
+        expectSameBytes(await readBlob(store, info.sha256), content);
       });
     });
 

@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
-import { describeBlobStoreContract } from "./blob-store.contract.js";
+import { describeBlobStoreContract, SETTLE_MS, settlesWithin } from "./blob-store.contract.js";
 
 async function countEntries(dir: string) {
   try {
@@ -18,16 +19,32 @@ async function countEntries(dir: string) {
 
 const makeRoot = () => mkdtemp(path.join(tmpdir(), "wharf-blobs-"));
 
+/** Linux shows a process's open files under /proc/self/fd; elsewhere this check is skipped. */
+const canSeeOpenFiles = existsSync("/proc/self/fd");
+
+/** How many files under `dir` (a real path: /proc shows resolved ones) this process has open. */
+async function openFilesUnder(dir: string) {
+  let count = 0;
+  for (const fd of await readdir("/proc/self/fd")) {
+    // An fd may close between the listing and the readlink.
+    const target = await readlink(path.join("/proc/self/fd", fd)).catch(() => "");
+    if (target.startsWith(`${dir}${path.sep}`)) count++;
+  }
+  return count;
+}
+
 describeBlobStoreContract("file", async () => {
   const root = await makeRoot();
+  const tmp = path.join(await realpath(root), "tmp");
   return {
     store: createFileBlobStore(root),
     cleanup: () => rm(root, { recursive: true, force: true }),
-    tempFileCount: () => countEntries(path.join(root, "tmp")),
+    tempFileCount: () => countEntries(tmp),
+    ...(canSeeOpenFiles ? { openTempFileCount: () => openFilesUnder(tmp) } : {}),
   };
 });
 
-describe("file blob store specifics", () => {
+describe("file blob store specifics", { timeout: 20_000 }, () => {
   let root: string;
   beforeEach(async () => {
     root = await makeRoot();
@@ -83,6 +100,42 @@ describe("file blob store specifics", () => {
     expect(await store.totalBytes()).toBe(0);
     const info = await store.put(Readable.from([Buffer.from("hello")]));
     expect(await store.stat(info.sha256)).toEqual({ size: 5 });
+  });
+
+  it("destroys a Readable source it will not read because the signal is already aborted", async () => {
+    const source = new Readable({ read() {} });
+    const reason = new Error("gone");
+    const pending = createFileBlobStore(root).put(source, { signal: AbortSignal.abort(reason) });
+    await expect(settlesWithin(pending, "put")).rejects.toBe(reason);
+    expect(source.destroyed).toBe(true);
+  });
+
+  it.skipIf(!canSeeOpenFiles)("closes the temporary file of a put aborted while its source is stalled", async () => {
+    const store = createFileBlobStore(root);
+    const controller = new AbortController();
+    let unstall = () => {};
+    const stall = new Promise<void>((resolve) => {
+      unstall = resolve;
+    });
+    async function* stalls() {
+      yield randomBytes(1000);
+      await stall;
+    }
+    const pending = store.put(stalls(), { signal: controller.signal });
+    pending.catch(() => {}); // awaited below
+    try {
+      const tmp = path.join(await realpath(root), "tmp");
+      const giveUp = Date.now() + SETTLE_MS;
+      // The temporary file is open while the store waits for the stalled source.
+      while ((await openFilesUnder(tmp)) === 0 && Date.now() < giveUp) await new Promise((r) => setTimeout(r, 5));
+      expect(await openFilesUnder(tmp)).toBe(1);
+      controller.abort(new Error("stalled"));
+      await expect(settlesWithin(pending, "put")).rejects.toThrow("stalled");
+      expect(await openFilesUnder(tmp)).toBe(0);
+      expect(await countEntries(tmp)).toBe(0);
+    } finally {
+      unstall();
+    }
   });
 
   it("ignores stray files in the blob tree that are not blobs", async () => {
