@@ -1,0 +1,286 @@
+/**
+ * Archive helpers shared by every area (PRODUCT.md "Security baseline": no zip-slip, bounded
+ * entry count, bounded total and per-entry size, bounded ratio). This file holds the limits,
+ * entry-name safety, error mapping, size-enforcing streams and ZIP writing; zip.ts reads ZIPs
+ * (openZip, openZipBlob, zipFileRepack) and tgz.ts converts to and from gzipped TAR.
+ */
+import { open, rm } from "node:fs/promises";
+import { PassThrough, type Readable, Transform, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import yazl from "yazl";
+import { DomainError, invalid } from "../domain/errors.js";
+import type { ArchiveEntry, ZipReader } from "./zip.js";
+
+export interface ArchiveLimits {
+  /** Entries of any kind, directories included. */
+  readonly maxEntries: number;
+  /** Sum of the uncompressed sizes of all entries. */
+  readonly maxTotalBytes: number;
+  /** Uncompressed size of any one entry. */
+  readonly maxEntryBytes: number;
+  /** Uncompressed : compressed, per zip entry and over a whole gzip stream (see RATIO_EXEMPT_BYTES). */
+  readonly maxRatio: number;
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/**
+ * Packages can legitimately hold multi-GiB files, so the sizes are generous; what they stop is a
+ * small upload that expands without bound. Deflate tops out near 1032:1, so 1000:1 only trips on
+ * near-perfectly compressible data, which is what bombs are made of.
+ */
+export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = Object.freeze({
+  maxEntries: 100_000,
+  maxTotalBytes: 10 * GiB,
+  maxEntryBytes: 10 * GiB,
+  maxRatio: 1000,
+});
+
+/** Data this small is never refused for its ratio: a run of zeros or a sparse file is normal and harmless. */
+export const RATIO_EXEMPT_BYTES = 1 * MiB;
+
+/** Longer names are refused: no real package needs them, and they end up in headers and logs. */
+const MAX_NAME_LENGTH = 4096;
+
+export type ArchiveFormat = "ZIP" | "gzipped TAR";
+
+/** Wraps whatever a zip/tar/zlib library threw; DomainErrors (our own checks) pass through. */
+export function malformed(format: ArchiveFormat, error: unknown): DomainError {
+  if (error instanceof DomainError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return invalid("ARCHIVE_INVALID", `The archive is not a valid ${format} file: ${detail}`);
+}
+
+export const tooLarge = (code: string, message: string) => new DomainError("too_large", code, message);
+
+function unsafeReason(name: string): string | undefined {
+  if (name === "") return "it is empty";
+  if (name.length > MAX_NAME_LENGTH) return `it is longer than ${MAX_NAME_LENGTH} characters`;
+  // NUL truncates names in C libraries; other control characters end up in headers and logs.
+  if (/\p{Cc}/u.test(name)) return "it contains a control character";
+  if (name.includes("\\")) return "it contains a backslash";
+  if (name.startsWith("/")) return "it is absolute";
+  if (/^[A-Za-z]:/.test(name)) return "it starts with a drive letter";
+  const segments = (name.endsWith("/") ? name.slice(0, -1) : name).split("/");
+  if (segments.includes("..")) return "it contains a '..' segment";
+  // "a//b" and "a/./b" are the same file as "a/b" to an extractor but not to a lookup by name.
+  if (segments.some((s) => s === "" || s === ".")) return "it contains an empty or '.' segment";
+  return undefined;
+}
+
+/** Returns `name` when it is a safe relative path ("dir/" for directories); else throws invalid. */
+export function checkEntryName(name: string): string {
+  const reason = unsafeReason(name);
+  if (reason !== undefined) {
+    throw invalid("ARCHIVE_UNSAFE_PATH", `The archive entry ${JSON.stringify(name)} is refused: ${reason}.`);
+  }
+  return name;
+}
+
+/** Refuses an entry that is bigger, or (when its compressed size is known) compressed better, than allowed. */
+export function checkEntrySize(
+  name: string,
+  size: number,
+  compressedSize: number | undefined,
+  limits: ArchiveLimits,
+): void {
+  if (size > limits.maxEntryBytes) {
+    throw tooLarge(
+      "ARCHIVE_ENTRY_TOO_LARGE",
+      `The archive entry ${JSON.stringify(name)} is larger than ${limits.maxEntryBytes} bytes.`,
+    );
+  }
+  if (compressedSize !== undefined && size > RATIO_EXEMPT_BYTES && size > compressedSize * limits.maxRatio) {
+    throw tooLarge(
+      "ARCHIVE_RATIO_EXCEEDED",
+      `The archive entry ${JSON.stringify(name)} expands more than ${limits.maxRatio} times; it looks like a zip bomb.`,
+    );
+  }
+}
+
+/** Counts entries and their declared sizes against the archive-wide limits. */
+export class EntryBudget {
+  #entries = 0;
+  #bytes = 0;
+  readonly #names = new Set<string>();
+
+  constructor(private readonly limits: ArchiveLimits) {}
+
+  /** Refuses up front an archive that announces more entries than allowed. */
+  expectEntries(count: number): void {
+    if (count > this.limits.maxEntries) {
+      throw tooLarge("ARCHIVE_TOO_MANY_ENTRIES", `The archive has more than ${this.limits.maxEntries} entries.`);
+    }
+  }
+
+  /**
+   * Refuses an archive whose entries together expand too well. Per-entry checks alone would let
+   * many small exempt entries, or entries sharing overlapping data, multiply a small upload.
+   */
+  expectRatio(archiveBytes: number): void {
+    if (this.#bytes > RATIO_EXEMPT_BYTES && this.#bytes > archiveBytes * this.limits.maxRatio) {
+      throw tooLarge("ARCHIVE_RATIO_EXCEEDED", `The archive expands more than ${this.limits.maxRatio} times.`);
+    }
+  }
+
+  /** Accounts for one more entry; refuses too many, too much, or a name seen before. */
+  add(name: string, size: number): void {
+    this.#entries += 1;
+    this.expectEntries(this.#entries);
+    this.#bytes += size;
+    if (this.#bytes > this.limits.maxTotalBytes) {
+      throw tooLarge("ARCHIVE_TOO_LARGE", `The archive expands to more than ${this.limits.maxTotalBytes} bytes.`);
+    }
+    // Two entries with one name make "which upack.json?" depend on the reader: refuse the ambiguity.
+    if (this.#names.has(name)) {
+      throw invalid("ARCHIVE_DUPLICATE_ENTRY", `The archive has more than one entry named ${JSON.stringify(name)}.`);
+    }
+    this.#names.add(name);
+  }
+}
+
+/**
+ * Passes exactly `expected` bytes through, failing with invalid on more or fewer: a header that
+ * lies about its size cannot make a reader hand out more data than the limits were checked against.
+ */
+export class ExactSizeStream extends Transform {
+  #seen = 0;
+
+  constructor(
+    private readonly expected: number,
+    private readonly entryName: string,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.#seen += chunk.length;
+    if (this.#seen > this.expected) return done(this.#mismatch("more"));
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(this.#seen < this.expected ? this.#mismatch("less") : null);
+  }
+
+  #mismatch(moreOrLess: string): DomainError {
+    return invalid(
+      "ARCHIVE_ENTRY_SIZE_MISMATCH",
+      `The archive entry ${JSON.stringify(this.entryName)} holds ${moreOrLess} data than its header declares (${this.expected} bytes).`,
+    );
+  }
+}
+
+/** A buffer stored at the archive root, e.g. a generated upack.json. */
+export interface ExtraEntry {
+  readonly name: string;
+  readonly content: Buffer;
+}
+
+export interface RepackOptions {
+  /** Where the source's entries go: "package/", or "" to keep them where they are. */
+  readonly prefix: string;
+  /** Written first, at the root; their names must not clash with the moved entries. */
+  readonly extraEntries?: readonly ExtraEntry[];
+}
+
+/** Checks the prefix and extra entries up front, and returns the prefix. */
+export function checkRepackOptions(options: RepackOptions, budget: EntryBudget): string {
+  const { prefix, extraEntries = [] } = options;
+  // A caller's mistake, not the client's: a plain Error becomes a 500 and a log line.
+  if (prefix !== "" && !prefix.endsWith("/"))
+    throw new TypeError(`The prefix ${JSON.stringify(prefix)} must end with "/".`);
+  if (prefix !== "") checkEntryName(prefix);
+  for (const extra of extraEntries) budget.add(checkEntryName(extra.name), extra.content.length);
+  return prefix;
+}
+
+/**
+ * Writes a new zip at `destFile` (which must not exist yet) from what `fill` adds, and removes
+ * it again if anything fails: callers never see a partial file.
+ */
+export async function writeZipFile(
+  destFile: string,
+  extraEntries: readonly ExtraEntry[],
+  fill: (zip: yazl.ZipFile) => Promise<void>,
+): Promise<void> {
+  // Opened before anything else: if it already exists, that failure must not remove it below.
+  const file = (await open(destFile, "wx")).createWriteStream();
+  const zip = new yazl.ZipFile();
+  const broken = new Promise<never>((_resolve, reject) => zip.on("error", reject));
+  const written = pipeline(zip.outputStream, file);
+  // Both are raced below; these no-ops keep a rejection nobody awaits any more from being fatal.
+  broken.catch(() => undefined);
+  written.catch(() => undefined);
+  try {
+    // upack.json first: readers that stream the file find the manifest without seeking.
+    for (const extra of extraEntries) zip.addBuffer(extra.content, extra.name);
+    await Promise.race([fill(zip), broken, written]);
+    zip.end();
+    await Promise.race([written, broken]);
+  } catch (error) {
+    file.destroy();
+    await written.catch(() => undefined);
+    await rm(destFile, { force: true });
+    throw error;
+  }
+}
+
+/** The entries under `prefix` (matched case-insensitively, compat.md 1.1), with the prefix cut off. */
+export function selectSubtree(reader: ZipReader, prefix: string): Array<{ entry: ArchiveEntry; path: string }> {
+  const lower = prefix.toLowerCase();
+  const paths = new Set<string>();
+  const selected: Array<{ entry: ArchiveEntry; path: string }> = [];
+  for (const entry of reader.entries()) {
+    const path = entry.name.slice(prefix.length);
+    if (path === "" || entry.name.slice(0, prefix.length).toLowerCase() !== lower) continue;
+    // "package/a" and "PACKAGE/a" would become one name; refuse rather than pick one.
+    if (paths.has(path)) {
+      throw invalid("ARCHIVE_DUPLICATE_ENTRY", `The archive has more than one entry for ${JSON.stringify(path)}.`);
+    }
+    paths.add(path);
+    selected.push({ entry, path });
+  }
+  return selected;
+}
+
+/**
+ * Streams a new ZIP of the entries under `prefix`, prefix removed (compat.md 2.4 contentOnly=zip).
+ * Refuses a clash up front (before any byte is sent); the returned stream then owns `reader`
+ * and closes it when it ends, fails or is destroyed.
+ */
+export function zipSubtreeToZip(reader: ZipReader, prefix: string): Readable {
+  const selected = selectSubtree(reader, prefix);
+  const zip = new yazl.ZipFile();
+  const out = new PassThrough();
+  const fail = (error: Error) => out.destroy(error);
+  zip.on("error", fail);
+  for (const { entry, path } of selected) addZipEntry(zip, reader, entry, path, fail);
+  zip.end();
+  pipeline(zip.outputStream, out).catch(() => undefined); // a failure is already `out`'s error
+  out.once("close", () => void reader.close());
+  return out;
+}
+
+/** Zip mode bits for an entry: its permissions (never setuid/setgid/sticky) plus its type. */
+export function zipMode(isDirectory: boolean, permissions: number | undefined): { mode?: number } {
+  return permissions === undefined ? {} : { mode: (isDirectory ? 0o040000 : 0o100000) | (permissions & 0o777) };
+}
+
+/** Adds a directory, or a file read lazily (one entry open at a time), reporting failures to `fail`. */
+export function addZipEntry(
+  zip: yazl.ZipFile,
+  reader: ZipReader,
+  entry: ArchiveEntry,
+  path: string,
+  fail: (e: Error) => void,
+): void {
+  const options = { mtime: entry.modified, ...zipMode(entry.isDirectory, entry.mode) };
+  if (entry.isDirectory) return zip.addEmptyDirectory(path, options);
+  zip.addReadStreamLazy(path, { ...options, size: entry.size, compress: true }, (ready) => {
+    const source = reader.openEntry(entry.name);
+    source.on("error", fail); // yazl itself does not listen for errors on the streams it reads
+    ready(null, source);
+  });
+}

@@ -1,0 +1,306 @@
+/**
+ * Reading ZIP archives (uploaded packages, stored .upack blobs) and writing ZIPs derived from them.
+ * Everything is validated when the archive is opened, from the central directory alone, so a
+ * refused archive costs no decompression: names (archives.ts checkEntryName), links, encryption,
+ * compression methods, counts, sizes and ratios. Entry data is then held to its declared size.
+ */
+import { close as closeFd, open as openFd } from "node:fs";
+import { PassThrough, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { promisify } from "node:util";
+import yauzl from "yauzl";
+import { invalid, notFound } from "../domain/errors.js";
+import {
+  addZipEntry,
+  type ArchiveLimits,
+  checkEntryName,
+  checkEntrySize,
+  checkRepackOptions,
+  DEFAULT_ARCHIVE_LIMITS,
+  EntryBudget,
+  ExactSizeStream,
+  malformed,
+  type RepackOptions,
+  tooLarge,
+  writeZipFile,
+} from "./archives.js";
+import type { BlobStore } from "./blob-store.js";
+
+export interface ArchiveEntry {
+  /** Safe relative path with "/" separators; directories end with "/". */
+  readonly name: string;
+  /** Uncompressed bytes, as declared and enforced. */
+  readonly size: number;
+  readonly compressedSize: number;
+  readonly isDirectory: boolean;
+  readonly modified: Date;
+  /** Unix permission bits (0o777 at most), when the archive recorded them. */
+  readonly mode: number | undefined;
+}
+
+/**
+ * An open, fully validated ZIP. Entries are known up front; entry data is streamed on demand and
+ * fails with DomainError invalid if it does not match its declared size. Until `close()` the
+ * underlying file stays open.
+ */
+export interface ZipReader {
+  /** Every entry, in central-directory order. */
+  entries(): readonly ArchiveEntry[];
+  /** Exact name first; with ignoreCase, then the first case-insensitive match (compat.md 1.1). */
+  findEntry(name: string, options?: { ignoreCase?: boolean }): ArchiveEntry | undefined;
+  /** UTF-8 text of a file entry (a BOM is dropped); too_large past maxBytes, not_found when absent. */
+  readText(name: string, maxBytes: number): Promise<string>;
+  /** A file entry's data; throws not_found when absent, invalid for a directory. */
+  openEntry(name: string): Readable;
+  /** Destroys entry streams still open, then resolves once the file is closed. Idempotent. */
+  close(): Promise<void>;
+}
+
+// decodeStrings off: names are decoded and checked here (archives.ts), with our messages; yauzl
+// would otherwise turn backslashes into "/" silently and refuse the rest with its own wording.
+const YAUZL_OPTIONS = { lazyEntries: true, autoClose: false, validateEntrySizes: true, decodeStrings: false };
+
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+/** Blob reads are one store round trip each; the central directory is read in slices this big. */
+const READ_AHEAD_BYTES = 64 * 1024;
+
+/** Opens a ZIP file on disk; file-system errors pass through, anything about the bytes is invalid. */
+export async function openZip(file: string, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS): Promise<ZipReader> {
+  const fd = await promisify(openFd)(file, "r");
+  let zipfile: yauzl.ZipFile;
+  try {
+    zipfile = await yauzl.fromFdPromise(fd, YAUZL_OPTIONS);
+  } catch (error) {
+    await promisify(closeFd)(fd).catch(() => undefined);
+    throw malformed("ZIP", error);
+  }
+  return load(zipfile, limits);
+}
+
+/** Opens a stored ZIP blob by address through ranged reads, without copying it to disk. */
+export async function openZipBlob(
+  blobs: BlobStore,
+  sha256: string,
+  limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+): Promise<ZipReader> {
+  const stat = await blobs.stat(sha256);
+  if (stat === undefined) throw notFound("BLOB_NOT_FOUND", "The stored package file is missing.");
+  const ranges = new BlobRangeReader(blobs, sha256, stat.size);
+  let zipfile: yauzl.ZipFile;
+  try {
+    zipfile = await yauzl.fromRandomAccessReaderPromise(ranges, stat.size, YAUZL_OPTIONS);
+  } catch (error) {
+    throw malformed("ZIP", error);
+  }
+  return load(zipfile, limits);
+}
+
+class BlobRangeReader extends yauzl.RandomAccessReader {
+  #window: { start: number; bytes: Buffer } | undefined;
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly sha256: string,
+    private readonly size: number,
+  ) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    // yauzl wants the stream now; the store opens it asynchronously.
+    const out = new PassThrough();
+    this.blobs.open(this.sha256, { start, end: end - 1 }).then(
+      (source) => {
+        if (source === undefined) out.destroy(new Error("the stored package file disappeared"));
+        else pipeline(source, out).catch(() => undefined); // failures reach yauzl through `out`
+      },
+      (error: unknown) => out.destroy(error instanceof Error ? error : new Error(String(error))),
+    );
+    return out;
+  }
+
+  override read(buffer: Buffer, offset: number, length: number, position: number, done: (e: Error | null) => void) {
+    const copyOut = (window: { start: number; bytes: Buffer }) => {
+      const from = position - window.start;
+      if (from < 0 || from + length > window.bytes.length) return false;
+      window.bytes.copy(buffer, offset, from, from + length);
+      return true;
+    };
+    // Async even on a hit: yauzl reads the next entry from inside this callback, 100k deep.
+    if (this.#window !== undefined && copyOut(this.#window)) return void setImmediate(done, null);
+    const end = Math.min(this.size, position + Math.max(length, READ_AHEAD_BYTES));
+    collect(this._readStreamForRange(position, end)).then(
+      (bytes) => {
+        this.#window = { start: position, bytes };
+        done(copyOut(this.#window) ? null : new Error("unexpected EOF"));
+      },
+      (error: Error) => done(error),
+    );
+  }
+}
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+interface Loaded {
+  readonly info: ArchiveEntry;
+  readonly raw: yauzl.Entry;
+}
+
+async function load(zipfile: yauzl.ZipFile, limits: ArchiveLimits): Promise<ZipReader> {
+  // Errors reach us through the iterator and entry streams; this keeps a late one (closing the
+  // file) from being an unhandled 'error' event.
+  zipfile.on("error", () => undefined);
+  const closed = new Promise<void>((resolve) => zipfile.once("close", resolve));
+  try {
+    return createReader(zipfile, await readCentralDirectory(zipfile, limits), closed);
+  } catch (error) {
+    zipfile.close();
+    await closed;
+    throw malformed("ZIP", error);
+  }
+}
+
+async function readCentralDirectory(zipfile: yauzl.ZipFile, limits: ArchiveLimits): Promise<Map<string, Loaded>> {
+  const budget = new EntryBudget(limits);
+  // The count comes from the end record: refuse before walking 65 535 (or 2^64) headers.
+  budget.expectEntries(zipfile.entryCount);
+  const byName = new Map<string, Loaded>();
+  for await (const raw of zipfile.eachEntry()) {
+    const info = describe(raw, limits);
+    budget.add(info.name, info.size);
+    byName.set(info.name, { info, raw });
+  }
+  budget.expectRatio(zipfile.fileSize);
+  return byName;
+}
+
+function describe(raw: yauzl.Entry, limits: ArchiveLimits): ArchiveEntry {
+  const decoded = yauzl.getFileNameLowLevel(raw.generalPurposeBitFlag, raw.fileNameRaw, raw.extraFields, true);
+  const name = checkEntryName(decoded);
+  const quoted = JSON.stringify(name);
+  // Unix mode bits live in the high half; a link entry would make an extractor write elsewhere.
+  const unixMode = raw.externalFileAttributes >>> 16;
+  if ((unixMode & S_IFMT) === S_IFLNK) {
+    throw invalid("ARCHIVE_LINK_ENTRY", `The archive entry ${quoted} is a symbolic link; links are refused.`);
+  }
+  if (raw.isEncrypted()) throw invalid("ARCHIVE_ENCRYPTED", `The archive entry ${quoted} is encrypted.`);
+  if (!raw.canDecodeFileData()) {
+    throw invalid("ARCHIVE_UNSUPPORTED", `The archive entry ${quoted} uses an unsupported compression method.`);
+  }
+  checkEntrySize(name, raw.uncompressedSize, raw.compressedSize, limits);
+  return {
+    name,
+    size: raw.uncompressedSize,
+    compressedSize: raw.compressedSize,
+    isDirectory: name.endsWith("/"),
+    modified: modifiedDate(raw),
+    // Only archives made on Unix (host 3) keep a mode there; others leave 0 or DOS bits.
+    mode: raw.versionMadeBy >>> 8 === 3 && unixMode !== 0 ? unixMode & 0o777 : undefined,
+  };
+}
+
+function modifiedDate(raw: yauzl.Entry): Date {
+  let date: Date;
+  try {
+    date = raw.getLastModDate();
+  } catch {
+    date = raw.getLastModDate({ forceDosFormat: true }); // a malformed timestamp extra field
+  }
+  return Number.isNaN(date.getTime()) ? new Date(0) : date;
+}
+
+function createReader(zipfile: yauzl.ZipFile, byName: Map<string, Loaded>, closed: Promise<void>): ZipReader {
+  const entries = [...byName.values()].map((loaded) => loaded.info);
+  const streams = new Set<Readable>();
+  let closing: Promise<void> | undefined;
+
+  const get = (name: string): ArchiveEntry & { raw: yauzl.Entry } => {
+    const loaded = byName.get(name);
+    if (loaded === undefined) {
+      throw notFound("ARCHIVE_ENTRY_NOT_FOUND", `The archive has no entry named ${JSON.stringify(name)}.`);
+    }
+    return { ...loaded.info, raw: loaded.raw };
+  };
+
+  const openEntry = (name: string): Readable => {
+    const { size, isDirectory, raw } = get(name);
+    if (isDirectory)
+      throw invalid("ARCHIVE_ENTRY_IS_DIRECTORY", `The archive entry ${JSON.stringify(name)} is a directory.`);
+    if (closing !== undefined) throw new Error("The archive reader is closed.");
+    const out = new ExactSizeStream(size, name);
+    streams.add(out);
+    out.once("close", () => streams.delete(out));
+    zipfile.openReadStream(raw, (error, source) => {
+      if (error) return void out.destroy(malformed("ZIP", error));
+      if (out.destroyed) return void source.destroy();
+      source.on("error", (sourceError) => out.destroy(malformed("ZIP", sourceError)));
+      // yauzl asks for unpipe before destroy; destroying releases the file for close().
+      out.once("close", () => {
+        source.unpipe(out);
+        source.destroy();
+      });
+      source.pipe(out);
+    });
+    return out;
+  };
+
+  return {
+    entries: () => entries,
+    findEntry(name, options) {
+      const exact = byName.get(name)?.info;
+      if (exact !== undefined || options?.ignoreCase !== true) return exact;
+      const lower = name.toLowerCase();
+      return entries.find((entry) => entry.name.toLowerCase() === lower);
+    },
+    async readText(name, maxBytes) {
+      if (get(name).size > maxBytes) {
+        throw tooLarge("ARCHIVE_ENTRY_TOO_LARGE", `${name} is larger than ${maxBytes} bytes.`);
+      }
+      const bytes = await collect(openEntry(name));
+      try {
+        return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      } catch {
+        throw invalid("ARCHIVE_TEXT_NOT_UTF8", `${name} is not valid UTF-8 text.`);
+      }
+    },
+    openEntry,
+    close() {
+      if (closing === undefined) {
+        for (const stream of streams) stream.destroy();
+        zipfile.close();
+        closing = closed;
+      }
+      return closing;
+    },
+  };
+}
+
+/**
+ * Writes `destFile` (new) as a copy of the ZIP at `srcFile` with every entry moved under
+ * `options.prefix` and `options.extraEntries` added at the root: a plain ZIP becomes a .upack.
+ */
+export async function zipFileRepack(
+  srcFile: string,
+  destFile: string,
+  options: RepackOptions,
+  limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+): Promise<void> {
+  const reader = await openZip(srcFile, limits);
+  try {
+    const budget = new EntryBudget(limits);
+    const prefix = checkRepackOptions(options, budget);
+    const moved = reader.entries().map((entry) => ({ entry, path: checkEntryName(prefix + entry.name) }));
+    for (const { entry, path } of moved) budget.add(path, entry.size);
+    await writeZipFile(destFile, options.extraEntries ?? [], async (zip) => {
+      const fail = (error: Error) => zip.emit("error", error);
+      for (const { entry, path } of moved) addZipEntry(zip, reader, entry, path, fail);
+    });
+  } finally {
+    await reader.close();
+  }
+}
