@@ -1,5 +1,148 @@
-// PLACEHOLDER: replaced by the read side (packages, versions, search, meta, downloads).
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { invalid } from "../../domain/errors.js";
+import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
+import { errorText, feedNeed, feedOf, queryDoc, TAGS, upackDownloadRoutes } from "./download-routes.js";
+import { type AssembleVirtual, assemblyUnavailable, createUpackDownloadService } from "./download-service.js";
 import type { UpackAreaOptions } from "./index.js";
+import { feedMetadataSchema, packageDataSchema, versionDataSchema } from "./present.js";
+import { createUpackQueryRepository } from "./query-repository.js";
+import { createUpackQueryService, MAX_LIST_COUNT } from "./query-service.js";
 
-export const upackReadRoutes: FastifyPluginAsync<UpackAreaOptions> = async () => {};
+/**
+ * Universal feed reads (seed-api.md area A: list packages, list versions, search, feed metadata,
+ * and the downloads in download-routes.ts; compat.md 2.2-2.6, 2.10-2.13). Privileges (compat.md
+ * 2.14): listing needs Feeds_ViewFeed on the feed, System keys the `feeds` scope.
+ */
+export interface UpackReadOptions extends UpackAreaOptions {
+  /** Builds virtual packages for download; without it their downloads are refused (415). */
+  readonly assembleVirtual?: AssembleVirtual;
+}
+
+const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
+
+const GROUP_DOC = "Exact group; `group=` is the empty group; absent: every group (the empty group with `name`)";
+const COUNT_DOC = `Maximum entries, default and cap ${MAX_LIST_COUNT}; ignored with \`name\``;
+
+/** Bodies are JSON already (present.ts); sent as they are, never re-serialised. */
+function sendJsonText(reply: FastifyReply, json: Buffer): FastifyReply {
+  return reply.code(200).type("application/json; charset=utf-8").send(json);
+}
+
+/** Present with any value, even empty (`group=` is the empty group); absent: undefined. */
+function rawParam(query: QueryLike, name: string): string | undefined {
+  return hasParam(query, name) ? (param(query, name) ?? "") : undefined;
+}
+
+function countParam(query: QueryLike): number {
+  const text = param(query, "count");
+  if (text === undefined) return MAX_LIST_COUNT;
+  if (!/^\s*\d+\s*$/.test(text)) throw invalid("INVALID_COUNT", "'count' must be a non-negative integer.");
+  return Math.min(Number(text), MAX_LIST_COUNT);
+}
+
+export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app, options) => {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const repository = createUpackQueryRepository(options.db);
+  const assembleVirtual = options.assembleVirtual ?? assemblyUnavailable;
+  const queries = createUpackQueryService({
+    repository,
+    feeds: options.feeds,
+    virtualPackages: options.assembleVirtual !== undefined,
+  });
+  const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
+
+  api.get("/upack/:feed/packages", {
+    schema: {
+      summary: "List packages, or get one package",
+      description:
+        "With `name`: one PackageData object (404 when missing); otherwise an array ordered by group and name. " +
+        "Matching is case-insensitive (seed-api.md A, compat.md 2.2).",
+      tags: TAGS,
+      querystring: queryDoc({ group: GROUP_DOC, name: "Package name: answer one object", count: COUNT_DOC }),
+      response: { 200: z.union([packageDataSchema, z.array(packageDataSchema)]), ...errors },
+    },
+    config: view,
+    handler: async (request, reply) => {
+      const query = request.query as QueryLike;
+      const name = param(query, "name");
+      const json = await queries.listPackages(feedOf(request), {
+        group: rawParam(query, "group"),
+        ...(name === undefined ? {} : { name }),
+        count: countParam(query),
+      });
+      return sendJsonText(reply, json);
+    },
+  });
+
+  api.get("/upack/:feed/versions", {
+    schema: {
+      summary: "List versions, or get one version",
+      description:
+        "With `version` (and `name`): one VersionData object (404 when missing); otherwise an array, newest " +
+        "first within each package. `includeFileList=True` adds `fileList` (compat.md 2.3).",
+      tags: TAGS,
+      querystring: queryDoc({
+        group: GROUP_DOC,
+        name: "Package name: every version of that package",
+        version: "Exact version: answer one object",
+        includeFileList: "true/false, any case",
+        count: COUNT_DOC,
+      }),
+      response: { 200: z.union([versionDataSchema, z.array(versionDataSchema)]), ...errors },
+    },
+    config: view,
+    handler: async (request, reply) => {
+      const query = request.query as QueryLike;
+      const name = param(query, "name");
+      // A literal '+' of build metadata arrives as a space (form decoding); no version holds a space.
+      const version = param(query, "version")?.replaceAll(" ", "+");
+      const json = await queries.listVersions(feedOf(request), {
+        group: rawParam(query, "group"),
+        ...(name === undefined ? {} : { name }),
+        ...(version === undefined ? {} : { version }),
+        includeFileList: parseBoolean(param(query, "includeFileList"), false),
+        count: countParam(query),
+      });
+      return sendJsonText(reply, json);
+    },
+  });
+
+  api.get("/upack/:feed/search", {
+    schema: {
+      summary: "Search packages",
+      description:
+        "Packages whose name equals, starts with or contains the term, then title, description and tag " +
+        "matches, in that order; items as in `packages` (compat.md 2.11).",
+      tags: TAGS,
+      querystring: queryDoc({ query: "Search term", term: "Search term (Inedo.UPack's name)", count: COUNT_DOC }),
+      response: { 200: z.array(packageDataSchema), ...errors },
+    },
+    config: view,
+    handler: async (request, reply) => {
+      const query = request.query as QueryLike;
+      const term = param(query, "query", "term") ?? "";
+      return sendJsonText(reply, await queries.search(feedOf(request), term, countParam(query)));
+    },
+  });
+
+  api.get("/upack/:feed/meta", {
+    schema: {
+      summary: "Feed metadata",
+      description: "API version, counts and the services this feed offers (compat.md 2.10).",
+      tags: TAGS,
+      response: { 200: feedMetadataSchema, ...errors },
+    },
+    config: view,
+    handler: async (request) => queries.meta(feedOf(request)),
+  });
+
+  const downloads = createUpackDownloadService({
+    repository,
+    feeds: options.feeds,
+    blobs: options.blobs,
+    assembleVirtual,
+  });
+  await app.register(upackDownloadRoutes, { downloads, blobs: options.blobs });
+};

@@ -1,5 +1,200 @@
-// PLACEHOLDER: replaced by the write side (upload, delete).
-import type { FastifyPluginAsync } from "fastify";
+import path from "node:path";
+import { PassThrough, Readable } from "node:stream";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import { z } from "zod";
+import type { Config } from "../../config.js";
+import { DomainError, invalid } from "../../domain/errors.js";
+import type { AccessNeed } from "../../domain/principal.js";
+import { isPlainObject } from "../../domain/upack-manifest.js";
+import { createGuardedFetch, type GuardedFetch } from "../../net/fetch-guard.js";
+import { getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
+import { createUpackWriteRepository } from "./repository.js";
+import { createBlobKeeper } from "./upload-blobs.js";
+import { claimedDigests } from "./upload-digests.js";
+import { collectUploadParams } from "./upload-params.js";
+import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
 
-export const upackWriteRoutes: FastifyPluginAsync<UpackAreaOptions> = async () => {};
+/**
+ * Universal feed writes (seed-api.md area A: upload package, delete package; compat.md 2.7, 2.8,
+ * 2.14, clients.md 4 items 1-3). Upload answers every client shape: PUT or POST, on `upload`,
+ * `upload/<group...>/<name>[/<version>]` and the bare feed URL (Go upack and ProGetAutomation),
+ * with a raw body of any or no Content-Type, or JSON/form metadata with `content-b64`/`content-url`.
+ * Both declare their privilege so an unauthorised upload is refused before its body is read.
+ */
+export interface UpackWriteOptions extends UpackAreaOptions {
+  /** Fetcher for `content-url` uploads (tests inject one); giving it enables them. */
+  readonly contentUrlFetch?: GuardedFetch;
+}
+
+/** Whatever `config` grows for content-url: off unless an administrator turns it on. */
+type ContentUrlConfig = Config & { readonly allowContentUrl?: boolean; readonly allowPrivateFetch?: boolean };
+
+/** JSON and form bodies are parsed in memory, so base64 content there is capped; raw bodies stream. */
+const MAX_JSON_OR_FORM_BYTES = 64 * 1024 * 1024;
+const CONTENT_URL_TIMEOUT_MS = 10 * 60 * 1000;
+
+const TAGS = ["universal feed"];
+const errorText = z.string().describe("Plain-text error message");
+const uploadResult = z.object({
+  group: z.string(),
+  name: z.string(),
+  version: z.string(),
+  sha1: z.string(),
+  sha256: z.string(),
+  size: z.number(),
+  replaced: z.boolean().describe("An existing version was overwritten"),
+});
+
+const paramsOf = (request: FastifyRequest) => request.params as { feed: string; "*"?: string };
+const feedNeed =
+  (attribute: string) =>
+  (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: paramsOf(request).feed });
+
+export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (app, options) => {
+  const config = options.config as ContentUrlConfig;
+  const repository = createUpackWriteRepository(options.db);
+  const service = createUpackWriteService({
+    repository,
+    blobs: options.blobs,
+    keeper: createBlobKeeper(options.blobs, repository.isBlobReferenced),
+    clock: options.clock,
+    maxUploadBytes: config.maxUploadBytes,
+    tempDir: path.join(config.dataDir, "tmp"),
+    ...contentUrlOption(options, config),
+  });
+
+  // A refused upload whose body was not read: close the connection rather than read it to the end.
+  app.addHook("onSend", async (request, reply) => {
+    if (reply.statusCode >= 400 && !request.raw.complete) reply.header("connection", "close");
+  });
+
+  const upload: RouteOptions = {
+    method: ["PUT", "POST"],
+    url: "/upack/:feed/upload",
+    bodyLimit: Math.min(MAX_JSON_OR_FORM_BYTES, Math.ceil(config.maxUploadBytes * 1.4) + 64 * 1024),
+    config: { access: { need: feedNeed("Feeds_AddPackage") } },
+    schema: {
+      summary: "Upload a universal package",
+      description:
+        "Body: the package file (any or no Content-Type, chunked or not), or JSON/form metadata with `content-b64` " +
+        "or `content-url`. A .upack is stored byte for byte; a plain ZIP or TGZ becomes a package from `name`, " +
+        "`version` and other metadata. Replacing a version needs Feeds_OverwritePackage (else 409). " +
+        "Digests in X-Checksum-Sha1/-Sha256, Digest or Content-Digest are verified before anything is kept. " +
+        "Also answered on `upload/<group...>/<name>[/<version>]` and on the feed URL itself (compat.md 2.7).",
+      tags: TAGS,
+      response: {
+        201: uploadResult,
+        400: errorText,
+        401: errorText,
+        403: errorText,
+        404: errorText,
+        409: errorText,
+        413: errorText,
+      },
+    },
+    handler: async (request, reply) => uploadHandler({ service, config, feeds: options.feeds }, request, reply),
+  };
+  for (const url of ["/upack/:feed", "/upack/:feed/upload", "/upack/:feed/upload/*"]) app.route({ ...upload, url });
+
+  const remove: RouteOptions = {
+    method: ["DELETE", "POST"],
+    url: "/upack/:feed/delete/*",
+    config: { access: { need: feedNeed("Feeds_DeletePackage") } },
+    schema: {
+      summary: "Delete a package version",
+      description:
+        "Path `<group...>/<name>/<version>`; the group may contain '/' or `%2F`. 200 with an empty body; " +
+        "404 'package was not found' when there is no such version (compat.md 2.8).",
+      tags: TAGS,
+      response: { 400: errorText, 401: errorText, 403: errorText, 404: errorText },
+    },
+    handler: async (request, reply) => {
+      const { feed: feedName, "*": tail = "" } = paramsOf(request);
+      const feed = await getUniversalFeed(options.feeds, feedName);
+      await service.deleteVersion(feed.id, tail);
+      return reply.code(200).send();
+    },
+  };
+  app.route(remove);
+};
+
+interface UploadDeps {
+  readonly service: UpackWriteService;
+  readonly config: Config;
+  readonly feeds: UpackAreaOptions["feeds"];
+}
+
+async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const { service, config } = deps;
+  const { feed: feedName, "*": tail } = paramsOf(request);
+  const feed = await getUniversalFeed(deps.feeds, feedName);
+  if (!feed.settings.active) throw invalid("FEED_INACTIVE", "The feed is not active; packages cannot be added to it.");
+  const type = request.headers["content-type"]?.toLowerCase() ?? "";
+  const bodyKind = type.startsWith("application/json")
+    ? "json"
+    : type.startsWith("application/x-www-form-urlencoded")
+      ? "form"
+      : "raw";
+  let body: Record<string, unknown> | undefined;
+  if (bodyKind !== "raw" && request.body !== undefined) {
+    if (!isPlainObject(request.body)) throw invalid("INVALID_BODY", "A JSON upload body must be an object.");
+    body = request.body;
+  }
+  const rawBody = bodyKind === "raw" ? rawBodyOf(request, config.maxUploadBytes) : undefined;
+  const params = collectUploadParams({ pathTail: tail, query: request.query, body, bodyKind });
+  const result = await service.upload({
+    feedId: feed.id,
+    params,
+    rawBody,
+    digests: claimedDigests(request.headers),
+    principal: request.principal,
+    canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
+  });
+  // 201 for every client: Go upack and proget-updater accept nothing else (compat.md 2.7).
+  return reply.code(201).send(result);
+}
+
+/**
+ * Opens the raw body as a stream the blob store may abandon without destroying the request (so
+ * that the error still reaches the client); undefined when the request has none. Nothing is read
+ * until it is opened, and a declared length past the limit is refused before that.
+ */
+function rawBodyOf(request: FastifyRequest, maxBytes: number): (() => Readable) | undefined {
+  const length = Number(request.headers["content-length"] ?? "0");
+  if (length > maxBytes) {
+    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+  }
+  const declaredZip = request.headers["content-type"]?.toLowerCase().startsWith("application/zip") === true;
+  const chunked = request.headers["transfer-encoding"] !== undefined;
+  if (!(request.body instanceof Readable) || (length === 0 && !chunked && !declaredZip)) return undefined;
+  const source = request.body;
+  return () => {
+    const body = new PassThrough();
+    source.on("error", (error) => body.destroy(error));
+    source.pipe(body);
+    return body;
+  };
+}
+
+function contentUrlOption(options: UpackWriteOptions, config: ContentUrlConfig) {
+  if (options.contentUrlFetch === undefined && config.allowContentUrl !== true) return {};
+  const fetch =
+    options.contentUrlFetch ??
+    createGuardedFetch({
+      allowPrivate: config.allowPrivateFetch === true,
+      timeoutMs: CONTENT_URL_TIMEOUT_MS,
+      maxBytes: config.maxUploadBytes,
+      maxRedirects: 5,
+    });
+  return {
+    fetchContentUrl: async (url: string): Promise<Readable> => {
+      const response = await fetch(url);
+      if (response.status < 200 || response.status > 299) {
+        response.body.destroy();
+        throw new DomainError("bad_gateway", "CONTENT_URL_FAILED", `The content-url answered HTTP ${response.status}.`);
+      }
+      return response.body;
+    },
+  };
+}

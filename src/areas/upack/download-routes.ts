@@ -1,0 +1,182 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { invalid } from "../../domain/errors.js";
+import { hasParam, param, type QueryLike } from "../../http/params.js";
+import type { AccessNeed } from "../../domain/principal.js";
+import { sendBlob } from "../../http/send-blob.js";
+import type { BlobStore } from "../../storage/blob-store.js";
+import {
+  attachment,
+  contentTypeFor,
+  contentTypeOf,
+  type DownloadFormat,
+  packageFileName,
+  VPACK_CONTENT_TYPE,
+} from "./download-headers.js";
+import { parsePackageFilePath } from "./download-path.js";
+import type { DownloadTarget, UpackDownloadService } from "./download-service.js";
+
+/**
+ * Universal feed downloads (seed-api.md area A: download package, download package file, download
+ * virtual package; compat.md 2.4-2.6, 2.12). Each is addressed by `<group...>/<name>/<version>`
+ * or `<group...>/<name>?latest`, routed as one wildcard because the group may hold '/' or `%2F`
+ * (clients.md 4 item 3). Privileges (compat.md 2.14): Feeds_DownloadPackage on the feed.
+ * HEAD is declared where a body is streamed, so that it never reads one.
+ */
+export interface UpackDownloadRoutesOptions {
+  readonly downloads: UpackDownloadService;
+  readonly blobs: BlobStore;
+}
+
+export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
+export const feedNeed =
+  (attribute: "Feeds_ViewFeed" | "Feeds_DownloadPackage") =>
+  (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: feedOf(request) });
+export const errorText = z.string().describe("Plain-text error message");
+export const TAGS = ["universal feed"];
+
+/** Every query argument is optional and matched case-insensitively; z.unknown documents without refusing. */
+export const queryDoc = (fields: Record<string, string>) =>
+  z.looseObject(
+    Object.fromEntries(Object.entries(fields).map(([key, text]) => [key, z.unknown().optional().describe(text)])),
+  );
+const LATEST_DOC = "Present (bare or with any value) when the path names no version";
+const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
+const PACKAGE_PATH_DOC =
+  "Path `<group...>/<name>/<version>`, or `<group...>/<name>` with `?latest` (the highest version, " +
+  "prereleases included). The group may contain '/' or `%2F`.";
+
+const tailOf = (request: FastifyRequest) => (request.params as { "*": string })["*"];
+const latestOf = (request: FastifyRequest) => hasParam(request.query as QueryLike, "latest");
+
+/** `contentOnly` absent: the package file; empty or `zip`: a ZIP of the contents; `tgz`: a gzipped TAR. */
+function formatOf(query: QueryLike): DownloadFormat {
+  if (!hasParam(query, "contentOnly")) return "upack";
+  const value = (param(query, "contentOnly") ?? "zip").toLowerCase();
+  if (value === "zip" || value === "tgz") return value;
+  throw invalid("INVALID_CONTENT_ONLY", "'contentOnly' must be 'zip' or 'tgz'.");
+}
+
+/**
+ * A GET counts as one download when it starts at byte 0: a full 200, or a 206 for a range from
+ * the first byte. Resumed or parallel ranges further in are parts of a download already counted,
+ * so counting them would multiply one download by its number of pieces. 304s and HEADs transfer
+ * no package and never count.
+ */
+function startsDownload(request: FastifyRequest, reply: FastifyReply): boolean {
+  if (request.method !== "GET") return false;
+  if (reply.statusCode === 200) return true;
+  return reply.statusCode === 206 && String(reply.getHeader("content-range")).startsWith("bytes 0-");
+}
+
+export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions> = async (app, options) => {
+  const { downloads, blobs } = options;
+  const download = { access: { need: feedNeed("Feeds_DownloadPackage") } };
+
+  async function count(request: FastifyRequest, target: DownloadTarget): Promise<void> {
+    try {
+      await downloads.countDownload(target);
+    } catch (error) {
+      // The response is already under way; a lost count must not turn it into an error.
+      request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
+    }
+  }
+
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/upack/:feed/download/*",
+    schema: {
+      summary: "Download a package",
+      description:
+        `${PACKAGE_PATH_DOC} Without \`contentOnly\`: the stored .upack unchanged, with ETag, Last-Modified ` +
+        "and Range support. `contentOnly` (empty or `zip`, or `tgz`): the `package/` contents as a new archive.",
+      tags: TAGS,
+      querystring: queryDoc({ latest: LATEST_DOC, contentOnly: "`zip` (also when empty) or `tgz`" }),
+      response: { 200: z.unknown().describe("The package or its contents"), ...errors },
+    },
+    config: download,
+    handler: async (request, reply) => {
+      const query = request.query as QueryLike;
+      const format = formatOf(query);
+      const { feed, target } = await downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
+      const file = await downloads.packageFile(feed, target);
+      const disposition = attachment(packageFileName(target.name, target.version, format));
+      if (format === "upack") {
+        await sendBlob(
+          request,
+          reply,
+          { ...file, contentType: contentTypeOf(format), contentDisposition: disposition },
+          blobs,
+        );
+      } else {
+        // Opened before any header is set, so that a failure is a plain error response. HEAD builds nothing.
+        const contents = request.method === "HEAD" ? undefined : await downloads.openContents(file, format);
+        reply
+          .code(200)
+          .header("Content-Type", contentTypeOf(format))
+          .header("Content-Disposition", disposition)
+          .header("Last-Modified", file.lastModified.toUTCString())
+          .header("X-Content-Type-Options", "nosniff")
+          .send(contents);
+      }
+      if (startsDownload(request, reply)) await count(request, target);
+      return reply;
+    },
+  });
+
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/upack/:feed/download-file/*",
+    schema: {
+      summary: "Download one file from a package",
+      description:
+        `${PACKAGE_PATH_DOC} \`path\`: the file's path from the archive root (\`package/...\`, \`upack.json\`); ` +
+        "exact match first, then ignoring case. 403 for a directory, 404 for a missing file.",
+      tags: TAGS,
+      querystring: queryDoc({
+        path: "Path of the file from the archive root, e.g. `package/bin/tool`",
+        latest: LATEST_DOC,
+      }),
+      response: { 200: z.unknown().describe("The file"), ...errors },
+    },
+    config: download,
+    handler: async (request, reply) => {
+      const path = parsePackageFilePath(param(request.query as QueryLike, "path"));
+      const { feed, target } = await downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
+      const found = await downloads.openFile(await downloads.packageFile(feed, target), path);
+      const leaf = found.entry.name.slice(found.entry.name.lastIndexOf("/") + 1);
+      reply
+        .header("Content-Type", contentTypeFor(leaf))
+        .header("Content-Disposition", attachment(leaf))
+        .header("Content-Length", String(found.entry.size))
+        .header("Last-Modified", found.entry.modified.toUTCString())
+        .header("X-Content-Type-Options", "nosniff");
+      if (request.method === "HEAD") {
+        await found.close();
+        return reply.code(200).send();
+      }
+      return reply.code(200).send(found.stream());
+    },
+  });
+
+  app.get("/upack/:feed/download-vpack/*", {
+    schema: {
+      summary: "Download the manifest of a virtual package",
+      description: `${PACKAGE_PATH_DOC} The .vpack (JSON) of a virtual package; 404 for a package that is not virtual.`,
+      tags: TAGS,
+      querystring: queryDoc({ latest: LATEST_DOC }),
+      response: { 200: z.unknown().describe("The virtual package manifest (JSON)"), ...errors },
+    },
+    config: download,
+    handler: async (request, reply) => {
+      const { target } = await downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
+      const manifest = await downloads.virtualManifest(target);
+      return reply
+        .code(200)
+        .header("Content-Type", `${VPACK_CONTENT_TYPE}; charset=utf-8`)
+        .header("Content-Disposition", attachment(packageFileName(target.name, target.version, "vpack")))
+        .header("X-Content-Type-Options", "nosniff")
+        .send(manifest);
+    },
+  });
+};

@@ -1,0 +1,215 @@
+import { invalid, notFound } from "../../domain/errors.js";
+import { quote } from "../../domain/upack-manifest.js";
+import { formatPackageId } from "../../domain/upack-range.js";
+import { canonicalVersion } from "../../domain/upack-version.js";
+import type { Feed, FeedService } from "../management/index.js";
+import { getUniversalFeed } from "./feed-lookup.js";
+import { arrayJson, type FeedMetadata, type FeedServiceName, packageJson, versionJson } from "./present.js";
+import type { UpackQueryRepository } from "./query-repository.js";
+
+/**
+ * Listing use cases of the universal feed (seed-api.md area A: list packages, list versions,
+ * search, feed metadata; compat.md 2.2, 2.3, 2.10, 2.11). Answers are JSON bytes, shaped by
+ * present.ts, so that the routes only send them. Large answers are kept until the database
+ * changes (see ResponseCache): a CI farm polling `versions?name=` of a package with 10,000
+ * versions would otherwise rebuild megabytes of identical JSON on every request.
+ */
+
+/** `group` absent = any group (or the empty group where a name is given); "" = the empty group. */
+export interface PackagesQuery {
+  readonly group?: string;
+  readonly name?: string;
+  readonly count: number;
+}
+
+export interface VersionsQuery extends PackagesQuery {
+  readonly version?: string;
+  readonly includeFileList: boolean;
+}
+
+export interface UpackQueryService {
+  /** JSON array, or one object when `name` is given (404 when there is no such package). */
+  listPackages(feedName: string, query: PackagesQuery): Promise<Buffer>;
+  /** JSON array, or one object when `version` is given (404 when there is no such version). */
+  listVersions(feedName: string, query: VersionsQuery): Promise<Buffer>;
+  /** JSON array of packages, best match first; an empty term lists like `packages`. */
+  search(feedName: string, term: string, count: number): Promise<Buffer>;
+  meta(feedName: string): Promise<FeedMetadata>;
+}
+
+export interface UpackQueryServiceDeps {
+  readonly repository: UpackQueryRepository;
+  readonly feeds: FeedService;
+  /** Whether virtual packages can be downloaded (an assembler is plugged in): decides `VirtualPackages`. */
+  readonly virtualPackages: boolean;
+  /** Bytes of JSON answers kept for reuse; 0 turns the cache off. Default 64 MiB. */
+  readonly cacheBytes?: number;
+}
+
+/** Default and maximum length of a list (seed-api.md "Limits"). */
+export const MAX_LIST_COUNT = 1000;
+
+/**
+ * Highest universal feed API level whose features Wharf serves (compat.md 2.10 history): 1.3.0
+ * brought meta and download-vpack, 1.4.0 shortDescription, 1.5.0 ranges in dependencies.
+ */
+export const UNIVERSAL_FEED_API_VERSION = "1.5.0";
+
+/** The phrase ProGetAutomation looks for when a package is missing (clients.md 3.9). */
+export function packageNotFound(group: string, name: string) {
+  return notFound("PACKAGE_NOT_FOUND", `The specified package was not found: ${quote(formatPackageId(group, name))}.`);
+}
+
+export function versionNotFound(group: string, name: string, version: string) {
+  return notFound(
+    "VERSION_NOT_FOUND",
+    `The specified package version was not found: ${quote(`${formatPackageId(group, name)} ${version}`)}.`,
+  );
+}
+
+/** Lowercased canonical text: what `version_key` holds (leading zeros and case do not matter). */
+export function versionKeyOf(text: string): string | undefined {
+  return canonicalVersion(text)?.toLowerCase();
+}
+
+// Inedo.UPack treats group "*" as "any group" (compat.md 13, inferred); no real group contains '*'.
+const anyGroup = (group: string | undefined) => (group === "*" ? undefined : group);
+
+export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQueryService {
+  const { repository, feeds } = deps;
+  const cache = new ResponseCache(deps.cacheBytes ?? 64 * 1024 * 1024);
+
+  const feedId = async (feedName: string) => (await getUniversalFeed(feeds, feedName)).id;
+
+  /** `build` must read the database before its first await, in the tick the generation is taken. */
+  async function cached(id: number, key: string, build: () => Promise<string>): Promise<Buffer> {
+    const generation = repository.generation(id);
+    const hit = cache.get(key, generation);
+    if (hit) return hit;
+    const body = Buffer.from(await build());
+    cache.set(key, generation, body);
+    return body;
+  }
+
+  return {
+    async listPackages(feedName, query) {
+      const id = await feedId(feedName);
+      if (query.name !== undefined) {
+        const group = query.group ?? "";
+        const row = await repository.findPackage(id, group.toLowerCase(), query.name.toLowerCase());
+        if (!row) throw packageNotFound(group, query.name);
+        return Buffer.from(packageJson(row));
+      }
+      const groupKey = anyGroup(query.group)?.toLowerCase();
+      return cached(id, `packages\0${id}\0${groupKey ?? "*"}\0${query.count}`, async () =>
+        arrayJson(await repository.listPackages(id, groupKey, query.count), packageJson),
+      );
+    },
+
+    async listVersions(feedName, query) {
+      const id = await feedId(feedName);
+      if (query.version !== undefined) {
+        if (query.name === undefined) throw invalid("NAME_REQUIRED", "A version can only be looked up with a name.");
+        const group = query.group ?? "";
+        const key = versionKeyOf(query.version);
+        const row =
+          key === undefined
+            ? undefined
+            : await repository.findVersion(
+                id,
+                group.toLowerCase(),
+                query.name.toLowerCase(),
+                key,
+                query.includeFileList,
+              );
+        if (!row) throw versionNotFound(group, query.name, query.version);
+        return Buffer.from(versionJson(row));
+      }
+      // With a name, the group defaults to the empty group and `count` does not apply (seed-api.md A).
+      const filter =
+        query.name !== undefined
+          ? { groupKey: (query.group ?? "").toLowerCase(), nameKey: query.name.toLowerCase() }
+          : { groupKey: anyGroup(query.group)?.toLowerCase() };
+      const key = `versions\0${id}\0${filter.groupKey ?? "*"}\0${filter.nameKey ?? "*"}\0${query.count}`;
+      return cached(id, `${key}\0${query.includeFileList}`, async () =>
+        arrayJson(await repository.listVersions(id, filter, query.count, query.includeFileList), versionJson),
+      );
+    },
+
+    async search(feedName, term, count) {
+      const id = await feedId(feedName);
+      const termKey = term.trim().toLowerCase();
+      return cached(id, `search\0${id}\0${termKey}\0${count}`, async () => {
+        const rows =
+          termKey === ""
+            ? await repository.listPackages(id, undefined, count)
+            : await repository.searchPackages(id, termKey, count);
+        return arrayJson(rows, packageJson);
+      });
+    },
+
+    async meta(feedName) {
+      const feed = await getUniversalFeed(feeds, feedName);
+      const { packages, versions } = await repository.counts(feed.id);
+      return {
+        apiVersion: UNIVERSAL_FEED_API_VERSION,
+        name: feed.name,
+        description: feed.settings.description ?? "",
+        version: UNIVERSAL_FEED_API_VERSION,
+        packageCount: packages,
+        packageVersionCount: versions,
+        services: servicesOf(feed, deps.virtualPackages),
+      };
+    },
+  };
+}
+
+/** Only what this feed really does: connectors are configured per feed, assembly per server. */
+function servicesOf(feed: Feed, virtualPackages: boolean): FeedServiceName[] {
+  const services: FeedServiceName[] = [];
+  if (virtualPackages) services.push("VirtualPackages");
+  if (feed.settings.connectors.length > 0) services.push("RemotePackages");
+  services.push("UploadPackage", "UploadContents", "Delete", "DownloadContents");
+  return services;
+}
+
+/**
+ * JSON answers by request, each valid for one generation of its feed (UpackQueryRepository
+ * generation): coarse (any upload anywhere, any download in the feed, invalidates), but it can
+ * never serve stale data, and listings are read far more often than feeds change. Only answers
+ * big enough to be worth it are kept; least recently used ones go first past `maxBytes`.
+ */
+class ResponseCache {
+  static readonly MIN_BYTES = 64 * 1024;
+  readonly #entries = new Map<string, { generation: string; body: Buffer }>();
+  #bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get(key: string, generation: string): Buffer | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    this.#remove(key, entry.body);
+    if (entry.generation !== generation) return undefined;
+    this.#entries.set(key, entry); // re-inserted: Map order is the recency order
+    this.#bytes += entry.body.length;
+    return entry.body;
+  }
+
+  set(key: string, generation: string, body: Buffer): void {
+    if (body.length < ResponseCache.MIN_BYTES || body.length > this.maxBytes / 4) return;
+    const old = this.#entries.get(key);
+    if (old !== undefined) this.#remove(key, old.body);
+    this.#entries.set(key, { generation, body });
+    this.#bytes += body.length;
+    for (const [oldestKey, oldest] of this.#entries) {
+      if (this.#bytes <= this.maxBytes) break;
+      this.#remove(oldestKey, oldest.body);
+    }
+  }
+
+  #remove(key: string, body: Buffer): void {
+    this.#entries.delete(key);
+    this.#bytes -= body.length;
+  }
+}

@@ -1,0 +1,225 @@
+import { SqliteError } from "better-sqlite3";
+import { conflict } from "../../domain/errors.js";
+import type { Db } from "../../storage/database.js";
+
+/**
+ * The write side's SQL for `upack_packages` and `upack_versions` (migration 0004). Every method is
+ * one transaction and returns a Promise, so that another database can implement the interface.
+ * Whenever a version is inserted, replaced or deleted, the package's denormalised columns
+ * (latest_version_id, versions_desc, downloads) are rewritten in the same transaction, from the
+ * versions as they then are, so they can never drift from the rows.
+ */
+export interface UpackWriteRepository {
+  /** The version row matching group, name and version case-insensitively, if any. */
+  findVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
+  /**
+   * Inserts the version, or replaces the existing one with the same identity when `replace` is
+   * true (keeping its id and download count). Throws conflict (VERSION_EXISTS) when it exists and
+   * `replace` is false, also when a concurrent writer inserted it first.
+   */
+  saveVersion(version: NewVersion, options: { replace: boolean }): Promise<SaveOutcome>;
+  /** Deletes the version (and the package once it has none left); undefined when there was none. */
+  deleteVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
+  /** Whether any version row or assembled virtual package (of any feed) points at the blob. */
+  isBlobReferenced(sha256: string): Promise<boolean>;
+  /** The display name of an API key, for `published_by`; undefined when it has none. */
+  findKeyDisplayName(keyId: number): Promise<string | undefined>;
+}
+
+/** Group ("" for none), name and canonical version text, spelled as the caller wrote them. */
+export interface VersionIdentity {
+  readonly group: string;
+  readonly name: string;
+  readonly version: string;
+}
+
+export interface StoredVersionRef {
+  readonly id: number;
+  readonly version: string;
+  readonly blobSha256: string;
+}
+
+export interface NewVersion extends VersionIdentity {
+  readonly feedId: number;
+  readonly sortKey: string;
+  /** JSON text of the validated manifest. */
+  readonly manifest: string;
+  readonly blobSha256: string;
+  readonly sha1: string;
+  readonly md5?: string;
+  readonly sha512?: string;
+  readonly size: number;
+  /** JSON text: [{ name, size, date }]. */
+  readonly fileList: string;
+  readonly isVirtual: boolean;
+  readonly publishedAt: string;
+  readonly publishedBy: string | undefined;
+}
+
+export interface SaveOutcome {
+  readonly versionId: number;
+  /** The blob the replaced version pointed at; undefined for a new version. */
+  readonly replacedBlob?: string;
+  readonly replaced: boolean;
+}
+
+export function createUpackWriteRepository(db: Db): UpackWriteRepository {
+  const packageByKey = db.prepare<[number, string, string], { id: number }>(
+    "SELECT id FROM upack_packages WHERE feed_id = ? AND group_key = ? AND name_key = ?",
+  );
+  const insertPackage = db.prepare<[number, string, string, string, string], { id: number }>(
+    `INSERT INTO upack_packages (feed_id, group_name, name, group_key, name_key) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+  );
+  // "Spelling as in the most recently uploaded version" (migration 0004).
+  const respellPackage = db.prepare<[string, string, number]>(
+    "UPDATE upack_packages SET group_name = ?, name = ? WHERE id = ?",
+  );
+  const versionByKey = db.prepare<[number, string], { id: number; version: string; blob_sha256: string }>(
+    "SELECT id, version, blob_sha256 FROM upack_versions WHERE package_id = ? AND version_key = ?",
+  );
+  const insertVersion = db.prepare<VersionColumns, { id: number }>(
+    `INSERT INTO upack_versions (package_id, version, version_key, sort_key, manifest, blob_sha256, sha1, md5, sha512,
+                                 size, file_list, is_virtual, published_at, published_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  );
+  const replaceVersion = db.prepare<[...VersionColumns, number]>(
+    `UPDATE upack_versions SET package_id = ?, version = ?, version_key = ?, sort_key = ?, manifest = ?,
+            blob_sha256 = ?, sha1 = ?, md5 = ?, sha512 = ?, size = ?, file_list = ?, is_virtual = ?,
+            published_at = ?, published_by = ?, is_cached = 0
+      WHERE id = ?`,
+  );
+  const deleteVersionRow = db.prepare<[number]>("DELETE FROM upack_versions WHERE id = ?");
+  const countVersions = db.prepare<[number], { n: number }>(
+    "SELECT count(*) AS n FROM upack_versions WHERE package_id = ?",
+  );
+  const deletePackage = db.prepare<[number]>("DELETE FROM upack_packages WHERE id = ?");
+  // The aggregate's own ORDER BY (SQLite 3.44+) guarantees the JSON order; the index serves it.
+  const refreshPackage = db.prepare<{ id: number }>(
+    `UPDATE upack_packages SET
+       latest_version_id = (SELECT id FROM upack_versions WHERE package_id = :id ORDER BY sort_key DESC LIMIT 1),
+       versions_desc = (SELECT json_group_array(version ORDER BY sort_key DESC) FROM upack_versions WHERE package_id = :id),
+       downloads = (SELECT coalesce(sum(downloads), 0) FROM upack_versions WHERE package_id = :id)
+     WHERE id = :id`,
+  );
+  // Assembled virtual packages (migration 0005) are blobs too; both indexes serve this.
+  const blobReference = db.prepare<[string, string], { one: number }>(
+    `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM upack_versions WHERE blob_sha256 = ?)
+                        OR EXISTS (SELECT 1 FROM upack_assembled WHERE blob_sha256 = ?)`,
+  );
+  // The security area's table, read for one column: Principal does not carry a key's display name.
+  const keyDisplayName = db.prepare<[number], { display_name: string | null }>(
+    "SELECT display_name FROM api_keys WHERE id = ?",
+  );
+
+  const findPackageId = (feedId: number, id: VersionIdentity) =>
+    packageByKey.get(feedId, id.group.toLowerCase(), id.name.toLowerCase())?.id;
+
+  const findVersionRow = (feedId: number, id: VersionIdentity): StoredVersionRef | undefined => {
+    const packageId = findPackageId(feedId, id);
+    if (packageId === undefined) return undefined;
+    const row = versionByKey.get(packageId, id.version.toLowerCase());
+    return row && { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
+  };
+
+  const save = db.transaction((version: NewVersion, replace: boolean): SaveOutcome => {
+    let packageId = findPackageId(version.feedId, version);
+    if (packageId === undefined) {
+      const { feedId, group, name } = version;
+      packageId = (insertPackage.get(feedId, group, name, group.toLowerCase(), name.toLowerCase()) as { id: number })
+        .id;
+    } else {
+      respellPackage.run(version.group, version.name, packageId);
+    }
+    const columns = versionColumns(packageId, version);
+    const existing = versionByKey.get(packageId, version.version.toLowerCase());
+    let outcome: SaveOutcome;
+    if (existing === undefined) {
+      outcome = { versionId: (insertVersion.get(...columns) as { id: number }).id, replaced: false };
+    } else if (replace) {
+      replaceVersion.run(...columns, existing.id);
+      outcome = { versionId: existing.id, replaced: true, replacedBlob: existing.blob_sha256 };
+    } else {
+      throw versionExists(version);
+    }
+    refreshPackage.run({ id: packageId });
+    return outcome;
+  });
+
+  const remove = db.transaction((feedId: number, id: VersionIdentity): StoredVersionRef | undefined => {
+    const packageId = findPackageId(feedId, id);
+    if (packageId === undefined) return undefined;
+    const row = versionByKey.get(packageId, id.version.toLowerCase());
+    if (row === undefined) return undefined;
+    deleteVersionRow.run(row.id);
+    if ((countVersions.get(packageId) as { n: number }).n === 0) deletePackage.run(packageId);
+    else refreshPackage.run({ id: packageId });
+    return { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
+  });
+
+  return {
+    findVersion: async (feedId, id) => findVersionRow(feedId, id),
+
+    async saveVersion(version, { replace }) {
+      try {
+        // IMMEDIATE: take the write lock before reading, so that another process (the CLI, a
+        // second server on the same file) cannot insert the same version between read and write.
+        return save.immediate(version, replace);
+      } catch (error) {
+        // Still possible across processes sharing the database; the loser gets the same answer as
+        // an in-process loser.
+        if (error instanceof SqliteError && error.code === "SQLITE_CONSTRAINT_UNIQUE") throw versionExists(version);
+        throw error;
+      }
+    },
+
+    deleteVersion: async (feedId, id) => remove.immediate(feedId, id),
+    isBlobReferenced: async (sha256) => blobReference.get(sha256, sha256) !== undefined,
+    findKeyDisplayName: async (keyId) => keyDisplayName.get(keyId)?.display_name ?? undefined,
+  };
+}
+
+type VersionColumns = [
+  number,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string | null,
+  string | null,
+  number,
+  string,
+  number,
+  string,
+  string | null,
+];
+
+function versionColumns(packageId: number, v: NewVersion): VersionColumns {
+  return [
+    packageId,
+    v.version,
+    v.version.toLowerCase(),
+    v.sortKey,
+    v.manifest,
+    v.blobSha256,
+    v.sha1,
+    v.md5 ?? null,
+    v.sha512 ?? null,
+    v.size,
+    v.fileList,
+    v.isVirtual ? 1 : 0,
+    v.publishedAt,
+    v.publishedBy ?? null,
+  ];
+}
+
+/** PRODUCT.md: a re-upload without the overwrite/delete permission is a 409 that says so. */
+export function versionExists(id: VersionIdentity): Error {
+  const pkg = id.group === "" ? id.name : `${id.group}/${id.name}`;
+  return conflict(
+    "VERSION_EXISTS",
+    `Version ${id.version} of package ${pkg} already exists; overwriting it needs the overwrite/delete ` +
+      `permission (Feeds_OverwritePackage).`,
+  );
+}

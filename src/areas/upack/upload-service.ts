@@ -1,0 +1,206 @@
+import { Readable } from "node:stream";
+import type { Clock } from "../../domain/clock.js";
+import { DomainError, invalid, notFound } from "../../domain/errors.js";
+import type { Principal } from "../../domain/principal.js";
+import { manifestToJson, parsePackagePath, quote } from "../../domain/upack-manifest.js";
+import { versionSortKey } from "../../domain/upack-version-sort.js";
+import { canonicalVersion, formatVersion } from "../../domain/upack-version.js";
+import type { ArchiveLimits } from "../../storage/archives.js";
+import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
+import { type UpackWriteRepository, versionExists } from "./repository.js";
+import { packageFromUpload } from "./upload-archive.js";
+import type { BlobKeeper } from "./upload-blobs.js";
+import type { ClaimedDigests } from "./upload-digests.js";
+import type { UploadParams } from "./upload-params.js";
+
+export interface UpackWriteServiceDeps {
+  readonly repository: UpackWriteRepository;
+  readonly blobs: BlobStore;
+  readonly keeper: BlobKeeper;
+  readonly clock: Clock;
+  readonly maxUploadBytes: number;
+  /** For TGZ conversion; on the data filesystem. */
+  readonly tempDir: string;
+  /** Fetches a `content-url` (through the SSRF guard); absent when an administrator has not enabled it. */
+  readonly fetchContentUrl?: (url: string) => Promise<Readable>;
+  readonly limits?: ArchiveLimits;
+}
+
+export interface UploadCommand {
+  readonly feedId: number;
+  readonly params: UploadParams;
+  /** Opens the raw request body, when the request has one (anything but JSON or form); not read before. */
+  readonly rawBody: (() => Readable) | undefined;
+  readonly digests: ClaimedDigests;
+  readonly principal: Principal;
+  /** Whether the caller may replace an existing version (Feeds_OverwritePackage). */
+  readonly canOverwrite: () => Promise<boolean>;
+}
+
+export interface UploadResult {
+  readonly group: string;
+  readonly name: string;
+  readonly version: string;
+  readonly sha1: string;
+  readonly sha256: string;
+  readonly size: number;
+  readonly replaced: boolean;
+}
+
+/** Uploads and deletes of universal packages (seed-api.md area A); throws DomainError, knows no HTTP. */
+export interface UpackWriteService {
+  upload(command: UploadCommand): Promise<UploadResult>;
+  /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (compat.md 2.8, 2.12). */
+  deleteVersion(feedId: number, tail: string): Promise<void>;
+}
+
+export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWriteService {
+  const { repository, blobs, keeper } = deps;
+
+  /**
+   * The one source of the package bytes, or 400 for every combination the spec refuses. Returned
+   * as a thunk so that nothing is fetched or decoded before the early checks pass.
+   */
+  function contentSource(command: UploadCommand): () => Promise<Readable> {
+    const { contentB64, contentUrl } = command.params;
+    if (contentB64 !== undefined && contentUrl !== undefined) {
+      throw invalid("CONFLICTING_CONTENT", "Give either 'content-b64' or 'content-url', not both.");
+    }
+    if ((contentB64 !== undefined || contentUrl !== undefined) && command.rawBody !== undefined) {
+      const which = contentB64 !== undefined ? "content-b64" : "content-url";
+      throw invalid("CONFLICTING_CONTENT", `'${which}' cannot be combined with a package in the request body.`);
+    }
+    if (contentB64 !== undefined) {
+      const bytes = decodeBase64(contentB64, deps.maxUploadBytes);
+      return async () => Readable.from([bytes]);
+    }
+    if (contentUrl !== undefined) {
+      const fetchContentUrl = deps.fetchContentUrl;
+      if (!fetchContentUrl) {
+        throw invalid("CONTENT_URL_DISABLED", "content-url uploads are disabled by the administrator");
+      }
+      return () => fetchContentUrl(contentUrl);
+    }
+    if (command.rawBody === undefined) {
+      throw invalid(
+        "NO_CONTENT",
+        "The upload has no content: send the package as the request body, or give 'content-b64' or 'content-url'.",
+      );
+    }
+    const body = command.rawBody;
+    return async () => body();
+  }
+
+  /** Refuses a re-upload before its body is read, when the request already names the whole identity. */
+  async function refuseEarly(command: UploadCommand): Promise<void> {
+    const { group, name } = command.params;
+    const version = command.params.version === undefined ? undefined : canonicalVersion(command.params.version);
+    if (group === undefined || name === undefined || version === undefined) return;
+    const existing = await repository.findVersion(command.feedId, { group, name, version });
+    if (existing && !(await command.canOverwrite())) throw versionExists({ group, name, version: existing.version });
+  }
+
+  async function publisherName(principal: Principal): Promise<string | undefined> {
+    if (principal.type === "user") return principal.userName;
+    if (principal.type === "anonymous") return undefined;
+    return (await repository.findKeyDisplayName(principal.keyId)) ?? `API key ${principal.keyId}`;
+  }
+
+  return {
+    async upload(command) {
+      const open = contentSource(command);
+      await refuseEarly(command);
+      // Every blob this upload stores is held until the end, then deleted unless something uses it.
+      const releases: Array<() => void> = [];
+      const touched: string[] = [];
+      const hold = async (blob: BlobInfo) => {
+        touched.push(blob.sha256);
+        releases.push(await keeper.hold(blob.sha256));
+      };
+      let committed: string | undefined;
+      let replacedBlob: string | undefined;
+      try {
+        // The one pass over the bytes: hashed, counted and checked against the claims while stored.
+        const uploaded = await blobs.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests });
+        await hold(uploaded);
+        const file = await packageFromUpload(
+          { blobs, tempDir: deps.tempDir, stored: hold, ...(deps.limits ? { limits: deps.limits } : {}) },
+          uploaded,
+          command.params,
+        );
+        const { manifest, blob } = file;
+        const version = formatVersion(manifest.version);
+        const replace = await command.canOverwrite();
+        const publishedBy = await publisherName(command.principal);
+        // Everything slow is done: one short transaction (STYLE.md).
+        const outcome = await repository.saveVersion(
+          {
+            feedId: command.feedId,
+            group: manifest.group,
+            name: manifest.name,
+            version,
+            sortKey: versionSortKey(manifest.version),
+            manifest: JSON.stringify(manifestToJson(manifest)),
+            blobSha256: blob.sha256,
+            sha1: blob.sha1,
+            ...(blob.md5 ? { md5: blob.md5 } : {}),
+            ...(blob.sha512 ? { sha512: blob.sha512 } : {}),
+            size: blob.size,
+            fileList: JSON.stringify(file.fileList),
+            isVirtual: manifest.isVirtual,
+            publishedAt: deps.clock.now().toISOString(),
+            publishedBy,
+          },
+          { replace },
+        );
+        committed = blob.sha256;
+        replacedBlob = outcome.replacedBlob;
+        const { group, name } = manifest;
+        return {
+          group,
+          name,
+          version,
+          sha1: blob.sha1,
+          sha256: blob.sha256,
+          size: blob.size,
+          replaced: outcome.replaced,
+        };
+      } finally {
+        for (const release of releases) release();
+        const leftovers = new Set([...touched, ...(replacedBlob ? [replacedBlob] : [])]);
+        if (committed !== undefined) leftovers.delete(committed);
+        // Best effort: what is not deleted now is garbage collection's.
+        for (const sha256 of leftovers) await keeper.discardIfUnused(sha256).catch(() => undefined);
+      }
+    },
+
+    async deleteVersion(feedId, tail) {
+      const path = parsePackagePath(tail.split("/"), { versionExpected: true });
+      if (path.version === undefined) throw new Error("parsePackagePath returned no version");
+      const version = formatVersion(path.version);
+      const removed = await repository.deleteVersion(feedId, { group: path.group, name: path.name, version });
+      if (!removed) {
+        const id = `${path.group ? `${path.group}/` : ""}${path.name} ${version}`;
+        throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);
+      }
+      await keeper.discardIfUnused(removed.blobSha256).catch(() => undefined);
+    },
+  };
+}
+
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+/**
+ * Strict base64 (standard or URL alphabet, padding optional, line breaks ignored): a typo is a 400,
+ * not garbage. A space can only be a '+' that a form encoder left unescaped, so it is read as one.
+ */
+function decodeBase64(text: string, maxBytes: number): Buffer {
+  const compact = text.replace(/[\r\n\t]+/g, "").replaceAll(" ", "+");
+  if (!BASE64.test(compact) || compact.replace(/=+$/, "").length % 4 === 1) {
+    throw invalid("INVALID_BASE64", "'content-b64' is not valid base64.");
+  }
+  if (Math.floor((compact.length * 3) / 4) - 2 > maxBytes) {
+    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+  }
+  return Buffer.from(compact, "base64");
+}

@@ -1,0 +1,260 @@
+/**
+ * Universal package fixtures for read-side tests: .upack files built in memory with yazl, and
+ * package/version rows written straight into the database (migrations/0004) the way the write
+ * side keeps them: versions_desc, latest_version_id and downloads rewritten from the versions
+ * after every insert. Blobs go into a file store on the app's data directory, which is the store
+ * the app reads (content addressed, so two store objects on one directory agree).
+ *
+ * Typical use:
+ *   const upack = createUpackFixtures(t);
+ *   await upack.createFeed("main");
+ *   await upack.addVersion("main", { group: "g", name: "pkg", version: "1.0.0", files: { "a.txt": "A" } });
+ */
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { gunzipSync } from "node:zlib";
+import tar from "tar-stream";
+import yauzl from "yauzl";
+import yazl from "yazl";
+import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
+import { versionSortKey } from "../../src/domain/upack-version-sort.js";
+import type { BlobStore } from "../../src/storage/blob-store.js";
+import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import type { TestApp } from "./app.js";
+
+export interface ZipEntrySpec {
+  readonly content: string | Buffer;
+  readonly mtime?: Date;
+}
+
+/** Archive entries by path: a string/Buffer is a file, `null` an explicit directory entry ("dir/"). */
+export type ZipEntries = Readonly<Record<string, string | Buffer | ZipEntrySpec | null>>;
+
+export const FIXED_MTIME = new Date(Date.UTC(2024, 0, 2, 3, 4, 6));
+
+/** A ZIP in memory, entries in the given order. */
+export async function buildZip(entries: ZipEntries): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const [name, value] of Object.entries(entries)) {
+    if (value === null) {
+      zip.addEmptyDirectory(name, { mtime: FIXED_MTIME });
+      continue;
+    }
+    const spec = typeof value === "string" || Buffer.isBuffer(value) ? { content: value } : value;
+    zip.addBuffer(Buffer.from(spec.content), name, { mtime: spec.mtime ?? FIXED_MTIME });
+  }
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+export interface PackageSpec {
+  readonly group?: string;
+  readonly name: string;
+  readonly version: string;
+  /** Other upack.json properties (title, description, tags, `_custom`, contents for virtual ones). */
+  readonly manifest?: Readonly<Record<string, unknown>>;
+  /** Files under `package/`, by path relative to it. */
+  readonly files?: ZipEntries;
+  /** Entries at the archive root besides upack.json (metacontent). */
+  readonly rootFiles?: ZipEntries;
+}
+
+/** The upack.json object of a spec (group left out when empty). */
+export function manifestOf(spec: PackageSpec): Record<string, unknown> {
+  return {
+    ...(spec.group ? { group: spec.group } : {}),
+    name: spec.name,
+    version: spec.version,
+    ...spec.manifest,
+  };
+}
+
+/** A .upack: upack.json first, then metacontent, then `package/...`. */
+export async function buildUpack(spec: PackageSpec): Promise<Buffer> {
+  const entries: Record<string, string | Buffer | ZipEntrySpec | null> = {
+    "upack.json": JSON.stringify(manifestOf(spec)),
+    ...spec.rootFiles,
+  };
+  for (const [path, value] of Object.entries(spec.files ?? { "readme.txt": `${spec.name} ${spec.version}` })) {
+    entries[`package/${path}`] = value;
+  }
+  return buildZip(entries);
+}
+
+export interface AddVersionOptions {
+  readonly publishedAt?: Date;
+  readonly downloads?: number;
+  readonly isCached?: boolean;
+  /** Store these bytes instead of building the package from the spec (rows still from the spec). */
+  readonly bytes?: Buffer;
+}
+
+export interface AddedVersion {
+  readonly versionId: number;
+  readonly packageId: number;
+  readonly bytes: Buffer;
+  readonly sha1: string;
+  readonly sha256: string;
+}
+
+export interface UpackFixtures {
+  readonly blobs: BlobStore;
+  /** A universal feed, created through the management API with the admin key. */
+  createFeed(name: string, feedType?: string): Promise<void>;
+  addVersion(feed: string, spec: PackageSpec, options?: AddVersionOptions): Promise<AddedVersion>;
+  /** Downloads as stored: [version, package]. */
+  downloadsOf(feed: string, group: string, name: string, version: string): { version: number; package: number };
+}
+
+export function createUpackFixtures(t: TestApp): UpackFixtures {
+  const blobs = createFileBlobStore(t.dataDir);
+  const db = t.db;
+
+  async function createFeed(name: string, feedType = "universal"): Promise<void> {
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/api/management/feeds/create",
+      headers: { "x-apikey": t.adminKey },
+      payload: { name, feedType },
+    });
+    if (res.statusCode !== 201) throw new Error(`feed ${name}: ${res.statusCode} ${res.body}`);
+  }
+
+  function feedId(name: string): number {
+    const row = db.prepare("SELECT id FROM feeds WHERE name = ? COLLATE NOCASE").get(name) as
+      { id: number } | undefined;
+    if (!row) throw new Error(`no feed ${name}`);
+    return row.id;
+  }
+
+  async function addVersion(feed: string, spec: PackageSpec, options: AddVersionOptions = {}): Promise<AddedVersion> {
+    const manifest = validateManifest(manifestOf(spec));
+    const bytes = options.bytes ?? (await buildUpack(spec));
+    const info = await blobs.put(Readable.from([bytes]));
+    const group = manifest.group;
+    const version = spec.version;
+    const published = (options.publishedAt ?? new Date()).toISOString();
+    const fileList = await archiveFileList(spec);
+    const id = feedId(feed);
+    const write = db.transaction(() => {
+      db.prepare(
+        `INSERT INTO upack_packages (feed_id, group_name, name, group_key, name_key) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (feed_id, group_key, name_key) DO UPDATE SET group_name = excluded.group_name, name = excluded.name`,
+      ).run(id, group, spec.name, group.toLowerCase(), spec.name.toLowerCase());
+      const packageId = (
+        db
+          .prepare("SELECT id FROM upack_packages WHERE feed_id = ? AND group_key = ? AND name_key = ?")
+          .get(id, group.toLowerCase(), spec.name.toLowerCase()) as { id: number }
+      ).id;
+      const versionId = (
+        db
+          .prepare(
+            `INSERT INTO upack_versions (package_id, version, version_key, sort_key, manifest, blob_sha256, sha1, size,
+               file_list, is_virtual, is_cached, downloads, published_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          )
+          .get(
+            packageId,
+            version,
+            version.toLowerCase(),
+            versionSortKey(manifest.version),
+            JSON.stringify(manifestToJson(manifest)),
+            info.sha256,
+            info.sha1,
+            info.size,
+            JSON.stringify(fileList),
+            manifest.isVirtual ? 1 : 0,
+            options.isCached ? 1 : 0,
+            options.downloads ?? 0,
+            published,
+          ) as { id: number }
+      ).id;
+      db.prepare(
+        `UPDATE upack_packages SET
+           latest_version_id = (SELECT id FROM upack_versions WHERE package_id = :id ORDER BY sort_key DESC LIMIT 1),
+           versions_desc = (SELECT json_group_array(version ORDER BY sort_key DESC) FROM upack_versions WHERE package_id = :id),
+           downloads = (SELECT coalesce(sum(downloads), 0) FROM upack_versions WHERE package_id = :id)
+         WHERE id = :id`,
+      ).run({ id: packageId });
+      return { versionId, packageId };
+    });
+    const ids = write.immediate();
+    return { ...ids, bytes, sha1: info.sha1, sha256: info.sha256 };
+  }
+
+  function downloadsOf(feed: string, group: string, name: string, version: string) {
+    const row = db
+      .prepare(
+        `SELECT v.downloads AS version, p.downloads AS package FROM upack_versions v
+         JOIN upack_packages p ON p.id = v.package_id
+         WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.version_key = ?`,
+      )
+      .get(feedId(feed), group.toLowerCase(), name.toLowerCase(), version.toLowerCase()) as
+      { version: number; package: number } | undefined;
+    if (!row) throw new Error(`no version ${group}/${name} ${version}`);
+    return row;
+  }
+
+  return { blobs, createFeed, addVersion, downloadsOf };
+}
+
+/** `[{name, size, date}]` of every archive entry, as the write side records it at upload. */
+async function archiveFileList(spec: PackageSpec): Promise<Array<{ name: string; size: number; date: string }>> {
+  const list = [{ name: "upack.json", size: Buffer.byteLength(JSON.stringify(manifestOf(spec))), date: "" }];
+  for (const [path, value] of Object.entries(spec.rootFiles ?? {})) list.push(entryOf(path, value));
+  for (const [path, value] of Object.entries(spec.files ?? { "readme.txt": `${spec.name} ${spec.version}` })) {
+    list.push(entryOf(`package/${path}`, value));
+  }
+  return list.map((entry) => ({ ...entry, date: FIXED_MTIME.toISOString() }));
+}
+
+function entryOf(name: string, value: string | Buffer | ZipEntrySpec | null) {
+  if (value === null) return { name, size: 0, date: "" };
+  const content = typeof value === "string" || Buffer.isBuffer(value) ? value : value.content;
+  return { name, size: Buffer.byteLength(content), date: "" };
+}
+
+export function sha1Hex(bytes: Buffer): string {
+  return createHash("sha1").update(bytes).digest("hex");
+}
+
+// Reading archives back: every entry of a ZIP or gzipped TAR held in memory.
+
+/** Entry name -> content ("dir/" entries map to an empty string). */
+export async function readZip(bytes: Buffer): Promise<Map<string, string>> {
+  const zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
+  const entries = new Map<string, string>();
+  for await (const entry of zip.eachEntry()) {
+    if (entry.fileName.endsWith("/")) {
+      entries.set(entry.fileName, "");
+      continue;
+    }
+    const stream = await zip.openReadStreamPromise(entry);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+    entries.set(entry.fileName, Buffer.concat(chunks).toString("utf8"));
+  }
+  return entries;
+}
+
+/** Entry name -> content for a .tgz; directories end with "/". */
+export async function readTgz(bytes: Buffer): Promise<Map<string, string>> {
+  const extract = tar.extract();
+  const entries = new Map<string, string>();
+  const done = (async () => {
+    for await (const entry of extract) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of entry as AsyncIterable<Buffer>) chunks.push(chunk);
+      const name =
+        entry.header.type === "directory" && !entry.header.name.endsWith("/")
+          ? `${entry.header.name}/`
+          : entry.header.name;
+      entries.set(name, Buffer.concat(chunks).toString("utf8"));
+    }
+  })();
+  extract.end(gunzipSync(bytes));
+  await done;
+  return entries;
+}
