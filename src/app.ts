@@ -3,6 +3,7 @@ import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { healthRoutes } from "./areas/health/routes.js";
+import { packagesApiArea } from "./areas/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
@@ -71,6 +72,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
   await app.register(upackArea, { db: deps.db, blobs: deps.blobs, clock, config, feeds });
+  await app.register(packagesApiArea, { db: deps.db, blobs: deps.blobs, clock, config, feeds });
   await registerOpenApiRoutes(app);
   return app;
 }

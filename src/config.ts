@@ -16,11 +16,39 @@ export interface Config {
   readonly baseUrl: string | undefined;
   /** Largest accepted upload body, in bytes. */
   readonly maxUploadBytes: number;
+  /** Whether uploads may name their package by `content-url` (a server-side fetch); off by default. */
+  readonly contentUrlUploads: boolean;
+  /**
+   * Whether server-side fetches (content-url, virtual package URL sources, connectors, webhooks)
+   * may reach private and loopback addresses. Link-local and metadata addresses stay refused.
+   */
+  readonly fetchAllowPrivate: boolean;
+  /** Bound on one server-side fetch as a whole: DNS, connect, redirects and the body. */
+  readonly fetchTimeoutMs: number;
+  /** Bound on the body of one server-side fetch, in bytes. */
+  readonly fetchMaxBytes: number;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3; // 10 GiB: asset directories take 2 GB+ files
+// Node turns a larger timer delay into 1 ms (TimeoutOverflowWarning): every fetch would time out at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const byteCount = () =>
+  z
+    .string()
+    .regex(/^[1-9]\d*$/, "must be a whole number of bytes greater than 0")
+    .transform(Number)
+    .refine(Number.isSafeInteger, "is too large");
+
+/** A switch an administrator flips: the spellings shells and compose files commonly use, any case. */
+const flag = () =>
+  z
+    .string()
+    .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false (also 1/0, yes/no)")
+    .transform((value) => ["true", "1", "yes"].includes(value.toLowerCase()))
+    .default(false);
 
 const envSchema = z.object({
   WHARF_PORT: z
@@ -40,12 +68,17 @@ const envSchema = z.object({
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
-  WHARF_MAX_UPLOAD_BYTES: z
+  WHARF_MAX_UPLOAD_BYTES: byteCount().default(DEFAULT_MAX_UPLOAD_BYTES),
+  WHARF_CONTENT_URL_UPLOADS: flag(),
+  WHARF_FETCH_ALLOW_PRIVATE: flag(),
+  WHARF_FETCH_TIMEOUT_MS: z
     .string()
-    .regex(/^[1-9]\d*$/, "must be a whole number of bytes greater than 0")
+    .regex(/^[1-9]\d*$/, "must be a whole number of milliseconds greater than 0")
     .transform(Number)
-    .refine(Number.isSafeInteger, "is too large")
-    .default(DEFAULT_MAX_UPLOAD_BYTES),
+    .refine((ms) => ms <= MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} (about 24 days)`)
+    .default(30_000),
+  // Defaults to WHARF_MAX_UPLOAD_BYTES (below): a fetched package is an upload by other means.
+  WHARF_FETCH_MAX_BYTES: byteCount().optional(),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -71,6 +104,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     adminApiKey: v.WHARF_ADMIN_API_KEY,
     baseUrl: v.WHARF_BASE_URL,
     maxUploadBytes: v.WHARF_MAX_UPLOAD_BYTES,
+    contentUrlUploads: v.WHARF_CONTENT_URL_UPLOADS,
+    fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,
+    fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,
+    fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

@@ -246,7 +246,7 @@ describe("universal feed listings", () => {
         version: "1.5.0",
         packageCount: 5,
         packageVersionCount: 10,
-        services: ["UploadPackage", "UploadContents", "Delete", "DownloadContents"],
+        services: ["VirtualPackages", "UploadPackage", "UploadContents", "Delete", "DownloadContents"],
       });
       expect(expectJson(await get("/upack/OTHER/meta"))).toMatchObject({ name: "other" });
     });

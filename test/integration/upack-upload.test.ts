@@ -382,7 +382,7 @@ describe("refused uploads: 400 with a text message, nothing committed", () => {
     [
       "content-url while disabled",
       () => send("POST", "/upack/main/upload", { "content-url": "http://example.com/p.upack" }),
-      /^content-url uploads are disabled by the administrator$/,
+      /^content-url uploads are disabled; an administrator must enable them \(WHARF_CONTENT_URL_UPLOADS=true\)\.$/,
     ],
     [
       "upack.json disagrees with the path",

@@ -23,6 +23,10 @@ describe("loadConfig", () => {
       adminApiKey: undefined,
       baseUrl: undefined,
       maxUploadBytes: 10 * 1024 ** 3,
+      contentUrlUploads: false,
+      fetchAllowPrivate: false,
+      fetchTimeoutMs: 30000,
+      fetchMaxBytes: 10 * 1024 ** 3,
       logLevel: "info",
     });
   });
@@ -36,6 +40,10 @@ describe("loadConfig", () => {
         WHARF_ADMIN_API_KEY: "0123456789abcdef-ADMIN",
         WHARF_BASE_URL: "https://packages.example.com/wharf",
         WHARF_MAX_UPLOAD_BYTES: "1048576",
+        WHARF_CONTENT_URL_UPLOADS: "true",
+        WHARF_FETCH_ALLOW_PRIVATE: "yes",
+        WHARF_FETCH_TIMEOUT_MS: "5000",
+        WHARF_FETCH_MAX_BYTES: "2048",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -47,6 +55,10 @@ describe("loadConfig", () => {
       adminApiKey: "0123456789abcdef-ADMIN",
       baseUrl: "https://packages.example.com/wharf",
       maxUploadBytes: 1048576,
+      contentUrlUploads: true,
+      fetchAllowPrivate: true,
+      fetchTimeoutMs: 5000,
+      fetchMaxBytes: 2048,
       logLevel: "debug",
     });
   });
@@ -67,6 +79,10 @@ describe("loadConfig", () => {
         WHARF_ADMIN_API_KEY: "",
         WHARF_BASE_URL: "",
         WHARF_MAX_UPLOAD_BYTES: "",
+        WHARF_CONTENT_URL_UPLOADS: "",
+        WHARF_FETCH_ALLOW_PRIVATE: "",
+        WHARF_FETCH_TIMEOUT_MS: "",
+        WHARF_FETCH_MAX_BYTES: "",
         WHARF_LOG_LEVEL: "",
       },
       CWD,
@@ -76,6 +92,29 @@ describe("loadConfig", () => {
 
   it("ignores variables that are not WHARF_*", () => {
     expect(loadConfig({ PORT: "abc", HOME: "/root", WHARF: "x" }, CWD)).toEqual(loadConfig({}, CWD));
+  });
+
+  it("reads the fetch switches as booleans in every usual spelling, any case", () => {
+    for (const [text, value] of [
+      ["true", true],
+      ["TRUE", true],
+      ["1", true],
+      ["Yes", true],
+      ["false", false],
+      ["False", false],
+      ["0", false],
+      ["NO", false],
+    ] as const) {
+      const config = loadConfig({ WHARF_CONTENT_URL_UPLOADS: text, WHARF_FETCH_ALLOW_PRIVATE: text }, CWD);
+      expect([config.contentUrlUploads, config.fetchAllowPrivate]).toEqual([value, value]);
+    }
+  });
+
+  it("bounds fetched bodies by the upload limit unless told otherwise", () => {
+    expect(loadConfig({ WHARF_MAX_UPLOAD_BYTES: "4096" }, CWD).fetchMaxBytes).toBe(4096);
+    expect(loadConfig({ WHARF_MAX_UPLOAD_BYTES: "4096", WHARF_FETCH_MAX_BYTES: "99" }, CWD).fetchMaxBytes).toBe(99);
+    // Larger than the upload limit is allowed: connectors may mirror what nobody uploads here.
+    expect(loadConfig({ WHARF_MAX_UPLOAD_BYTES: "10", WHARF_FETCH_MAX_BYTES: "20" }, CWD).fetchMaxBytes).toBe(20);
   });
 
   it("trims trailing slashes from the base URL", () => {
@@ -110,6 +149,16 @@ describe("loadConfig", () => {
     ["WHARF_MAX_UPLOAD_BYTES", "lots"],
     ["WHARF_MAX_UPLOAD_BYTES", "1e9"],
     ["WHARF_LOG_LEVEL", "loud"],
+    ["WHARF_CONTENT_URL_UPLOADS", "on"],
+    ["WHARF_CONTENT_URL_UPLOADS", "truee"],
+    ["WHARF_FETCH_ALLOW_PRIVATE", "y"],
+    ["WHARF_FETCH_ALLOW_PRIVATE", "2"],
+    ["WHARF_FETCH_TIMEOUT_MS", "0"],
+    ["WHARF_FETCH_TIMEOUT_MS", "1.5"],
+    ["WHARF_FETCH_TIMEOUT_MS", "30s"],
+    ["WHARF_FETCH_TIMEOUT_MS", "2147483648"],
+    ["WHARF_FETCH_MAX_BYTES", "0"],
+    ["WHARF_FETCH_MAX_BYTES", "1MB"],
   ])("refuses %s=%s, naming the variable", (name, value) => {
     const error = configError({ [name]: value });
     expect(error.message).toContain(name);
@@ -123,15 +172,26 @@ describe("loadConfig", () => {
       WHARF_LOG_LEVEL: "loud",
       WHARF_BASE_URL: "nope",
       WHARF_MAX_UPLOAD_BYTES: "-5",
+      WHARF_FETCH_ALLOW_PRIVATE: "maybe",
+      WHARF_FETCH_TIMEOUT_MS: "-1",
+      WHARF_CONTENT_URL_UPLOADS: "false",
       WHARF_HOST: "127.0.0.1",
       WHARF_DATA_DIR: "/data",
     });
     expect(error.name).toBe("ConfigError");
-    for (const name of ["WHARF_PORT", "WHARF_LOG_LEVEL", "WHARF_BASE_URL", "WHARF_MAX_UPLOAD_BYTES"]) {
+    for (const name of [
+      "WHARF_PORT",
+      "WHARF_LOG_LEVEL",
+      "WHARF_BASE_URL",
+      "WHARF_MAX_UPLOAD_BYTES",
+      "WHARF_FETCH_ALLOW_PRIVATE",
+      "WHARF_FETCH_TIMEOUT_MS",
+    ]) {
       expect(error.message).toContain(name);
     }
     expect(error.message).not.toContain("WHARF_HOST");
     expect(error.message).not.toContain("WHARF_DATA_DIR");
+    expect(error.message).not.toContain("WHARF_CONTENT_URL_UPLOADS");
     expect(error.message.split("\n")).toHaveLength(1);
   });
 
@@ -139,5 +199,8 @@ describe("loadConfig", () => {
     const error = configError({ WHARF_PORT: "abc", WHARF_LOG_LEVEL: "loud" });
     expect(error.message).toContain("WHARF_PORT: must be a port number from 0 to 65535");
     expect(error.message).toContain("WHARF_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent");
+    const flags = configError({ WHARF_FETCH_ALLOW_PRIVATE: "on", WHARF_FETCH_TIMEOUT_MS: "soon" });
+    expect(flags.message).toContain("WHARF_FETCH_ALLOW_PRIVATE: must be true or false (also 1/0, yes/no)");
+    expect(flags.message).toContain("WHARF_FETCH_TIMEOUT_MS: must be a whole number of milliseconds greater than 0");
   });
 });

@@ -41,6 +41,8 @@ export interface VirtualPackageVersion {
   readonly version: string;
   /** The stored virtual manifest (upack.json with `contents`), JSON text. */
   readonly manifest: string;
+  /** When the virtual version was published: the time stamp of the entries Wharf writes itself. */
+  readonly publishedAt: Date;
 }
 
 /**
@@ -112,7 +114,8 @@ export function createUpackDownloadService(deps: UpackDownloadServiceDeps): Upac
       const manifest = await repository.manifestOf(target.versionId);
       if (manifest === undefined) throw versionNotFound(target.group, target.name, target.version);
       const { versionId, group, name, version } = target;
-      return deps.assembleVirtual({ feed, versionId, group, name, version, manifest });
+      const publishedAt = target.stored.lastModified;
+      return deps.assembleVirtual({ feed, versionId, group, name, version, manifest, publishedAt });
     },
 
     async countDownload(target) {

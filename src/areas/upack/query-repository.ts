@@ -47,6 +47,8 @@ export interface DownloadRow {
   readonly name: string;
   readonly version: string;
   readonly blob_sha256: string;
+  /** Of the stored file: what a virtual package's `name:version:sha1` reference is checked against. */
+  readonly sha1: string;
   readonly size: number;
   readonly published_at: string;
   readonly is_virtual: number;
@@ -159,7 +161,7 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
   const withFileList = versionStatements(`${VERSION_COLUMNS}, v.file_list`);
 
   const DOWNLOAD_COLUMNS = `v.id AS version_id, p.id AS package_id, p.group_name, p.name, v.version, v.blob_sha256,
-    v.size, v.published_at, v.is_virtual`;
+    v.sha1, v.size, v.published_at, v.is_virtual`;
   const downloadExact = db.prepare<[number, string, string, string], DownloadRow>(
     `SELECT ${DOWNLOAD_COLUMNS} FROM ${VERSIONS_FROM}
      WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.version_key = ?`,

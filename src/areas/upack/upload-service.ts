@@ -24,6 +24,11 @@ export interface UpackWriteServiceDeps {
   /** Fetches a `content-url` (through the SSRF guard); absent when an administrator has not enabled it. */
   readonly fetchContentUrl?: (url: string) => Promise<Readable>;
   readonly limits?: ArchiveLimits;
+  /**
+   * Called after every committed upload, replacement or deletion in a feed: assembled virtual
+   * packages of that feed may have been built from what changed (vpack-download.ts).
+   */
+  readonly onFeedChanged?: (feedId: number) => void;
 }
 
 export interface UploadCommand {
@@ -77,7 +82,10 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     if (contentUrl !== undefined) {
       const fetchContentUrl = deps.fetchContentUrl;
       if (!fetchContentUrl) {
-        throw invalid("CONTENT_URL_DISABLED", "content-url uploads are disabled by the administrator");
+        throw invalid(
+          "CONTENT_URL_DISABLED",
+          "content-url uploads are disabled; an administrator must enable them (WHARF_CONTENT_URL_UPLOADS=true).",
+        );
       }
       return () => fetchContentUrl(contentUrl);
     }
@@ -155,6 +163,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         );
         committed = blob.sha256;
         replacedBlob = outcome.replacedBlob;
+        deps.onFeedChanged?.(command.feedId);
         const { group, name } = manifest;
         return {
           group,
@@ -183,6 +192,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         const id = `${path.group ? `${path.group}/` : ""}${path.name} ${version}`;
         throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);
       }
+      deps.onFeedChanged?.(feedId);
       await keeper.discardIfUnused(removed.blobSha256).catch(() => undefined);
     },
   };

@@ -6,7 +6,7 @@ import type { Config } from "../../config.js";
 import { DomainError, invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
-import { createGuardedFetch, type GuardedFetch } from "../../net/fetch-guard.js";
+import type { GuardedFetch } from "../../net/fetch-guard.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
 import { createUpackWriteRepository } from "./repository.js";
@@ -23,16 +23,17 @@ import { createUpackWriteService, type UpackWriteService } from "./upload-servic
  * Both declare their privilege so an unauthorised upload is refused before its body is read.
  */
 export interface UpackWriteOptions extends UpackAreaOptions {
-  /** Fetcher for `content-url` uploads (tests inject one); giving it enables them. */
+  /**
+   * Fetcher for `content-url` uploads; giving it enables them. index.ts gives the app's guarded
+   * fetch only when WHARF_CONTENT_URL_UPLOADS is on, so the administrator's switch is the one gate.
+   */
   readonly contentUrlFetch?: GuardedFetch;
+  /** After every committed upload, replacement or deletion in a feed (UpackWriteServiceDeps.onFeedChanged). */
+  readonly onFeedChanged?: (feedId: number) => void;
 }
-
-/** Whatever `config` grows for content-url: off unless an administrator turns it on. */
-type ContentUrlConfig = Config & { readonly allowContentUrl?: boolean; readonly allowPrivateFetch?: boolean };
 
 /** JSON and form bodies are parsed in memory, so base64 content there is capped; raw bodies stream. */
 const MAX_JSON_OR_FORM_BYTES = 64 * 1024 * 1024;
-const CONTENT_URL_TIMEOUT_MS = 10 * 60 * 1000;
 
 const TAGS = ["universal feed"];
 const errorText = z.string().describe("Plain-text error message");
@@ -52,7 +53,7 @@ const feedNeed =
   (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: paramsOf(request).feed });
 
 export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (app, options) => {
-  const config = options.config as ContentUrlConfig;
+  const { config } = options;
   const repository = createUpackWriteRepository(options.db);
   const service = createUpackWriteService({
     repository,
@@ -61,7 +62,8 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
     clock: options.clock,
     maxUploadBytes: config.maxUploadBytes,
     tempDir: path.join(config.dataDir, "tmp"),
-    ...contentUrlOption(options, config),
+    ...contentUrlOption(options.contentUrlFetch),
+    onFeedChanged: options.onFeedChanged,
   });
 
   // A refused upload whose body was not read: close the connection rather than read it to the end.
@@ -177,16 +179,8 @@ function rawBodyOf(request: FastifyRequest, maxBytes: number): (() => Readable) 
   };
 }
 
-function contentUrlOption(options: UpackWriteOptions, config: ContentUrlConfig) {
-  if (options.contentUrlFetch === undefined && config.allowContentUrl !== true) return {};
-  const fetch =
-    options.contentUrlFetch ??
-    createGuardedFetch({
-      allowPrivate: config.allowPrivateFetch === true,
-      timeoutMs: CONTENT_URL_TIMEOUT_MS,
-      maxBytes: config.maxUploadBytes,
-      maxRedirects: 5,
-    });
+function contentUrlOption(fetch: GuardedFetch | undefined) {
+  if (fetch === undefined) return {};
   return {
     fetchContentUrl: async (url: string): Promise<Readable> => {
       const response = await fetch(url);

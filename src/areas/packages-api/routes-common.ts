@@ -1,0 +1,17 @@
+import type { FastifyRequest } from "fastify";
+import type { AccessNeed } from "../../domain/principal.js";
+import { errorText } from "../upack/download-routes.js";
+
+export { errorText, queryDoc } from "../upack/download-routes.js";
+
+export const TAGS = ["common packages API"];
+
+/** Every error is a plain-text message (compat.md 0.3). */
+export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
+
+export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
+
+/** The feed privilege a route needs, on the feed its URL names (compat.md 2.14). */
+export const feedNeed =
+  (attribute: "Feeds_ViewFeed" | "Feeds_DownloadPackage" | "Feeds_AddPackage" | "Feeds_DeletePackage") =>
+  (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: feedOf(request) });
