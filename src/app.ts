@@ -13,7 +13,7 @@ import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
 import { registerAuthentication } from "./http/auth.js";
 import { registerBodyParsers } from "./http/body-parsers.js";
-import { registerErrorHandling, sendError } from "./http/errors.js";
+import { answerClientError, registerErrorHandling, sendError } from "./http/errors.js";
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
@@ -43,6 +43,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     forceCloseConnections: "idle",
     // Router errors (malformed percent-encoding, over-long parameters) bypass the error handler.
     frameworkErrors: (error, _request, reply) => sendError(reply, error.statusCode ?? 400, error.code, error.message),
+    clientErrorHandler: answerClientError,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

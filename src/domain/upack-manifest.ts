@@ -1,4 +1,5 @@
 import { invalid } from "./errors.js";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.js";
 import {
   clientSafeDependency,
   groupProblem,
@@ -6,7 +7,7 @@ import {
   parseDependency,
   type UpackDependency,
 } from "./upack-range.js";
-import { formatVersion, parseVersion, type UpackVersion } from "./upack-version.js";
+import { formatVersion, parseVersion, type UpackVersion, versionProblem } from "./upack-version.js";
 
 /**
  * The `upack.json` manifest (compat.md 1.2, 1.5): the rules of the published specification, which
@@ -82,6 +83,10 @@ export function validateManifest(json: unknown, options: ValidateManifestOptions
   const label = options.label ?? "upack.json";
   const fail = (message: string) => invalid("INVALID_MANIFEST", `${label}: ${message}`);
   if (!isPlainObject(json)) throw fail("the manifest must be a JSON object");
+  // First, before anything walks the values: stringifying a deep one later would overflow the stack.
+  for (const [key, value] of Object.entries(json)) {
+    if (exceedsJsonDepth(value)) throw fail(`${quote(key)} is nested more than ${MAX_JSON_DEPTH} levels deep`);
+  }
   const text = (key: string): string | undefined => {
     const value = json[key];
     if (value === undefined || value === null) return undefined;
@@ -99,7 +104,7 @@ export function validateManifest(json: unknown, options: ValidateManifestOptions
   const versionText = text("version");
   if (versionText === undefined || versionText === "") throw fail("'version' is required");
   const version = parseVersion(versionText);
-  if (!version) throw fail(`'version' ${quote(versionText)} is not a valid version`);
+  if (!version) throw fail(`'version' ${quote(versionText)} ${versionProblem(versionText)}`);
 
   const manifest: { -readonly [K in keyof UpackManifest]: UpackManifest[K] } = {
     group,
@@ -266,7 +271,7 @@ export function parsePackagePath(segments: readonly string[], options: { version
     if (parts.length < 2) throw fail("the path names no version; give one or add the 'latest' query argument");
     const text = parts.pop() ?? "";
     version = parseVersion(text);
-    if (!version) throw fail(`version ${quote(text)} is not a valid version; give one or add 'latest'`);
+    if (!version) throw fail(`version ${quote(text)} ${versionProblem(text)}; give one or add 'latest'`);
   }
   const name = parts.pop();
   if (name === undefined) throw fail("the path names no package");

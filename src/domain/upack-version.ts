@@ -8,6 +8,8 @@
  *   `01.2.3` therefore parses to the same numbers as `1.2.3` and prints as `1.2.3`;
  * - build metadata is part of the identity and of the order: `1.0.0` and `1.0.0+abc` are two
  *   versions, and the one without build metadata sorts above the one with it.
+ *
+ * One departure of our own: a version is at most MAX_VERSION_LENGTH characters (see there).
  */
 export interface UpackVersion {
   readonly major: bigint;
@@ -19,6 +21,16 @@ export interface UpackVersion {
   readonly build?: string;
 }
 
+/**
+ * The longest version text accepted anywhere: uploads, manifests, dependencies, paths and query
+ * arguments. Neither SemVer nor Inedo.UPack sets a limit, but BigInt parsing and printing grow
+ * faster than the number of digits: a version of a million digits held the event loop for
+ * seconds, and would have been echoed in every listing. Real versions are far shorter; three
+ * 20-digit numbers (past 64 bits, past anything a build server counts to) with a prerelease and
+ * build like `-ci.20240102.1+sha.0123456789abcdef` still fit.
+ */
+export const MAX_VERSION_LENGTH = 128;
+
 // The library's pattern. JavaScript's `$` (no `m` flag) only matches at the very end, whereas .NET's
 // also matches before a final "\n"; we do not reproduce that quirk, so "1.0.0\n" is rejected here.
 const VERSION_PATTERN = /^([0-9]+)\.([0-9]+)\.([0-9]+)(?:-([0-9A-Za-z.-]+))?(?:\+([0-9A-Za-z.-]+))?$/;
@@ -28,9 +40,12 @@ const VERSION_PATTERN = /^([0-9]+)\.([0-9]+)\.([0-9]+)(?:-([0-9A-Za-z.-]+))?(?:\
 // "-5", which the library compares as the number -5.
 const INTEGER_PATTERN = /^-?[0-9]+$/;
 
-/** The version, or undefined when Inedo.UPack would reject the text. */
+/**
+ * The version, or undefined when Inedo.UPack would reject the text or it is longer than
+ * MAX_VERSION_LENGTH (checked first, before any pattern or number is looked at).
+ */
 export function parseVersion(text: string): UpackVersion | undefined {
-  if (typeof text !== "string") return undefined;
+  if (typeof text !== "string" || text.length > MAX_VERSION_LENGTH) return undefined;
   const match = VERSION_PATTERN.exec(text);
   if (!match) return undefined;
   const [, major = "", minor = "", patch = "", prerelease, build] = match;
@@ -47,6 +62,13 @@ export function parseVersion(text: string): UpackVersion | undefined {
 export interface FormatVersionOptions {
   /** Defaults to true (the library's "G" format); false gives its "U" format used in file names. */
   includeBuild?: boolean;
+}
+
+/** Why parseVersion refused `text`, for an error message: "is not a valid version" or its length. */
+export function versionProblem(text: string): string {
+  return text.length > MAX_VERSION_LENGTH
+    ? `is longer than ${MAX_VERSION_LENGTH} characters`
+    : "is not a valid version";
 }
 
 /** The canonical text: numbers without leading zeros, then `-prerelease` and `+build` as parsed. */

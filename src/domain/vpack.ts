@@ -8,7 +8,7 @@ import {
   type UpackManifest,
 } from "./upack-manifest.js";
 import { groupProblem, nameProblem, parsePackageIdentification } from "./upack-range.js";
-import { parseVersion, type UpackVersion } from "./upack-version.js";
+import { parseVersion, type UpackVersion, versionProblem } from "./upack-version.js";
 
 /**
  * Virtual packages (compat.md 1.6): a manifest whose `contents` (and optional `metaContents`) say
@@ -58,9 +58,10 @@ const SHA1 = /^[0-9A-Fa-f]{40}$/;
 const TYPES = ["virtualDirectory", "virtualFile"] as const;
 
 /**
- * Validates the whole manifest (validateManifest's rules, plus the content entries). `input` is the
- * `.vpack` text or bytes (UTF-8, a BOM is ignored) or the already parsed upack.json object. Throws
- * an `invalid` DomainError (INVALID_MANIFEST) naming the field, e.g. `'contents[2].source'`.
+ * Validates the whole manifest (validateManifest's rules, which check every property's nesting
+ * depth first, plus the content entries). `input` is the `.vpack` text or bytes (UTF-8, a BOM is
+ * ignored) or the already parsed upack.json object. Throws an `invalid` DomainError
+ * (INVALID_MANIFEST) naming the field, e.g. `'contents[2].source'` or `'_x'` nested too deep.
  */
 export function parseVirtualManifest(input: unknown, options: ParseVirtualManifestOptions = {}): VirtualManifest {
   const isText = typeof input === "string" || input instanceof Uint8Array;
@@ -171,7 +172,7 @@ function parseSource(value: unknown, at: string, fail: Fail): VirtualSource {
   if (badName) throw fail(`'${at}.name' ${quote(name)} ${badName}`);
   const versionText = text("version", true) ?? "";
   const version = parseVersion(versionText);
-  if (!version) throw fail(`'${at}.version' ${quote(versionText)} is not a valid version`);
+  if (!version) throw fail(`'${at}.version' ${quote(versionText)} ${versionProblem(versionText)}`);
   const packagePath = relativePath(value.packagePath, `${at}.packagePath`, fail) ?? "package";
   return { kind: "package", group, name, version, packagePath, ...hash() };
 }

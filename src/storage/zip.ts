@@ -3,6 +3,8 @@
  * Everything is validated when the archive is opened, from the central directory alone, so a
  * refused archive costs no decompression: names (archives.ts checkEntryName), links, encryption,
  * compression methods, counts, sizes and ratios. Entry data is then held to its declared size.
+ * Uploads also get their local file headers compared with the central directory
+ * (ZipReader.verifyLocalHeaders), since some clients extract by those alone.
  */
 import { close as closeFd, open as openFd } from "node:fs";
 import { PassThrough, type Readable } from "node:stream";
@@ -52,6 +54,16 @@ export interface ZipReader {
   readText(name: string, maxBytes: number): Promise<string>;
   /** A file entry's data; throws not_found when absent, invalid for a directory. */
   openEntry(name: string): Readable;
+  /**
+   * Compares every entry's local file header with its central-directory record, which is all that
+   * opening checked: the name (raw bytes, and a Unicode path extra field if the local header has
+   * one), encryption, compression method and, unless sizes follow the data (a data descriptor),
+   * CRC-32 and sizes; entries may not overlap either. Streaming extractors (Java's ZipInputStream,
+   * streaming unzip libraries) go by local headers only, so a local `../../x` behind a harmless
+   * central name would slip past every other check. Throws invalid ARCHIVE_LOCAL_HEADER_MISMATCH.
+   * One pass in file order; headers close together share one read.
+   */
+  verifyLocalHeaders(): Promise<void>;
   /** Destroys entry streams still open, then resolves once the file is closed. Idempotent. */
   close(): Promise<void>;
 }
@@ -64,6 +76,17 @@ const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 /** Blob reads are one store round trip each; the central directory is read in slices this big. */
 const READ_AHEAD_BYTES = 64 * 1024;
+/** At most this much is read at once for a run of local headers (and the file data between them). */
+const HEADER_BATCH_BYTES = 1024 * 1024;
+
+const LOCAL_HEADER_BYTES = 30;
+const FLAG_ENCRYPTED = 0x0001;
+const FLAG_DATA_DESCRIPTOR = 0x0008;
+const ZIP64_EXTRA_FIELD = 0x0001;
+const UNICODE_PATH_EXTRA_FIELD = 0x7075;
+
+/** Reads ahead of a batch of reads that are about to come: [start, end) into memory in one go. */
+type Prefetch = (start: number, end: number) => Promise<void>;
 
 /** Opens a ZIP file on disk; file-system errors pass through, anything about the bytes is invalid. */
 export async function openZip(file: string, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS): Promise<ZipReader> {
@@ -93,7 +116,7 @@ export async function openZipBlob(
   } catch (error) {
     throw malformed("ZIP", error);
   }
-  return load(zipfile, limits);
+  return load(zipfile, limits, (start, end) => ranges.prefetch(start, end));
 }
 
 class BlobRangeReader extends yauzl.RandomAccessReader {
@@ -118,6 +141,13 @@ class BlobRangeReader extends yauzl.RandomAccessReader {
       (error: unknown) => out.destroy(error instanceof Error ? error : new Error(String(error))),
     );
     return out;
+  }
+
+  /** Reads [start, end) with one ranged read and keeps it as the window `read` serves from. */
+  async prefetch(start: number, end: number): Promise<void> {
+    const stop = Math.min(end, this.size);
+    if (start >= stop) return; // past the end: the read itself will fail, with yauzl's message
+    this.#window = { start, bytes: await collect(this._readStreamForRange(start, stop)) };
   }
 
   override read(buffer: Buffer, offset: number, length: number, position: number, done: (e: Error | null) => void) {
@@ -151,13 +181,13 @@ interface Loaded {
   readonly raw: yauzl.Entry;
 }
 
-async function load(zipfile: yauzl.ZipFile, limits: ArchiveLimits): Promise<ZipReader> {
+async function load(zipfile: yauzl.ZipFile, limits: ArchiveLimits, prefetch?: Prefetch): Promise<ZipReader> {
   // Errors reach us through the iterator and entry streams; this keeps a late one (closing the
   // file) from being an unhandled 'error' event.
   zipfile.on("error", () => undefined);
   const closed = new Promise<void>((resolve) => zipfile.once("close", resolve));
   try {
-    return createReader(zipfile, await readCentralDirectory(zipfile, limits), closed);
+    return createReader(zipfile, await readCentralDirectory(zipfile, limits), closed, prefetch);
   } catch (error) {
     zipfile.close();
     await closed;
@@ -214,7 +244,12 @@ function modifiedDate(raw: yauzl.Entry): Date {
   return Number.isNaN(date.getTime()) ? new Date(0) : date;
 }
 
-function createReader(zipfile: yauzl.ZipFile, byName: Map<string, Loaded>, closed: Promise<void>): ZipReader {
+function createReader(
+  zipfile: yauzl.ZipFile,
+  byName: Map<string, Loaded>,
+  closed: Promise<void>,
+  prefetch: Prefetch | undefined,
+): ZipReader {
   const entries = [...byName.values()].map((loaded) => loaded.info);
   const streams = new Set<Readable>();
   let closing: Promise<void> | undefined;
@@ -269,6 +304,14 @@ function createReader(zipfile: yauzl.ZipFile, byName: Map<string, Loaded>, close
       }
     },
     openEntry,
+    async verifyLocalHeaders() {
+      if (closing !== undefined) throw new Error("The archive reader is closed.");
+      try {
+        await verifyLocalHeaders(zipfile, [...byName.values()], prefetch);
+      } catch (error) {
+        throw malformed("ZIP", error);
+      }
+    },
     close() {
       if (closing === undefined) {
         for (const stream of streams) stream.destroy();
@@ -278,6 +321,78 @@ function createReader(zipfile: yauzl.ZipFile, byName: Map<string, Loaded>, close
       return closing;
     },
   };
+}
+
+async function verifyLocalHeaders(
+  zipfile: yauzl.ZipFile,
+  loaded: readonly Loaded[],
+  prefetch: Prefetch | undefined,
+): Promise<void> {
+  const offset = (entry: Loaded) => entry.raw.relativeOffsetOfLocalHeader;
+  // The local header's length is only known once read; the central record's name and extra
+  // field lengths are the usual answer (a longer local extra field costs one more read).
+  const headerEnd = (entry: Loaded) =>
+    offset(entry) + LOCAL_HEADER_BYTES + entry.raw.fileNameRaw.length + entry.raw.extraFieldRaw.length;
+  const ordered = [...loaded].sort((a, b) => offset(a) - offset(b));
+  // Where the previous entry's data ends: the next local header may not start before it.
+  let dataEnd = 0;
+  for (let first = 0; first < ordered.length;) {
+    // One read for a run of headers at most READ_AHEAD_BYTES apart (small files: the data between
+    // them comes along), a small one for a header alone between large files.
+    const start = offset(ordered[first] as Loaded);
+    let end = headerEnd(ordered[first] as Loaded);
+    let last = first + 1;
+    for (; last < ordered.length; last++) {
+      const next = ordered[last] as Loaded;
+      if (offset(next) - end > READ_AHEAD_BYTES || headerEnd(next) - start > HEADER_BATCH_BYTES) break;
+      end = Math.max(end, headerEnd(next));
+    }
+    await prefetch?.(start, end);
+    for (const entry of ordered.slice(first, last)) {
+      if (offset(entry) < dataEnd) throw localHeaderMismatch(entry, "where it starts (inside another entry's data)");
+      const local = await zipfile.readLocalFileHeaderPromise(entry.raw);
+      const problem = localHeaderProblem(entry, local);
+      if (problem !== undefined) throw localHeaderMismatch(entry, problem);
+      dataEnd = local.fileDataStart + entry.raw.compressedSize;
+    }
+    first = last;
+  }
+}
+
+function localHeaderMismatch(entry: Loaded, problem: string) {
+  return invalid(
+    "ARCHIVE_LOCAL_HEADER_MISMATCH",
+    `The archive entry ${JSON.stringify(entry.info.name)} is refused: its local file header and the ` +
+      `central directory disagree about ${problem}.`,
+  );
+}
+
+/** What the local header says differently from the central record, or undefined when they agree. */
+function localHeaderProblem({ info, raw }: Loaded, local: yauzl.LocalFileHeader): string | undefined {
+  if (!local.fileName.equals(raw.fileNameRaw)) return "its name";
+  const extraFields = yauzl.parseExtraFields(local.extraField);
+  // A Unicode path field overrides the raw name for extractors that read it.
+  if (
+    extraFields.some((field) => field.id === UNICODE_PATH_EXTRA_FIELD) &&
+    yauzl.getFileNameLowLevel(local.generalPurposeBitFlag, local.fileName, extraFields, true) !== info.name
+  ) {
+    return "its name";
+  }
+  if ((local.generalPurposeBitFlag ^ raw.generalPurposeBitFlag) & FLAG_ENCRYPTED) return "encryption";
+  if (local.compressionMethod !== raw.compressionMethod) return "the compression method";
+  // With a data descriptor the local CRC-32 and sizes are placeholders; the real ones follow the data.
+  if (local.generalPurposeBitFlag & FLAG_DATA_DESCRIPTOR) return undefined;
+  if (local.crc32 !== raw.crc32) return "the CRC-32";
+  let { compressedSize, uncompressedSize } = local;
+  if (compressedSize === 0xffffffff || uncompressedSize === 0xffffffff) {
+    // Zip64: a local header's field holds both sizes, uncompressed first (APPNOTE 4.5.3).
+    const zip64 = extraFields.find((field) => field.id === ZIP64_EXTRA_FIELD)?.data;
+    if (zip64 === undefined || zip64.length < 16) return "the sizes";
+    uncompressedSize = Number(zip64.readBigUInt64LE(0));
+    compressedSize = Number(zip64.readBigUInt64LE(8));
+  }
+  if (compressedSize !== raw.compressedSize || uncompressedSize !== raw.uncompressedSize) return "the sizes";
+  return undefined;
 }
 
 /**

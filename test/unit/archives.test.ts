@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { gunzipSync, gzipSync } from "node:zlib";
+import { crc32, gunzipSync, gzipSync } from "node:zlib";
 import tar from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import yazl from "yazl";
@@ -517,6 +517,280 @@ describe("hostile zips", () => {
       { name: "upack.json", content: '{"name":"other"}' },
     ]);
     await refused(twice, "invalid", "ARCHIVE_DUPLICATE_ENTRY");
+  });
+});
+
+describe("verifyLocalHeaders (local file headers against the central directory)", () => {
+  const LOCAL = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+  const CENTRAL = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
+  const END = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
+
+  /** Offset of the local header of `name`: all local headers precede the central directory. */
+  function localHeaderOf(bytes: Buffer, name: string): number {
+    const at = bytes.lastIndexOf(LOCAL, bytes.indexOf(Buffer.from(name)));
+    expect(at).toBeGreaterThan(-1);
+    expect(bytes.toString("latin1", at + 30, at + 30 + name.length)).toBe(name);
+    return at;
+  }
+
+  function patched(bytes: Buffer, patch: (out: Buffer) => void): Buffer {
+    const out = Buffer.from(bytes);
+    patch(out);
+    return out;
+  }
+
+  /** A blob store over one buffer that counts ranged reads and the bytes they return. */
+  function countingBlobs(bytes: Buffer) {
+    const sha = "c".repeat(64);
+    const counts = { opens: 0, bytes: 0 };
+    const blobs: BlobStore = {
+      put: () => Promise.reject(new Error("unused")),
+      stat: async (sha256) => (sha256 === sha ? { size: bytes.length } : undefined),
+      open: async (_sha256, range) => {
+        const slice = range ? bytes.subarray(range.start, range.end + 1) : bytes;
+        counts.opens += 1;
+        counts.bytes += slice.length;
+        return Readable.from([slice]);
+      },
+      delete: async () => undefined,
+      list: () => Readable.from([]),
+      totalBytes: async () => bytes.length,
+      clearStaleTemporaryFiles: async () => 0,
+    };
+    return { blobs, sha, counts };
+  }
+
+  /** Verifies through both readers (file and blob); resolves, or rejects with what openZipBlob's reader threw. */
+  async function verify(bytes: Buffer): Promise<void> {
+    const file = await zipFile(bytes);
+    const fromFile = await noFdLeak(async () => {
+      const reader = await openZip(file);
+      try {
+        await reader.verifyLocalHeaders();
+        return undefined;
+      } catch (error) {
+        return error;
+      } finally {
+        await reader.close();
+      }
+    });
+    const { blobs, sha } = countingBlobs(bytes);
+    const reader = await openZipBlob(blobs, sha);
+    try {
+      await reader.verifyLocalHeaders();
+      expect(fromFile).toBeUndefined();
+    } catch (error) {
+      expect(fromFile).toEqual(error);
+      throw error;
+    } finally {
+      await reader.close();
+    }
+  }
+
+  async function mismatch(bytes: Buffer, about: string): Promise<void> {
+    const error = await domainError(verify(bytes), "invalid", "ARCHIVE_LOCAL_HEADER_MISMATCH");
+    expect(error.message).toContain(`disagree about ${about}`);
+  }
+
+  interface RawEntry {
+    readonly name: string;
+    readonly data?: string;
+    /** The name in the local header, when it should differ. */
+    readonly localName?: string;
+    readonly localExtra?: Buffer;
+    /** Local sizes as 0xFFFFFFFF with a zip64 extra field holding these. */
+    readonly localZip64?: { uncompressed: number; compressed: number };
+  }
+
+  /** A ZIP of stored entries written byte by byte, for header shapes yazl never writes. */
+  function rawZip(entries: readonly RawEntry[]): Buffer {
+    const dosDate = (44 << 9) | (1 << 5) | 2; // 2024-01-02
+    const parts: Buffer[] = [];
+    const central: Buffer[] = [];
+    let offset = 0;
+    for (const entry of entries) {
+      const data = Buffer.from(entry.data ?? "");
+      const name = Buffer.from(entry.name);
+      const localName = Buffer.from(entry.localName ?? entry.name);
+      let localExtra = entry.localExtra ?? Buffer.alloc(0);
+      if (entry.localZip64) {
+        const zip64 = Buffer.alloc(20);
+        zip64.writeUInt16LE(0x0001, 0);
+        zip64.writeUInt16LE(16, 2);
+        zip64.writeBigUInt64LE(BigInt(entry.localZip64.uncompressed), 4);
+        zip64.writeBigUInt64LE(BigInt(entry.localZip64.compressed), 12);
+        localExtra = Buffer.concat([localExtra, zip64]);
+      }
+      const local = Buffer.alloc(30);
+      LOCAL.copy(local, 0);
+      local.writeUInt16LE(45, 4);
+      local.writeUInt16LE(0x0800, 6);
+      local.writeUInt16LE(dosDate, 12);
+      local.writeUInt32LE(crc32(data), 14);
+      local.writeUInt32LE(entry.localZip64 ? 0xffffffff : data.length, 18);
+      local.writeUInt32LE(entry.localZip64 ? 0xffffffff : data.length, 22);
+      local.writeUInt16LE(localName.length, 26);
+      local.writeUInt16LE(localExtra.length, 28);
+      const record = Buffer.alloc(46);
+      CENTRAL.copy(record, 0);
+      record.writeUInt16LE(0x031e, 4);
+      record.writeUInt16LE(45, 6);
+      record.writeUInt16LE(0x0800, 8);
+      record.writeUInt16LE(dosDate, 14);
+      record.writeUInt32LE(crc32(data), 16);
+      record.writeUInt32LE(data.length, 20);
+      record.writeUInt32LE(data.length, 24);
+      record.writeUInt16LE(name.length, 28);
+      record.writeUInt32LE(offset, 42);
+      parts.push(local, localName, localExtra, data);
+      central.push(record, name);
+      offset += local.length + localName.length + localExtra.length + data.length;
+    }
+    const directory = Buffer.concat(central);
+    const end = Buffer.alloc(22);
+    END.copy(end, 0);
+    end.writeUInt16LE(entries.length, 8);
+    end.writeUInt16LE(entries.length, 10);
+    end.writeUInt32LE(directory.length, 12);
+    end.writeUInt32LE(offset, 16);
+    return Buffer.concat([...parts, directory, end]);
+  }
+
+  /** An Info-ZIP Unicode Path extra field naming `unicodeName` for the raw name `rawName`. */
+  function unicodePath(rawName: string, unicodeName: string): Buffer {
+    const name = Buffer.from(unicodeName);
+    const field = Buffer.alloc(9);
+    field.writeUInt16LE(0x7075, 0);
+    field.writeUInt16LE(5 + name.length, 2);
+    field.writeUInt8(1, 4);
+    field.writeUInt32LE(crc32(Buffer.from(rawName)), 5);
+    return Buffer.concat([field, name]);
+  }
+
+  it("accepts honest archives: deflated, stored, directories, data descriptors, zip64 local sizes", async () => {
+    await verify(await zipBytes(PACKAGE));
+    await verify(await zipBytes([{ name: "stored.txt", content: "plain", compress: false }]));
+    // yazl writes a data descriptor (placeholder CRC and sizes in the local header) for a stream.
+    const zip = new yazl.ZipFile();
+    zip.addReadStream(Readable.from([Buffer.from("streamed content")]), "package/streamed.txt", { mtime: MTIME });
+    zip.end();
+    const withDescriptor = await collect(zip.outputStream as Readable);
+    expect(withDescriptor.readUInt16LE(6) & 0x08).toBe(0x08);
+    await verify(withDescriptor);
+    await verify(
+      rawZip([
+        { name: "a.txt", data: "aaa", localZip64: { uncompressed: 3, compressed: 3 } },
+        { name: "b.txt", data: "b", localExtra: unicodePath("b.txt", "b.txt") },
+      ]),
+    );
+  });
+
+  it.each([
+    ["../../../../tmp/pwned.sh", "package/aaaaaaaaaaaaa.sh"],
+    ["/etc/cron.d/evil", "package/evil.txt"],
+    ["package\\..\\..\\x", "package/aaaaaaa"],
+    ["package/other.txt", "package/aaaaaa.sh"],
+  ])("refuses a local name %j behind the central name %j", async (evil, harmless) => {
+    expect(evil.length).toBe(harmless.length);
+    const honest = await zipBytes([
+      { name: "upack.json", content: UPACK_JSON },
+      { name: harmless, content: "#!/bin/sh\necho pwned" },
+    ]);
+    await verify(honest);
+    const at = localHeaderOf(honest, harmless);
+    await mismatch(
+      patched(honest, (out) => out.write(evil, at + 30, "latin1")),
+      "its name",
+    );
+  });
+
+  it("refuses a Unicode path field in the local header that names another file", async () => {
+    await mismatch(
+      rawZip([{ name: "package/a.txt", data: "a", localExtra: unicodePath("package/a.txt", "../../../a.txt") }]),
+      "its name",
+    );
+    // Same raw bytes, but a local name that differs
+    await mismatch(rawZip([{ name: "package/a.txt", localName: "package/b.txt" }]), "its name");
+  });
+
+  it("refuses a local header that disagrees about compression, encryption, CRC-32 or sizes", async () => {
+    const honest = await zipBytes([
+      { name: "upack.json", content: UPACK_JSON },
+      { name: "package/data.txt", content: "some content ".repeat(50) },
+    ]);
+    const at = localHeaderOf(honest, "package/data.txt");
+    expect(honest.readUInt16LE(at + 8)).toBe(8); // deflated
+    await mismatch(
+      patched(honest, (out) => out.writeUInt16LE(0, at + 8)),
+      "the compression method",
+    );
+    await mismatch(
+      patched(honest, (out) => out.writeUInt16LE(out.readUInt16LE(at + 6) | 1, at + 6)),
+      "encryption",
+    );
+    await mismatch(
+      patched(honest, (out) => out.writeUInt32LE((out.readUInt32LE(at + 14) ^ 1) >>> 0, at + 14)),
+      "the CRC-32",
+    );
+    await mismatch(
+      patched(honest, (out) => out.writeUInt32LE(out.readUInt32LE(at + 18) + 1, at + 18)),
+      "the sizes",
+    );
+    await mismatch(
+      patched(honest, (out) => out.writeUInt32LE(out.readUInt32LE(at + 22) + 1, at + 22)),
+      "the sizes",
+    );
+    await mismatch(
+      rawZip([{ name: "a.txt", data: "aaa", localZip64: { uncompressed: 3, compressed: 4 } }]),
+      "the sizes",
+    );
+  });
+
+  it("refuses two central records sharing one local header, and a header that is not one", async () => {
+    const honest = await zipBytes([
+      { name: "upack.json", content: UPACK_JSON },
+      { name: "package/one.txt", content: "one" },
+    ]);
+    const end = honest.lastIndexOf(END);
+    const directoryAt = honest.readUInt32LE(end + 16);
+    const last = honest.lastIndexOf(CENTRAL);
+    // A copy of the last record under a name of the same length, pointing at the same local header.
+    const copy = Buffer.from(honest.subarray(last, end));
+    copy.write("package/two.txt", 46, "latin1");
+    const tail = Buffer.from(honest.subarray(end));
+    tail.writeUInt16LE(3, 8);
+    tail.writeUInt16LE(3, 10);
+    tail.writeUInt32LE(end - directoryAt + copy.length, 12);
+    await mismatch(Buffer.concat([honest.subarray(0, end), copy, tail]), "where it starts");
+
+    const notAHeader = patched(honest, (out) =>
+      out.writeUInt32LE(0x12345678, localHeaderOf(honest, "package/one.txt")),
+    );
+    const error = await domainError(verify(notAHeader), "invalid", "ARCHIVE_INVALID");
+    expect(error.message).toContain("local file header signature");
+  });
+
+  it("reads headers close together in one ranged read, and little around a header between large files", async () => {
+    const many = Array.from({ length: 2000 }, (_, i) => ({ name: `package/f${i}.txt`, content: `file ${i}` }));
+    const small = countingBlobs(await zipBytes([{ name: "upack.json", content: UPACK_JSON }, ...many]));
+    const reader = await openZipBlob(small.blobs, small.sha);
+    const opened = small.counts.opens;
+    await reader.verifyLocalHeaders();
+    expect(small.counts.opens - opened).toBeLessThanOrEqual(2);
+    await reader.close();
+
+    // Incompressible 300 KiB files: every header is alone, read with a few dozen bytes around it.
+    let seed = 1;
+    const noise = () =>
+      Buffer.from(Array.from({ length: 300 * 1024 }, () => (seed = (seed * 48271) % 2147483647) & 0xff));
+    const large = Array.from({ length: 10 }, (_, i) => ({ name: `package/big${i}.bin`, content: noise() }));
+    const big = countingBlobs(await zipBytes(large));
+    const bigReader = await openZipBlob(big.blobs, big.sha);
+    const before = { ...big.counts };
+    await bigReader.verifyLocalHeaders();
+    expect(big.counts.opens - before.opens).toBe(10);
+    expect(big.counts.bytes - before.bytes).toBeLessThan(10 * 100);
+    await bigReader.close();
   });
 });
 

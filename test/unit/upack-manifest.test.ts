@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../../src/domain/json-depth.js";
 import {
   manifestToJson,
   packageIdentity,
@@ -211,6 +212,50 @@ describe("validateManifest: errors name the field", () => {
 
   it("uses the label it is given", () => {
     expectInvalid(() => validateManifest({}, { label: ".vpack" }), ".vpack: 'name' is required");
+  });
+});
+
+describe("nesting depth", () => {
+  /** `depth` arrays inside each other, built without recursion; 0 is the innermost value itself. */
+  const nested = (depth: number, inner: unknown = 1): unknown => {
+    let value = inner;
+    for (let i = 0; i < depth; i++) value = [value];
+    return value;
+  };
+
+  it("counts arrays and objects alike, the value itself as level 1", () => {
+    expect(MAX_JSON_DEPTH).toBe(64);
+    expect(exceedsJsonDepth("text", 0)).toBe(false);
+    expect(exceedsJsonDepth(null, 0)).toBe(false);
+    expect(exceedsJsonDepth([], 0)).toBe(true);
+    expect(exceedsJsonDepth([], 1)).toBe(false);
+    expect(exceedsJsonDepth({ a: [{ b: [] }] }, 4)).toBe(false);
+    expect(exceedsJsonDepth({ a: [{ b: [] }] }, 3)).toBe(true);
+    expect(exceedsJsonDepth(nested(64))).toBe(false);
+    expect(exceedsJsonDepth(nested(65))).toBe(true);
+    // The deep branch is found behind wide shallow ones.
+    expect(exceedsJsonDepth({ wide: Array.from({ length: 1000 }, (_, i) => ({ i })), deep: nested(65) })).toBe(true);
+  });
+
+  it("walks any depth without overflowing the stack, and a cycle ends too", () => {
+    const deep = JSON.parse(`${"[".repeat(200_000)}${"]".repeat(200_000)}`) as unknown;
+    expect(exceedsJsonDepth(deep)).toBe(true);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(exceedsJsonDepth(cycle)).toBe(true);
+  });
+
+  it("validateManifest refuses a property nested more than 64 levels, naming it, before anything else", () => {
+    expect(validateManifest({ ...base, _x: nested(64) }).extra._x).toEqual(nested(64));
+    expectInvalid(
+      () => validateManifest({ ...base, _x: nested(65) }),
+      "upack.json: '_x' is nested more than 64 levels deep",
+    );
+    const text = `{"name":"deep","version":"1.0","repackageHistory":${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
+    expectInvalid(
+      () => validateManifest(JSON.parse(text), { label: "package metadata" }),
+      "package metadata: 'repackageHistory' is nested more than 64 levels deep",
+    );
   });
 });
 

@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { parsePackagePath, validateManifest } from "../../src/domain/upack-manifest.js";
+import { parseDependency, parsePackageIdentification, parseRange } from "../../src/domain/upack-range.js";
 import {
   canonicalVersion,
   compareVersions,
   formatVersion,
   latestVersion,
+  MAX_VERSION_LENGTH,
   parseVersion,
   pickLatest,
+  versionProblem,
   versionsEqual,
   type UpackVersion,
 } from "../../src/domain/upack-version.js";
@@ -80,6 +84,53 @@ describe("parseVersion: rejected", () => {
   it("treats a non-string as invalid instead of throwing", () => {
     expect(parseVersion(undefined as unknown as string)).toBeUndefined();
     expect(parseVersion(100 as unknown as string)).toBeUndefined();
+  });
+});
+
+describe("parseVersion: length limit", () => {
+  // 128 characters: three 20-digit numbers and a 66-character prerelease and build.
+  const longest = `${"9".repeat(20)}.${"8".repeat(20)}.${"7".repeat(20)}-ci.${"1".repeat(30)}+sha.${"a".repeat(27)}`;
+
+  it("accepts a version of exactly MAX_VERSION_LENGTH characters, with numbers past 64 bits", () => {
+    expect(MAX_VERSION_LENGTH).toBe(128);
+    expect(longest).toHaveLength(MAX_VERSION_LENGTH);
+    expect(parseVersion(longest)?.major).toBe(99999999999999999999n);
+    expect(canonicalVersion(longest)).toBe(longest);
+  });
+
+  it.each([
+    ["one character more", `${longest}a`],
+    ["a 129-digit number", `${"1".repeat(125)}.0.0`],
+    ["leading zeros that would print shorter", `${"0".repeat(124)}1.0.0`],
+    ["a long prerelease", `1.0.0-${"a".repeat(200)}`],
+  ])("refuses %s", (_label, text) => {
+    expect(text.length).toBeGreaterThan(MAX_VERSION_LENGTH);
+    expect(parseVersion(text)).toBeUndefined();
+    expect(canonicalVersion(text)).toBeUndefined();
+    expect(versionProblem(text)).toBe("is longer than 128 characters");
+  });
+
+  it("refuses a million digits at once, before any number is parsed", () => {
+    const text = `1.0.${"7".repeat(1_000_000)}`;
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) expect(parseVersion(text)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(100);
+  });
+
+  it("holds for every caller: manifests, paths, ranges, dependencies and identification strings", () => {
+    const huge = `1.0.${"7".repeat(200)}`;
+    expect(() => validateManifest({ name: "a", version: huge })).toThrow(
+      `upack.json: 'version' '${huge.slice(0, 100)}...' is longer than 128 characters`,
+    );
+    expect(() => parsePackagePath(["a", huge], { versionExpected: true })).toThrow("is longer than 128 characters");
+    expect(parseRange(huge)).toBeUndefined();
+    expect(parseRange(`[1.0.0,${huge})`)).toBeUndefined();
+    expect(parseDependency(`a:${huge}`)).toBeUndefined();
+    expect(parsePackageIdentification(`a:${huge}`)).toBeUndefined();
+  });
+
+  it("explains a short invalid version as before", () => {
+    expect(versionProblem("1.0")).toBe("is not a valid version");
   });
 });
 

@@ -205,6 +205,15 @@ describe("parseVirtualManifest: input forms", () => {
     );
   });
 
+  it("refuses a property nested more than 64 levels deep, in text as in an object (no stack overflow)", () => {
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    const text = `{"name":"deepv","version":"1.0.0","contents":["a:1.0.0"],"_x":${deep}}`;
+    expect(() => parseVirtualManifest(text)).toThrow(".vpack: '_x' is nested more than 64 levels deep");
+    expect(() => parseVirtualManifest({ ...base, contents: JSON.parse(deep) as unknown })).toThrow(
+      "upack.json: 'contents' is nested more than 64 levels deep",
+    );
+  });
+
   it("is what validateManifest flags as virtual", () => {
     expect(validateManifest({ ...base, contents: ["n:1.0.0"] }).isVirtual).toBe(true);
   });

@@ -5,7 +5,7 @@ import path from "node:path";
 import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import yazl from "yazl";
-import { invalid } from "../../domain/errors.js";
+import { DomainError, invalid } from "../../domain/errors.js";
 import { manifestToJson, quote, validateManifest, type UpackManifest } from "../../domain/upack-manifest.js";
 import { canonicalVersion, formatVersion } from "../../domain/upack-version.js";
 import { parseVirtualManifest } from "../../domain/vpack.js";
@@ -64,14 +64,17 @@ export async function packageFromUpload(
   if (format === "json") return storeConverted(deps, await vpackToZip(deps.blobs, uploaded, params));
   const reader = await openZipBlob(deps.blobs, uploaded.sha256, limits);
   try {
+    // The bytes are served as they are: a client that extracts by local headers must find what
+    // the central directory (checked when opening) says. A plain ZIP is checked too: same archive.
+    await reader.verifyLocalHeaders();
     if (reader.findEntry("upack.json") !== undefined) {
       const manifest = await readManifest(reader);
       checkIdentity(params, manifest);
       return { blob: uploaded, manifest, fileList: fileListOf(reader) };
     }
-    const manifest = manifestFromParams(params);
-    const blob = await deps.blobs.put(repackZip(reader, manifest, limits));
-    return storeConverted(deps, { blob, manifest });
+    const built = manifestFromParams(params);
+    const blob = await deps.blobs.put(repackZip(reader, built, limits));
+    return storeConverted(deps, { blob, manifest: built.manifest });
   } finally {
     await reader.close();
   }
@@ -141,8 +144,17 @@ function checkIdentity(params: UploadParams, manifest: UpackManifest): void {
   );
 }
 
-/** upack.json for a plain ZIP or TGZ, from the request's parameters (compat.md 2.7). */
-function manifestFromParams(params: UploadParams): UpackManifest {
+/** A manifest made from the request, with the upack.json bytes that will hold it. */
+interface BuiltManifest {
+  readonly manifest: UpackManifest;
+  readonly bytes: Buffer;
+}
+
+/**
+ * upack.json for a plain ZIP or TGZ, from the request's parameters (compat.md 2.7), refused (413)
+ * when it would be larger than an uploaded upack.json may be: checked here, before any conversion.
+ */
+function manifestFromParams(params: UploadParams): BuiltManifest {
   if (params.name === undefined || params.version === undefined) {
     throw invalid(
       "MANIFEST_NOT_FOUND",
@@ -156,20 +168,30 @@ function manifestFromParams(params: UploadParams): UpackManifest {
       .split(",")
       .map((tag) => tag.trim())
       .filter(Boolean);
-  return validate(json, "package metadata");
+  const manifest = validate(json, "package metadata");
+  return { manifest, bytes: manifestBytes(manifest) };
 }
 
 function fileListOf(reader: ZipReader): PackageFile["fileList"] {
   return reader.entries().map((entry) => ({ name: entry.name, size: entry.size, date: entry.modified.toISOString() }));
 }
 
+/** upack.json as written into a converted package; too_large past the limit an uploaded one has. */
 function manifestBytes(manifest: UpackManifest): Buffer {
-  return Buffer.from(JSON.stringify(manifestToJson(manifest), null, 2), "utf8");
+  const bytes = Buffer.from(JSON.stringify(manifestToJson(manifest), null, 2), "utf8");
+  if (bytes.length > MAX_MANIFEST_BYTES) {
+    throw new DomainError(
+      "too_large",
+      "MANIFEST_TOO_LARGE",
+      `package metadata: the upack.json made from it would be larger than ${MAX_MANIFEST_BYTES} bytes.`,
+    );
+  }
+  return bytes;
 }
 
 /** The plain ZIP's entries under `package/`, upack.json first, streamed straight into the store. */
-function repackZip(reader: ZipReader, manifest: UpackManifest, limits: ArchiveLimits): Readable {
-  const extra = { name: "upack.json", content: manifestBytes(manifest) };
+function repackZip(reader: ZipReader, built: BuiltManifest, limits: ArchiveLimits): Readable {
+  const extra = { name: "upack.json", content: built.bytes };
   const budget = new EntryBudget(limits);
   checkRepackOptions({ prefix: CONTENT_PREFIX, extraEntries: [extra] }, budget);
   const zip = new yazl.ZipFile();
@@ -190,7 +212,7 @@ function repackZip(reader: ZipReader, manifest: UpackManifest, limits: ArchiveLi
 async function tgzToZip(
   deps: PackageFileDeps,
   uploaded: BlobInfo,
-  manifest: UpackManifest,
+  built: BuiltManifest,
 ): Promise<{ blob: BlobInfo; manifest: UpackManifest }> {
   await mkdir(deps.tempDir, { recursive: true });
   const temp = path.join(deps.tempDir, `upack-${randomUUID()}.zip`);
@@ -199,9 +221,9 @@ async function tgzToZip(
     if (source === undefined) throw new Error(`blob ${uploaded.sha256} vanished while held`);
     await tgzToZipFile(source, temp, deps.limits ?? DEFAULT_ARCHIVE_LIMITS, {
       prefix: CONTENT_PREFIX,
-      extraEntries: [{ name: "upack.json", content: manifestBytes(manifest) }],
+      extraEntries: [{ name: "upack.json", content: built.bytes }],
     });
-    return { blob: await deps.blobs.put(createReadStream(temp)), manifest };
+    return { blob: await deps.blobs.put(createReadStream(temp)), manifest: built.manifest };
   } finally {
     await rm(temp, { force: true });
   }

@@ -1,4 +1,5 @@
 import { invalid } from "../../domain/errors.js";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../../domain/json-depth.js";
 import { isPlainObject, parsePackagePath, quote } from "../../domain/upack-manifest.js";
 import { canonicalVersion, formatVersion, parseVersion } from "../../domain/upack-version.js";
 
@@ -67,6 +68,13 @@ export function collectUploadParams(input: UploadParamsInput): UploadParams {
     const lower = rawName.toLowerCase();
     if (RESERVED.has(lower) || value === undefined || value === null || value === "") return;
     const name = SPELLING.get(lower) ?? rawName;
+    // A JSON body can nest without bound; later steps compare and stringify values recursively.
+    if (exceedsJsonDepth(value)) {
+      throw invalid(
+        "INVALID_UPLOAD_PARAMETER",
+        `The parameter ${quote(name)} is nested more than ${MAX_JSON_DEPTH} levels deep.`,
+      );
+    }
     const entry = found.get(name.toLowerCase()) ?? { name, occurrences: [] };
     entry.occurrences.push({ source, value });
     found.set(name.toLowerCase(), entry);
@@ -145,6 +153,7 @@ function settle(name: string, occurrences: readonly Occurrence[]): unknown {
     }
   }
   const first = values[0] as Occurrence;
+  if (values.length === 1) return first.value;
   const differing = values.find((other) => compareForm(name, other.value) !== compareForm(name, first.value));
   if (differing) {
     throw invalid(
