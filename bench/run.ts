@@ -14,7 +14,11 @@ import { type BenchServer, startBenchServer } from "./server.js";
  * Environment: BENCH_DURATION (seconds per scenario, default 10), BENCH_CONNECTIONS (default 10),
  * BENCH_WARMUP (seconds of unmeasured load before each scenario, default 1), BENCH_SCENARIOS
  * (comma-separated names, default all), BENCH_LOG_LEVEL (server log level, default warn: the
- * per-request info lines would otherwise be part of what is measured).
+ * per-request info lines would otherwise be part of what is measured). Names may also be given
+ * as arguments (`npm run bench -- upack-download-100mib health`), and a `*` in a name matches
+ * anything (`npm run bench -- 'upack-*'`). BENCH_SERVER=build runs a compiled build of src/ (made
+ * in the run's scratch directory, as `npm run build` would) instead of the sources through tsx:
+ * slower to start, but its memory is what an installed server uses.
  */
 
 interface ScenarioResult {
@@ -39,6 +43,7 @@ const round = (value: number) => Math.round(value * 100) / 100;
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 function load(ctx: ScenarioContext, scenario: Scenario, seconds: number, connections: number) {
+  if (!scenario.request) throw new Error(`scenario ${scenario.name} has no request`);
   const { method, path: urlPath, headers } = scenario.request(ctx);
   return autocannon({
     url: `${ctx.url}${urlPath}`,
@@ -54,8 +59,10 @@ async function runScenario(
   ctx: ScenarioContext,
   scenario: Scenario,
   options: { duration: number; warmup: number; connections: number },
-): Promise<ScenarioResult> {
+): Promise<ScenarioResult | Record<string, unknown>> {
   await scenario.setup?.(ctx);
+  if (scenario.run) return scenario.run(ctx);
+  if (!scenario.request) throw new Error(`scenario ${scenario.name} has neither request nor run`);
   // One request first: a scenario whose endpoint is broken must not report a fast 404.
   const { method, path: urlPath, headers } = scenario.request(ctx);
   const probe = await fetch(`${ctx.url}${urlPath}`, { method, headers: headers ?? {} });
@@ -80,21 +87,28 @@ async function main(): Promise<number> {
   const duration = numberFromEnv("BENCH_DURATION", 10);
   const connections = Math.max(1, Math.trunc(numberFromEnv("BENCH_CONNECTIONS", 10)));
   const warmup = numberFromEnv("BENCH_WARMUP", 1);
-  const wanted = process.env.BENCH_SCENARIOS?.split(",")
-    .map((name) => name.trim())
+  const fromArgs = process.argv.slice(2).flatMap((arg) => arg.split(","));
+  const wanted = (fromArgs.length > 0 ? fromArgs : process.env.BENCH_SCENARIOS?.split(","))
+    ?.map((name) => name.trim())
     .filter(Boolean);
-  const unknown = wanted?.filter((name) => !SCENARIOS.some((scenario) => scenario.name === name)) ?? [];
+  const matchers = wanted?.map((name) => ({ name, matches: nameMatcher(name) }));
+  const unknown = matchers?.filter((m) => !SCENARIOS.some((scenario) => m.matches(scenario.name))) ?? [];
   if (unknown.length > 0) {
-    log(`unknown scenario(s): ${unknown.join(", ")}; known: ${SCENARIOS.map((s) => s.name).join(", ")}`);
+    const known = SCENARIOS.map((s) => s.name).join(", ");
+    log(`unknown scenario(s): ${unknown.map((m) => m.name).join(", ")}; known: ${known}`);
     return 2;
   }
-  const scenarios = SCENARIOS.filter((scenario) => wanted === undefined || wanted.includes(scenario.name));
+  const scenarios = SCENARIOS.filter((scenario) => matchers?.some((m) => m.matches(scenario.name)) ?? true);
 
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-bench-"));
+  const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-bench-work-"));
   let server: BenchServer | undefined;
+  const deferred: Array<() => Promise<void> | void> = [];
   const cleanUp = async () => {
+    for (const task of deferred.reverse()) await Promise.resolve(task()).catch(() => {});
     await server?.stop();
     await fs.rm(dataDir, { recursive: true, force: true });
+    await fs.rm(workDir, { recursive: true, force: true });
   };
   const onSignal = () => void cleanUp().finally(() => process.exit(130));
   process.once("SIGINT", onSignal);
@@ -103,10 +117,27 @@ async function main(): Promise<number> {
   let failed = false;
   try {
     const adminKey = `bench-${randomBytes(16).toString("hex")}`;
-    server = await startBenchServer({ dataDir, adminKey, logLevel: process.env.BENCH_LOG_LEVEL || "warn" });
+    const built = process.env.BENCH_SERVER === "build";
+    if (built) log("compiling src/ for BENCH_SERVER=build");
+    server = await startBenchServer({
+      dataDir,
+      adminKey,
+      logLevel: process.env.BENCH_LOG_LEVEL || "warn",
+      ...(built ? { buildDir: path.join(workDir, "build") } : {}),
+    });
     log(`server ${server.pid} on ${server.url}, data in ${dataDir}`);
-    const ctx: ScenarioContext = { url: server.url, adminKey, log };
-    const results: Record<string, ScenarioResult | { error: string }> = {};
+    const ctx: ScenarioContext = {
+      url: server.url,
+      adminKey,
+      log,
+      serverPid: server.pid,
+      dataDir,
+      workDir,
+      duration,
+      warmup,
+      defer: (task) => void deferred.push(task),
+    };
+    const results: Record<string, ScenarioResult | Record<string, unknown>> = {};
     for (const scenario of scenarios) {
       try {
         results[scenario.name] = await runScenario(ctx, scenario, { duration, warmup, connections });
@@ -125,6 +156,7 @@ async function main(): Promise<number> {
       platform: `${process.platform}-${process.arch}`,
       durationSec: duration,
       connections,
+      server: process.env.BENCH_SERVER === "build" ? "compiled build" : "sources through tsx",
       serverPeakRssMB: peak === undefined ? null : round(peak / 1024 ** 2),
       scenarios: results,
     };
@@ -133,6 +165,17 @@ async function main(): Promise<number> {
     await cleanUp();
   }
   return failed ? 1 : 0;
+}
+
+/** An exact name, or a pattern where `*` stands for any run of characters. */
+function nameMatcher(pattern: string): (name: string) => boolean {
+  if (!pattern.includes("*")) return (name) => name === pattern;
+  const source = pattern
+    .split("*")
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  const regex = new RegExp(`^${source}$`);
+  return (name) => regex.test(name);
 }
 
 process.exitCode = await main();

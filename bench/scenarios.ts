@@ -1,3 +1,5 @@
+import { UPACK_SCENARIOS } from "./upack-scenarios.js";
+
 /** Named benchmark scenarios: what to request, and what data must exist first. */
 
 export interface ScenarioContext {
@@ -6,13 +8,27 @@ export interface ScenarioContext {
   /** A full-control API key (WHARF_ADMIN_API_KEY of the server under benchmark). */
   readonly adminKey: string;
   readonly log: (message: string) => void;
+  /** The server's process id, for its CPU time and memory (/proc/<pid>/stat and status). */
+  readonly serverPid: number;
+  /** The server's WHARF_DATA_DIR: seeding may write its database and blob store directly. */
+  readonly dataDir: string;
+  /** Scratch space of this bench run, removed at the end. */
+  readonly workDir: string;
+  /** Seconds measured, and of unmeasured warm-up, per load (BENCH_DURATION, BENCH_WARMUP). */
+  readonly duration: number;
+  readonly warmup: number;
+  /** Runs `cleanUp` when the bench run ends, however it ends (helper processes, files). */
+  defer(cleanUp: () => Promise<void> | void): void;
 }
 
 export interface Scenario {
   readonly name: string;
   /** Creates the data the scenario reads; runs once, right before the scenario. */
   setup?(ctx: ScenarioContext): Promise<void>;
-  request(ctx: ScenarioContext): { method: "GET" | "POST"; path: string; headers?: Record<string, string> };
+  /** What autocannon repeats, for a scenario measured as one load; run.ts reports the figures. */
+  request?(ctx: ScenarioContext): { method: "GET" | "POST"; path: string; headers?: Record<string, string> };
+  /** For a scenario that measures itself (several loads, baselines, uploads): its figures, as reported. */
+  run?(ctx: ScenarioContext): Promise<Record<string, unknown>>;
 }
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -25,6 +41,7 @@ export const SCENARIOS: readonly Scenario[] = [
     setup: (ctx) => seedFeeds(ctx, 1000),
     request: (ctx) => ({ method: "GET", path: "/api/management/feeds/list", headers: { "X-ApiKey": ctx.adminKey } }),
   },
+  ...UPACK_SCENARIOS,
 ];
 
 /** Creates `count` universal feeds through the feed management API, 10 requests at a time. */

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { canReadSmall } from "../storage/blob-cache.js";
 import type { BlobStore } from "../storage/blob-store.js";
 import { sendError } from "./errors.js";
 
@@ -225,12 +226,14 @@ export async function sendBlob(
   // Only now is the store touched. A blob that the metadata promises but the store lacks (or
   // holds at another size) is an integrity fault on our side: 500, not 503, because retrying
   // will not bring it back, and it must page someone rather than look like a passing overload.
-  const stat = await blobs.stat(blob.sha256);
+  // A small blob may come whole from memory (storage/blob-cache.ts) and go out in one write.
+  const whole = !head && canReadSmall(blobs) ? await blobs.readSmall(blob.sha256, blob.size) : undefined;
+  const stat = whole === undefined ? await blobs.stat(blob.sha256) : { size: whole.length };
   const stream =
-    stat?.size === blob.size && !head
+    stat?.size === blob.size && !head && whole === undefined
       ? await blobs.open(blob.sha256, range.kind === "partial" ? { start: range.start, end: range.end } : undefined)
       : undefined;
-  if (stat?.size !== blob.size || (!head && stream === undefined)) {
+  if (stat?.size !== blob.size || (!head && stream === undefined && whole === undefined)) {
     request.log.error(
       { sha256: blob.sha256, expectedSize: blob.size, storedSize: stat?.size },
       "stored content is missing",
@@ -246,6 +249,9 @@ export async function sendBlob(
     reply.header("Content-Length", String(range.end - range.start + 1));
   } else {
     reply.code(200).header("Content-Length", String(blob.size));
+  }
+  if (whole !== undefined) {
+    return reply.send(range.kind === "partial" ? whole.subarray(range.start, range.end + 1) : whole);
   }
   // Fastify destroys the stream, closing the file, when the client disconnects mid-body or has
   // already left while the file was being opened (both proven in test/integration/send-blob.test.ts).

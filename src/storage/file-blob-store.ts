@@ -9,7 +9,12 @@ type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
 type Digests = Partial<Record<Algorithm, string>> & Record<"sha256" | "sha1", string>;
 
 const ADDRESS = /^[0-9a-f]{64}$/;
-const READ_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Large reads for throughput (8 times a stream's default), but not 1 MiB: serving 100 MiB packages
+ * with a fresh 1 MiB buffer per chunk, the server spent 19% of its time collecting garbage (4% with
+ * 512 KiB) and about 1.5 CPU seconds per GiB sent, against 0.5-0.9 with 512 KiB (bench/, 2 vCPUs).
+ */
+const READ_CHUNK_BYTES = 512 * 1024;
 const FAN_OUT_DIR = /^[0-9a-f]{2}$/;
 const ALGORITHM_NAMES: Record<Algorithm, string> = {
   sha256: "SHA-256",

@@ -16,6 +16,7 @@ import { gunzipSync } from "node:zlib";
 import tar from "tar-stream";
 import yauzl from "yauzl";
 import yazl from "yazl";
+import { flushDownloadCounts } from "../../src/areas/upack/download-counts.js";
 import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
 import { versionSortKey } from "../../src/domain/upack-version-sort.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
@@ -185,6 +186,8 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
   }
 
   function downloadsOf(feed: string, group: string, name: string, version: string) {
+    // Counts are batched (download-counts.ts); this reads the table itself, so it writes them first.
+    flushDownloadCounts(db);
     const row = db
       .prepare(
         `SELECT v.downloads AS version, p.downloads AS package FROM upack_versions v

@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "../../storage/database.js";
+import { flushDownloadCounts } from "../upack/download-counts.js";
 import type { ListFilter } from "./params.js";
 
 /**
@@ -103,14 +104,18 @@ export function createPackagesApiRepository(db: Db): PackagesApiRepository {
   });
 
   return {
+    // Download counts are batched (upack/download-counts.ts): pending ones are written before a read shows them.
     async listVersions(feedId, filter) {
+      flushDownloadCounts(db);
       return statement("versions", filter).all(bindings(feedId, filter));
     },
     async listLatest(feedId, filter, stableOnly) {
+      flushDownloadCounts(db);
       const latestFilter = { ...filter, versionKey: undefined };
       return statement(stableOnly ? "stable" : "latest", latestFilter).all(bindings(feedId, latestFilter));
     },
     async findVersion(feedId, groupKey, nameKey, versionKey) {
+      flushDownloadCounts(db);
       const filter = { groupKey, nameKey, versionKey };
       return statement("versions", filter).get(bindings(feedId, filter));
     },

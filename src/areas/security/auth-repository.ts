@@ -1,5 +1,6 @@
 import type { Grant } from "../../domain/access.js";
 import type { FeedKeyPermission, SystemApi } from "../../domain/principal.js";
+import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 
 export interface ApiKeyRecord {
@@ -47,7 +48,14 @@ export interface AuthRepository {
   findLogin(userName: string): Promise<LoginRecord | undefined>;
   /** Grants of a user (own, through groups, and Anonymous's) or, with no user, of Anonymous. */
   grantsFor(userId: number | undefined): Promise<Grant[]>;
+  /** Bookkeeping only: moves no generation (nothing cached depends on when a key was last used). */
   touchKey(keyId: number, usedAt: string): Promise<void>;
+  /**
+   * A token that changes whenever anything was written to the database, by this connection or
+   * another process (see ChangeWatch), except last-used times: equal tokens mean every read here
+   * gives the same answer. Synchronous, so that a caller can take it in the tick of the read it guards.
+   */
+  generation(): string;
 }
 
 export function createAuthRepository(db: Db): AuthRepository {
@@ -73,6 +81,7 @@ export function createAuthRepository(db: Db): AuthRepository {
       WHERE p.principal_type = 'anonymous'`,
   );
   const touch = db.prepare<[string, number]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
+  const watch = changeWatchOf(db);
 
   const toGrant = (row: GrantRow): Grant => ({
     attributes: JSON.parse(row.attributes) as string[],
@@ -107,7 +116,8 @@ export function createAuthRepository(db: Db): AuthRepository {
       return rows.map(toGrant);
     },
     async touchKey(keyId, usedAt) {
-      touch.run(usedAt, keyId);
+      watch.quietly(() => touch.run(usedAt, keyId));
     },
+    generation: () => watch.version(),
   };
 }

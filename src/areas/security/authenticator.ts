@@ -1,9 +1,10 @@
-import { createHash } from "node:crypto";
-import { grantsAllow, keyAllows } from "../../domain/access.js";
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import { type Grant, grantsAllow, keyAllows } from "../../domain/access.js";
 import type { Clock } from "../../domain/clock.js";
 import { forbidden } from "../../domain/errors.js";
 import type { AccessNeed, FeedScope, Principal } from "../../domain/principal.js";
 import type { Authenticator } from "../../http/auth.js";
+import { VersionedCache } from "../../storage/change-watch.js";
 import { hashApiKey } from "./api-key-hash.js";
 import type { ApiKeyRecord, AuthRepository } from "./auth-repository.js";
 import { verifyPassword } from "./passwords.js";
@@ -11,7 +12,10 @@ import { verifyPassword } from "./passwords.js";
 export interface AuthenticatorDeps {
   readonly repository: AuthRepository;
   readonly clock: Clock;
-  /** Canonical name and group of a feed named in a request (alternate names resolve too). */
+  /**
+   * Canonical name and group of a feed named in a request (alternate names resolve too). Reads the
+   * same database as `repository`: its answers are cached under `repository.generation()`.
+   */
   readonly resolveFeed: (name: string) => Promise<FeedScope | undefined>;
 }
 
@@ -20,23 +24,72 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** Successful password checks are remembered this long: scrypt is slow by design, Basic auth comes on every request. */
 const LOGIN_CACHE_MS = 60_000;
 const LOGIN_CACHE_MAX = 1_000;
+/** Bound of each cache below: keys, logins, feeds and users seen recently. */
+const RECENT_MAX = 10_000;
+
+/** A key as found, with what each request needs from it worked out once. */
+interface KnownKey {
+  readonly record: ApiKeyRecord;
+  readonly principal: Principal;
+  readonly expiresAtMs: number | undefined;
+  /** Last-used time as written, so that a cached key is touched exactly as often as before. */
+  lastUsedMs: number | undefined;
+}
 
 export function createAuthenticator({ repository, clock, resolveFeed }: AuthenticatorDeps): Authenticator {
   // Keyed by a hash of (stored hash, password): a changed password changes the key, so no invalidation is needed.
   const verifiedLogins = new Map<string, number>();
+  // What every request would otherwise read again: valid until anything is written to the
+  // database, here or by another process (AuthRepository.generation), so that a deleted, narrowed
+  // or re-granted key, user or permission takes effect on the very next request. Expiry is checked
+  // against the clock on every use. Failures are never cached: they cost what they always did.
+  const keys = new VersionedCache<string, KnownKey>(RECENT_MAX);
+  const logins = new VersionedCache<string, Principal>(RECENT_MAX);
+  const scopes = new VersionedCache<string, { scope: FeedScope }>(RECENT_MAX);
+  const grants = new VersionedCache<number, readonly Grant[]>(RECENT_MAX);
+  // Logins are cached by an HMAC of name and password under a per-process secret, never by anything
+  // a memory dump could turn back into a password cheaply.
+  const loginSecret = randomBytes(32);
 
   async function fromApiKey(key: string): Promise<Principal | undefined> {
-    const record = await repository.findKeyByHash(hashApiKey(key));
-    if (!record) return undefined;
-    const now = clock.now();
-    if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now.getTime()) throw forbidden();
-    if (record.lastUsedAt === undefined || now.getTime() - Date.parse(record.lastUsedAt) > TOUCH_INTERVAL_MS) {
-      await repository.touchKey(record.id, now.toISOString());
+    const keyHash = hashApiKey(key);
+    const generation = repository.generation();
+    let known = keys.get(keyHash, generation);
+    if (known === undefined) {
+      const record = await repository.findKeyByHash(keyHash);
+      if (!record) return undefined;
+      known = {
+        record,
+        principal: principalOfKey(record),
+        expiresAtMs: record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt),
+        lastUsedMs: record.lastUsedAt === undefined ? undefined : Date.parse(record.lastUsedAt),
+      };
+      keys.set(keyHash, generation, known);
     }
-    return principalOfKey(record);
+    const now = clock.now().getTime();
+    if (known.expiresAtMs !== undefined && known.expiresAtMs <= now) throw forbidden();
+    if (known.lastUsedMs === undefined || now - known.lastUsedMs > TOUCH_INTERVAL_MS) {
+      known.lastUsedMs = now;
+      await repository.touchKey(known.record.id, new Date(now).toISOString());
+    }
+    return known.principal;
   }
 
   async function fromPassword(user: string, password: string): Promise<Principal | undefined> {
+    const loginKey = createHmac("sha256", loginSecret)
+      .update(user.toLowerCase())
+      .update("\0")
+      .update(password)
+      .digest("base64");
+    const generation = repository.generation();
+    const known = logins.get(loginKey, generation);
+    if (known !== undefined) return known;
+    const principal = await verifyLogin(user, password);
+    if (principal !== undefined) logins.set(loginKey, generation, principal);
+    return principal;
+  }
+
+  async function verifyLogin(user: string, password: string): Promise<Principal | undefined> {
     const login = await repository.findLogin(user);
     if (!login?.passwordHash) return undefined;
     const cacheKey = createHash("sha256").update(login.passwordHash).update("\0").update(password).digest("hex");
@@ -52,8 +105,23 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
 
   async function scopeOf(feed: AccessNeed["feed"]): Promise<FeedScope | undefined> {
     if (feed === undefined || typeof feed !== "string") return feed;
+    const generation = repository.generation();
+    const known = scopes.get(feed, generation);
+    if (known !== undefined) return known.scope;
     // An unknown feed still gets a scope by its name, so that the route can answer 404 itself.
-    return (await resolveFeed(feed)) ?? { name: feed, group: undefined };
+    const scope = (await resolveFeed(feed)) ?? { name: feed, group: undefined };
+    scopes.set(feed, generation, { scope });
+    return scope;
+  }
+
+  async function grantsOf(userId: number | undefined): Promise<readonly Grant[]> {
+    const generation = repository.generation();
+    // User ids are positive; -1 stands for Anonymous.
+    const known = grants.get(userId ?? -1, generation);
+    if (known !== undefined) return known;
+    const found = await repository.grantsFor(userId);
+    grants.set(userId ?? -1, generation, found);
+    return found;
   }
 
   return {
@@ -73,7 +141,7 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
       if (principal.type === "system-key") return keyAllows(principal, need, undefined);
       const scope = await scopeOf(need.feed);
       if (principal.type === "feed-key") return keyAllows(principal, need, scope);
-      memo.grants ??= repository.grantsFor(principal.type === "user" ? principal.userId : undefined);
+      memo.grants ??= grantsOf(principal.type === "user" ? principal.userId : undefined);
       return grantsAllow(await memo.grants, need.attribute, scope);
     },
   };

@@ -1,4 +1,6 @@
+import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
+import { downloadCounterOf, flushDownloadCounts } from "./download-counts.js";
 
 /**
  * Every SQL read behind the universal feed's listings and downloads (seed-api.md area A). Reads
@@ -87,7 +89,10 @@ export interface UpackQueryRepository {
   /** The stored manifest (upack.json as validated at upload) of one version. */
   manifestOf(versionId: number): Promise<string | undefined>;
   counts(feedId: number): Promise<{ packages: number; versions: number }>;
-  /** One short transaction: the version's and its package's counters move together. */
+  /**
+   * Counts one download of the version and its package. Batched (download-counts.ts): written
+   * within about a second, and before any read of this repository that shows counts.
+   */
   recordDownload(feedId: number, versionId: number, packageId: number): Promise<void>;
   /**
    * A token that changes whenever something a read of this feed could see was written, by this
@@ -179,36 +184,34 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
     `SELECT (SELECT COUNT(*) FROM upack_packages WHERE feed_id = ? AND latest_version_id IS NOT NULL) AS packages,
             (SELECT COUNT(*) FROM ${VERSIONS_FROM} WHERE p.feed_id = ?) AS versions`,
   );
-  const countVersion = db.prepare<[number]>("UPDATE upack_versions SET downloads = downloads + 1 WHERE id = ?");
-  const countPackage = db.prepare<[number]>("UPDATE upack_packages SET downloads = downloads + 1 WHERE id = ?");
-  const totalChanges = db.prepare<[], number>("SELECT total_changes()").pluck();
-  const recordDownload = db.transaction((versionId: number, packageId: number): number => {
-    // A version deleted since it was looked up updates nothing, and then neither does its package.
-    const changed = countVersion.run(versionId).changes;
-    return changed > 0 ? changed + countPackage.run(packageId).changes : 0;
-  });
-  // Rows changed by recordDownload, and downloads per feed: see generation().
-  let countedChanges = 0;
-  const feedDownloads = new Map<number, number>();
+  const watch = changeWatchOf(db);
+  const downloads = downloadCounterOf(db);
+  /** Before a read that shows download counts: pending ones are written first. */
+  const withCounts = () => flushDownloadCounts(db);
 
   return {
     async findPackage(feedId, groupKey, nameKey) {
+      withCounts();
       return packageOne.get(feedId, groupKey, nameKey);
     },
     async listPackages(feedId, groupKey, limit) {
+      withCounts();
       return groupKey === undefined ? packagesAll.all(feedId, limit) : packagesInGroup.all(feedId, groupKey, limit);
     },
     async searchPackages(feedId, termKey, limit) {
+      withCounts();
       const escaped = termKey.replace(/[\\%_]/g, (char) => `\\${char}`);
       return search.all({ feed: feedId, term: termKey, prefix: `${escaped}%`, infix: `%${escaped}%`, limit });
     },
     async listVersions(feedId, filter, limit, withFiles) {
+      withCounts();
       const statements = withFiles ? withFileList : plain;
       if (filter.nameKey !== undefined) return statements.ofPackage.all(feedId, filter.groupKey ?? "", filter.nameKey);
       if (filter.groupKey !== undefined) return statements.inGroup.all(feedId, filter.groupKey, limit);
       return statements.all.all(feedId, limit);
     },
     async findVersion(feedId, groupKey, nameKey, versionKey, withFiles) {
+      withCounts();
       return (withFiles ? withFileList : plain).one.get(feedId, groupKey, nameKey, versionKey);
     },
     async findDownload(feedId, groupKey, nameKey, versionKey) {
@@ -226,15 +229,12 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
       return counts.get(feedId, feedId) ?? { packages: 0, versions: 0 };
     },
     async recordDownload(feedId, versionId, packageId) {
-      countedChanges += recordDownload.immediate(versionId, packageId);
-      feedDownloads.set(feedId, (feedDownloads.get(feedId) ?? 0) + 1);
+      downloads.add(feedId, versionId, packageId);
     },
     generation(feedId) {
-      // total_changes() counts this connection's writes (minus our own download counts, tracked per
-      // feed instead); data_version moves when another connection commits.
-      const otherWrites = (totalChanges.get() ?? 0) - countedChanges;
-      const dataVersion = String(db.pragma("data_version", { simple: true }));
-      return `${otherWrites}:${dataVersion}:${feedDownloads.get(feedId) ?? 0}`;
+      // Counts are written quietly (they move no ChangeWatch version) and tracked per feed instead.
+      withCounts();
+      return `${watch.version()}:${downloads.writtenFor(feedId)}`;
     },
   };
 }

@@ -3,6 +3,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
+import { withSmallBlobCache } from "../../storage/blob-cache.js";
+import { changeWatchOf } from "../../storage/change-watch.js";
+import { downloadCounterOf } from "./download-counts.js";
+import { cacheDownloadLookups } from "./download-cache.js";
 import { errorText, feedNeed, feedOf, queryDoc, TAGS, upackDownloadRoutes } from "./download-routes.js";
 import { type AssembleVirtual, assemblyUnavailable, createUpackDownloadService } from "./download-service.js";
 import type { UpackAreaOptions } from "./index.js";
@@ -138,11 +142,18 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     handler: async (request) => queries.meta(feedOf(request)),
   });
 
-  const downloads = createUpackDownloadService({
-    repository,
-    feeds: options.feeds,
-    blobs: options.blobs,
-    assembleVirtual,
+  const downloads = cacheDownloadLookups(
+    createUpackDownloadService({ repository, feeds: options.feeds, blobs: options.blobs, assembleVirtual }),
+    changeWatchOf(options.db),
+  );
+  // Only what download routes send whole goes through the memory cache; archive reads use the store.
+  await app.register(upackDownloadRoutes, { downloads, blobs: withSmallBlobCache(options.blobs) });
+  // Batched download counts are written before the database closes (main.ts closes it after the app).
+  app.addHook("onClose", async () => {
+    try {
+      if (options.db.open) downloadCounterOf(options.db).flush();
+    } catch (error) {
+      app.log.error({ err: error }, "pending download counts not written at shutdown");
+    }
   });
-  await app.register(upackDownloadRoutes, { downloads, blobs: options.blobs });
 };
