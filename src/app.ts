@@ -8,7 +8,7 @@ import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
 import { securityArea } from "./areas/security/index.js";
-import { upackArea } from "./areas/upack/index.js";
+import { createUpackServices, upackArea } from "./areas/upack/index.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
 import { registerAuthentication } from "./http/auth.js";
@@ -76,8 +76,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(healthRoutes, { db: deps.db });
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
-  await app.register(upackArea, { db: deps.db, blobs: deps.blobs, clock, config, feeds });
-  await app.register(packagesApiArea, { db: deps.db, blobs: deps.blobs, clock, config, feeds });
+  // One set of universal feed services for both APIs that serve universal packages.
+  const upack = { db: deps.db, blobs: deps.blobs, clock, config, feeds };
+  const upackServices = createUpackServices(upack);
+  await app.register(upackArea, { ...upack, services: upackServices });
+  await app.register(packagesApiArea, { ...upack, services: upackServices });
   await registerOpenApiRoutes(app);
   return app;
 }

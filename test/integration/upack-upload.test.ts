@@ -17,6 +17,7 @@ import { createAuthRepository } from "../../src/areas/security/auth-repository.j
 import { createAuthenticator } from "../../src/areas/security/authenticator.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { createBlobKeeper } from "../../src/areas/upack/upload-blobs.js";
+import { createUpackServices } from "../../src/areas/upack/services.js";
 import { upackWriteRoutes } from "../../src/areas/upack/write-routes.js";
 import { loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
@@ -24,7 +25,6 @@ import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { registerAuthentication } from "../../src/http/auth.js";
 import { registerBodyParsers } from "../../src/http/body-parsers.js";
 import { registerErrorHandling } from "../../src/http/errors.js";
-import { createGuardedFetch } from "../../src/net/fetch-guard.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
 import { compareVersions, parseVersion, type UpackVersion } from "../../src/domain/upack-version.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
@@ -746,7 +746,7 @@ describe("large uploads stream", () => {
   }, 60_000);
 });
 
-describe("content-url uploads, when enabled (an injected guarded fetch)", () => {
+describe("content-url uploads, when an administrator enabled them", () => {
   let dir: string;
   let db: Db;
   let app: FastifyInstance;
@@ -764,9 +764,15 @@ describe("content-url uploads, when enabled (an injected guarded fetch)", () => 
     await new Promise<void>((resolve) => origin.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(origin.address() as AddressInfo).port}`;
 
-    // app.ts's wiring, with the write routes given a fetch (app.ts has no way to inject one).
+    // app.ts's wiring of the write routes alone, with content-url uploads and loopback fetches enabled.
     dir = await mkdtemp(path.join(tmpdir(), "wharf-content-url-"));
-    const config = loadConfig({ WHARF_DATA_DIR: dir, WHARF_LOG_LEVEL: "silent" });
+    const config = loadConfig({
+      WHARF_DATA_DIR: dir,
+      WHARF_LOG_LEVEL: "silent",
+      WHARF_CONTENT_URL_UPLOADS: "true",
+      WHARF_FETCH_ALLOW_PRIVATE: "true",
+      WHARF_FETCH_TIMEOUT_MS: "5000",
+    });
     db = openDatabase(path.join(dir, "wharf.sqlite"));
     bootstrapAdminKey(db, dir, key, systemClock);
     const feeds = createFeedService({ db, clock: systemClock, config });
@@ -782,14 +788,9 @@ describe("content-url uploads, when enabled (an injected guarded fetch)", () => 
       app,
       createAuthenticator({ repository, clock: systemClock, resolveFeed: (n) => feeds.findScope(n) }),
     );
-    const contentUrlFetch = createGuardedFetch({
-      allowPrivate: true,
-      timeoutMs: 5000,
-      maxBytes: 1 << 20,
-      maxRedirects: 0,
-    });
     const blobs = createFileBlobStore(dir);
-    await app.register(upackWriteRoutes, { db, blobs, clock: systemClock, config, feeds, contentUrlFetch });
+    const options = { db, blobs, clock: systemClock, config, feeds };
+    await app.register(upackWriteRoutes, { ...options, service: createUpackServices(options).write });
     await app.ready();
   });
   afterAll(async () => {

@@ -3,12 +3,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
-import { withSmallBlobCache } from "../../storage/blob-cache.js";
-import { changeWatchOf } from "../../storage/change-watch.js";
+import type { BlobStore } from "../../storage/blob-store.js";
 import { downloadCounterOf } from "./download-counts.js";
-import { cacheDownloadLookups } from "./download-cache.js";
 import { errorText, feedNeed, feedOf, queryDoc, TAGS, upackDownloadRoutes } from "./download-routes.js";
-import { type AssembleVirtual, assemblyUnavailable, createUpackDownloadService } from "./download-service.js";
+import type { UpackDownloadService } from "./download-service.js";
 import type { UpackAreaOptions } from "./index.js";
 import { feedMetadataSchema, packageDataSchema, versionDataSchema } from "./present.js";
 import { createUpackQueryRepository } from "./query-repository.js";
@@ -20,8 +18,12 @@ import { createUpackQueryService, MAX_LIST_COUNT } from "./query-service.js";
  * 2.14): listing needs Feeds_ViewFeed on the feed, System keys the `feeds` scope.
  */
 export interface UpackReadOptions extends UpackAreaOptions {
-  /** Builds virtual packages for download; without it their downloads are refused (415). */
-  readonly assembleVirtual?: AssembleVirtual;
+  /** The app's download service (services.ts), with its lookup cache and virtual assembly. */
+  readonly downloads: UpackDownloadService;
+  /** Whether virtual packages can be assembled (listed in `meta` services). */
+  readonly virtualPackages: boolean;
+  /** Where whole-file downloads read from: the store with the shared small-blob cache (services.ts). */
+  readonly downloadBlobs: BlobStore;
 }
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
@@ -49,11 +51,10 @@ function countParam(query: QueryLike): number {
 export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app, options) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const repository = createUpackQueryRepository(options.db);
-  const assembleVirtual = options.assembleVirtual ?? assemblyUnavailable;
   const queries = createUpackQueryService({
     repository,
     feeds: options.feeds,
-    virtualPackages: options.assembleVirtual !== undefined,
+    virtualPackages: options.virtualPackages,
   });
   const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
 
@@ -142,12 +143,8 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     handler: async (request) => queries.meta(feedOf(request)),
   });
 
-  const downloads = cacheDownloadLookups(
-    createUpackDownloadService({ repository, feeds: options.feeds, blobs: options.blobs, assembleVirtual }),
-    changeWatchOf(options.db),
-  );
   // Only what download routes send whole goes through the memory cache; archive reads use the store.
-  await app.register(upackDownloadRoutes, { downloads, blobs: withSmallBlobCache(options.blobs) });
+  await app.register(upackDownloadRoutes, { downloads: options.downloads, blobs: options.downloadBlobs });
   // Batched download counts are written before the database closes (main.ts closes it after the app).
   app.addHook("onClose", async () => {
     try {

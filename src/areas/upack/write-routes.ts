@@ -1,4 +1,3 @@
-import path from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
@@ -6,14 +5,11 @@ import type { Config } from "../../config.js";
 import { DomainError, invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
-import type { GuardedFetch } from "../../net/fetch-guard.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
-import { createUpackWriteRepository } from "./repository.js";
-import { createBlobKeeper } from "./upload-blobs.js";
 import { claimedDigests } from "./upload-digests.js";
 import { collectUploadParams } from "./upload-params.js";
-import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
+import type { UpackWriteService } from "./upload-service.js";
 
 /**
  * Universal feed writes (seed-api.md area A: upload package, delete package; compat.md 2.7, 2.8,
@@ -23,13 +19,8 @@ import { createUpackWriteService, type UpackWriteService } from "./upload-servic
  * Both declare their privilege so an unauthorised upload is refused before its body is read.
  */
 export interface UpackWriteOptions extends UpackAreaOptions {
-  /**
-   * Fetcher for `content-url` uploads; giving it enables them. index.ts gives the app's guarded
-   * fetch only when WHARF_CONTENT_URL_UPLOADS is on, so the administrator's switch is the one gate.
-   */
-  readonly contentUrlFetch?: GuardedFetch;
-  /** After every committed upload, replacement or deletion in a feed (UpackWriteServiceDeps.onFeedChanged). */
-  readonly onFeedChanged?: (feedId: number) => void;
+  /** The app's write service (services.ts): content-url and virtual-cache invalidation are wired there. */
+  readonly service: UpackWriteService;
 }
 
 /** JSON and form bodies are parsed in memory, so base64 content there is capped; raw bodies stream. */
@@ -53,18 +44,7 @@ const feedNeed =
   (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: paramsOf(request).feed });
 
 export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (app, options) => {
-  const { config } = options;
-  const repository = createUpackWriteRepository(options.db);
-  const service = createUpackWriteService({
-    repository,
-    blobs: options.blobs,
-    keeper: createBlobKeeper(options.blobs, repository.isBlobReferenced),
-    clock: options.clock,
-    maxUploadBytes: config.maxUploadBytes,
-    tempDir: path.join(config.dataDir, "tmp"),
-    ...contentUrlOption(options.contentUrlFetch),
-    onFeedChanged: options.onFeedChanged,
-  });
+  const { config, service } = options;
 
   // A refused upload whose body was not read: close the connection rather than read it to the end.
   app.addHook("onSend", async (request, reply) => {
@@ -176,19 +156,5 @@ function rawBodyOf(request: FastifyRequest, maxBytes: number): (() => Readable) 
     source.on("error", (error) => body.destroy(error));
     source.pipe(body);
     return body;
-  };
-}
-
-function contentUrlOption(fetch: GuardedFetch | undefined) {
-  if (fetch === undefined) return {};
-  return {
-    fetchContentUrl: async (url: string): Promise<Readable> => {
-      const response = await fetch(url);
-      if (response.status < 200 || response.status > 299) {
-        response.body.destroy();
-        throw new DomainError("bad_gateway", "CONTENT_URL_FAILED", `The content-url answered HTTP ${response.status}.`);
-      }
-      return response.body;
-    },
   };
 }

@@ -1,0 +1,87 @@
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { DomainError } from "../../domain/errors.js";
+import { createGuardedFetch, type GuardedFetch } from "../../net/fetch-guard.js";
+import type { BlobStore } from "../../storage/blob-store.js";
+import { withSmallBlobCache } from "../../storage/blob-cache.js";
+import { changeWatchOf } from "../../storage/change-watch.js";
+import { cacheDownloadLookups } from "./download-cache.js";
+import { createUpackDownloadService, type UpackDownloadService } from "./download-service.js";
+import type { UpackAreaOptions } from "./index.js";
+import { createUpackQueryRepository } from "./query-repository.js";
+import { createUpackWriteRepository } from "./repository.js";
+import { createBlobKeeper } from "./upload-blobs.js";
+import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
+import { createVirtualDownloads } from "./vpack-download.js";
+
+/**
+ * The universal feed services, built once per app and shared by every API that serves universal
+ * packages (/upack and pgutil's /api/packages): one blob keeper (in-flight uploads), one virtual
+ * assembly cache and one download lookup cache, so that neither API can undo the other's work.
+ */
+export interface UpackServices {
+  readonly write: UpackWriteService;
+  readonly downloads: UpackDownloadService;
+  /** Whether virtual packages can be assembled (listed in `meta` services). */
+  readonly virtualPackages: boolean;
+  /** The blob store for whole-file downloads, with one shared memory cache of small blobs. */
+  readonly downloadBlobs: BlobStore;
+}
+
+/** Redirects followed by a server-side fetch: enough for CDNs and release pages, few enough to stay cheap. */
+const MAX_FETCH_REDIRECTS = 5;
+
+export function createUpackServices(options: UpackAreaOptions): UpackServices {
+  const { config } = options;
+  // One guard for every server-side fetch of the area (content-url, virtual URL sources), so the
+  // administrator's WHARF_FETCH_* settings are applied in one place and cannot drift apart.
+  const fetch = createGuardedFetch({
+    allowPrivate: config.fetchAllowPrivate,
+    timeoutMs: config.fetchTimeoutMs,
+    maxBytes: config.fetchMaxBytes,
+    maxRedirects: MAX_FETCH_REDIRECTS,
+  });
+  const tempDir = path.join(config.dataDir, "tmp");
+  const queries = createUpackQueryRepository(options.db);
+  const virtual = createVirtualDownloads({
+    db: options.db,
+    repository: queries,
+    blobs: options.blobs,
+    fetch,
+    tmpDir: tempDir,
+    clock: options.clock,
+  });
+  const repository = createUpackWriteRepository(options.db);
+  const write = createUpackWriteService({
+    repository,
+    blobs: options.blobs,
+    keeper: createBlobKeeper(options.blobs, repository.isBlobReferenced),
+    clock: options.clock,
+    maxUploadBytes: config.maxUploadBytes,
+    tempDir,
+    // Off unless an administrator turned it on: without a fetcher the write side refuses content-url.
+    ...(config.contentUrlUploads ? { fetchContentUrl: contentUrlFetcher(fetch) } : {}),
+    onFeedChanged: (feedId) => virtual.forgetFeed(feedId),
+  });
+  const downloads = cacheDownloadLookups(
+    createUpackDownloadService({
+      repository: queries,
+      feeds: options.feeds,
+      blobs: options.blobs,
+      assembleVirtual: virtual.assemble,
+    }),
+    changeWatchOf(options.db),
+  );
+  return { write, downloads, virtualPackages: true, downloadBlobs: withSmallBlobCache(options.blobs) };
+}
+
+function contentUrlFetcher(fetch: GuardedFetch) {
+  return async (url: string): Promise<Readable> => {
+    const response = await fetch(url);
+    if (response.status < 200 || response.status > 299) {
+      response.body.destroy();
+      throw new DomainError("bad_gateway", "CONTENT_URL_FAILED", `The content-url answered HTTP ${response.status}.`);
+    }
+    return response.body;
+  };
+}
