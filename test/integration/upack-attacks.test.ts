@@ -19,7 +19,7 @@ import { buildUpack, createUpackFixtures, readZip, sha1Hex } from "../helpers/up
  * pathological bodies, header injection through names, feed-key scoping through alternate names,
  * view-only keys on every upload shape, HEAD versus GET, and isolation between feeds. Each test
  * asserts the safe outcome: a clean 4xx with a text/plain body, never a 5xx, nothing stored, no
- * data from elsewhere. Tests marked `it.fails` document a defect that is still open (see `BUG:`).
+ * data from elsewhere.
  */
 
 let t: TestApp;
