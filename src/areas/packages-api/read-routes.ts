@@ -6,7 +6,8 @@ import { sendBlob } from "../../http/send-blob.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { FeedService } from "../management/index.js";
 import { attachment, PACKAGE_CONTENT_TYPE, packageFileName } from "../upack/download-headers.js";
-import type { DownloadTarget, UpackDownloadService } from "../upack/download-service.js";
+import type { UpackDownloadService } from "../upack/download-service.js";
+import { countDownload } from "../upack/download-routes.js";
 import { getUniversalFeed } from "../upack/feed-lookup.js";
 import { identityPath, listFilter, requestedIdentity } from "./params.js";
 import { arrayJson, basicFeedInfo, basicFeedInfoSchema, packageVersionInfoSchema } from "./present.js";
@@ -31,16 +32,6 @@ const NAME_DOC = "Only packages of this name (case-insensitive)";
 /** Sent as built (present.ts arrayJson), never re-serialised. */
 const sendJson = (reply: FastifyReply, json: Buffer) =>
   reply.code(200).type("application/json; charset=utf-8").send(json);
-
-/**
- * A GET counts as one download when it starts at byte 0, exactly as /upack counts (see
- * upack/download-routes.ts): a full 200 or a 206 from the first byte; 304s and HEADs never.
- */
-function startsDownload(request: FastifyRequest, reply: FastifyReply): boolean {
-  if (request.method !== "GET") return false;
-  if (reply.statusCode === 200) return true;
-  return reply.statusCode === 206 && String(reply.getHeader("content-range")).startsWith("bytes 0-");
-}
 
 export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> = async (app, options) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -100,15 +91,6 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
     },
   });
 
-  async function count(request: FastifyRequest, target: DownloadTarget): Promise<void> {
-    try {
-      await downloads.countDownload(target);
-    } catch (error) {
-      // The response is already under way; a lost count must not turn it into an error.
-      request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
-    }
-  }
-
   app.route({
     method: ["GET", "HEAD"],
     url: "/api/packages/:feed/download",
@@ -139,7 +121,8 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
         { ...file, contentType: PACKAGE_CONTENT_TYPE, contentDisposition: disposition },
         blobs,
       );
-      if (startsDownload(request, reply)) await count(request, target);
+      // Counted exactly as /upack counts (upack/download-routes.ts).
+      await countDownload(downloads, request, reply, target);
       return reply;
     },
   });

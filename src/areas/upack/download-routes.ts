@@ -69,18 +69,27 @@ function startsDownload(request: FastifyRequest, reply: FastifyReply): boolean {
   return reply.statusCode === 206 && String(reply.getHeader("content-range")).startsWith("bytes 0-");
 }
 
+/**
+ * Counts the download once its response is under way, when it starts one (startsDownload): for
+ * /upack and pgutil's /api/packages alike. A lost count must not turn the response into an error.
+ */
+export async function countDownload(
+  downloads: UpackDownloadService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: DownloadTarget,
+): Promise<void> {
+  if (!startsDownload(request, reply)) return;
+  try {
+    await downloads.countDownload(target);
+  } catch (error) {
+    request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
+  }
+}
+
 export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions> = async (app, options) => {
   const { downloads, blobs } = options;
   const download = { access: { need: feedNeed("Feeds_DownloadPackage") } };
-
-  async function count(request: FastifyRequest, target: DownloadTarget): Promise<void> {
-    try {
-      await downloads.countDownload(target);
-    } catch (error) {
-      // The response is already under way; a lost count must not turn it into an error.
-      request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
-    }
-  }
 
   app.route({
     method: ["GET", "HEAD"],
@@ -119,7 +128,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
           .header("X-Content-Type-Options", "nosniff")
           .send(contents);
       }
-      if (startsDownload(request, reply)) await count(request, target);
+      await countDownload(downloads, request, reply, target);
       return reply;
     },
   });
