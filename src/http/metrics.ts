@@ -51,18 +51,25 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
     },
   });
 
-  app.addHook("onResponse", async (request, reply) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? "unmatched",
-      status: String(reply.statusCode),
-    };
-    requests.inc(labels);
-    durations.observe(labels, reply.elapsedTime / 1000);
-    const inLength = Number(request.headers["content-length"] ?? 0);
-    if (inLength > 0) bytesIn.inc(labels, inLength);
-    const outLength = Number(reply.getHeader("content-length") ?? 0);
-    if (outLength > 0) bytesOut.inc(labels, outLength);
+  // Synchronous (callback) hook: no promise and no extra microtask on every request.
+  app.addHook("onResponse", (request, reply, done) => {
+    try {
+      const labels = {
+        method: request.method,
+        route: request.routeOptions.url ?? "unmatched",
+        status: String(reply.statusCode),
+      };
+      requests.inc(labels);
+      durations.observe(labels, reply.elapsedTime / 1000);
+      const inLength = Number(request.headers["content-length"] ?? 0);
+      if (inLength > 0) bytesIn.inc(labels, inLength);
+      const outLength = Number(reply.getHeader("content-length") ?? 0);
+      if (outLength > 0) bytesOut.inc(labels, outLength);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done();
   });
 
   app.get(

@@ -258,10 +258,20 @@ export async function sendBlob(
   return stream === undefined ? reply.send() : reply.send(stream);
 }
 
+/** The last Last-Modified formatted: a hot download sends the same one again and again. */
+let lastHttpDate: { readonly ms: number; readonly text: string } | undefined;
+
+function httpDate(ms: number): string {
+  if (lastHttpDate?.ms !== ms) lastHttpDate = { ms, text: new Date(ms).toUTCString() };
+  return lastHttpDate.text;
+}
+
 function setValidatorHeaders(reply: FastifyReply, blob: BlobToSend, v: Validators): void {
   // Content-addressed: the hash identifies the exact bytes, so it is a strong validator.
   reply.header("ETag", `"${v.etag}"`);
-  if (v.lastModified !== undefined) reply.header("Last-Modified", new Date(v.lastModified).toUTCString());
+  if (v.lastModified !== undefined) reply.header("Last-Modified", httpDate(v.lastModified));
   if (blob.cacheControl !== undefined) reply.header("Cache-Control", blob.cacheControl);
-  for (const [name, value] of Object.entries(blob.extraHeaders ?? {})) reply.header(name, value);
+  if (blob.extraHeaders !== undefined) {
+    for (const [name, value] of Object.entries(blob.extraHeaders)) reply.header(name, value);
+  }
 }
