@@ -1,21 +1,10 @@
-import { createHash, randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
+import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { createFeedService } from "../../src/areas/management/index.js";
-import { packagesApiArea } from "../../src/areas/packages-api/index.js";
 import { packageVersionInfoSchema } from "../../src/areas/packages-api/present.js";
-import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
-import { loadConfig } from "../../src/config.js";
-import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
-import { openDatabase } from "../../src/storage/database.js";
-import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
-import type { TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, readZip, sha1Hex, type PackageSpec } from "../helpers/upack-fixtures.js";
 
@@ -28,31 +17,8 @@ import { buildUpack, createUpackFixtures, readZip, sha1Hex, type PackageSpec } f
 let t: TestApp;
 let admin: Record<string, string>;
 
-/** buildTestApp, plus the area registered the way app.ts does, for as long as app.ts does not. */
-async function buildApiTestApp(): Promise<TestApp> {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-"));
-  const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
-  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent" });
-  const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
-  const blobs = createFileBlobStore(dataDir);
-  const clock = systemClock;
-  bootstrapAdminKey(db, dataDir, adminKey, clock);
-  const app = await buildApp(config, { db, blobs, clock, logger: false });
-  if (!app.hasRoute({ method: "GET", url: "/api/packages/:feed" })) {
-    const feeds = createFeedService({ db, clock, config });
-    await app.register(packagesApiArea, { db, blobs, clock, config, feeds });
-  }
-  await app.ready();
-  const close = async () => {
-    await app.close();
-    db.close();
-    await fs.rm(dataDir, { recursive: true, force: true });
-  };
-  return { app, db, config, dataDir, adminKey, close };
-}
-
 beforeAll(async () => {
-  t = await buildApiTestApp();
+  t = await buildTestApp();
   admin = { "x-apikey": t.adminKey };
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
