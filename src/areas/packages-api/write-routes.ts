@@ -1,10 +1,10 @@
-import { PassThrough, Readable } from "node:stream";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
-import { DomainError, invalid } from "../../domain/errors.js";
+import { invalid } from "../../domain/errors.js";
 import type { QueryLike } from "../../http/params.js";
 import type { FeedService } from "../management/index.js";
 import { getUniversalFeed } from "../upack/feed-lookup.js";
+import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../upack/upload-digests.js";
 import type { UpackWriteService } from "../upack/upload-service.js";
 import { identityPath, requestedIdentity } from "./params.js";
@@ -33,10 +33,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
     // type): every type reaches the handler as the unread stream, here and only here.
     uploads.removeAllContentTypeParsers();
     uploads.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-    // A refused upload whose body was not read: close the connection rather than read it to the end.
-    uploads.addHook("onSend", async (request, reply) => {
-      if (reply.statusCode >= 400 && !request.raw.complete) reply.header("connection", "close");
-    });
+    closeConnectionsOfRefusedUploads(uploads);
 
     const upload: RouteOptions = {
       method: ["PUT", "POST"],
@@ -65,7 +62,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
       feedId: feed.id,
       // The package names itself in its upack.json: no path, query or body metadata applies here.
       params: { metadata: {} },
-      rawBody: rawBodyOf(request, options.maxUploadBytes),
+      rawBody: rawUploadBody(request, options.maxUploadBytes),
       digests: claimedDigests(request.headers),
       principal: request.principal,
       canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
@@ -107,18 +104,3 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
  * error still reaches the client); undefined when there is none (the service then answers 400).
  * A declared length past the limit is refused before anything is read. As in upack/write-routes.ts.
  */
-function rawBodyOf(request: FastifyRequest, maxBytes: number): (() => Readable) | undefined {
-  const length = Number(request.headers["content-length"] ?? "0");
-  if (length > maxBytes) {
-    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
-  }
-  const chunked = request.headers["transfer-encoding"] !== undefined;
-  if (!(request.body instanceof Readable) || (length === 0 && !chunked)) return undefined;
-  const source = request.body;
-  return () => {
-    const body = new PassThrough();
-    source.on("error", (error) => body.destroy(error));
-    source.pipe(body);
-    return body;
-  };
-}

@@ -1,10 +1,10 @@
-import { PassThrough, Readable } from "node:stream";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
 import type { Config } from "../../config.js";
-import { DomainError, invalid } from "../../domain/errors.js";
+import { invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
+import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
 import { claimedDigests } from "./upload-digests.js";
@@ -46,10 +46,7 @@ const feedNeed =
 export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (app, options) => {
   const { config, service } = options;
 
-  // A refused upload whose body was not read: close the connection rather than read it to the end.
-  app.addHook("onSend", async (request, reply) => {
-    if (reply.statusCode >= 400 && !request.raw.complete) reply.header("connection", "close");
-  });
+  closeConnectionsOfRefusedUploads(app);
 
   const upload: RouteOptions = {
     method: ["PUT", "POST"],
@@ -123,7 +120,8 @@ async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: F
     if (!isPlainObject(request.body)) throw invalid("INVALID_BODY", "A JSON upload body must be an object.");
     body = request.body;
   }
-  const rawBody = bodyKind === "raw" ? rawBodyOf(request, config.maxUploadBytes) : undefined;
+  const rawBody =
+    bodyKind === "raw" ? rawUploadBody(request, config.maxUploadBytes, { emptyZipIsBody: true }) : undefined;
   const params = collectUploadParams({ pathTail: tail, query: request.query, body, bodyKind });
   const result = await service.upload({
     feedId: feed.id,
@@ -142,19 +140,3 @@ async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: F
  * that the error still reaches the client); undefined when the request has none. Nothing is read
  * until it is opened, and a declared length past the limit is refused before that.
  */
-function rawBodyOf(request: FastifyRequest, maxBytes: number): (() => Readable) | undefined {
-  const length = Number(request.headers["content-length"] ?? "0");
-  if (length > maxBytes) {
-    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
-  }
-  const declaredZip = request.headers["content-type"]?.toLowerCase().startsWith("application/zip") === true;
-  const chunked = request.headers["transfer-encoding"] !== undefined;
-  if (!(request.body instanceof Readable) || (length === 0 && !chunked && !declaredZip)) return undefined;
-  const source = request.body;
-  return () => {
-    const body = new PassThrough();
-    source.on("error", (error) => body.destroy(error));
-    source.pipe(body);
-    return body;
-  };
-}

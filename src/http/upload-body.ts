@@ -1,0 +1,40 @@
+import { PassThrough, Readable } from "node:stream";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { DomainError } from "../domain/errors.js";
+
+/**
+ * Upload bodies arrive as the raw stream handed over by the catch-all parser (body-parsers.ts).
+ * Returns a factory for that stream, or undefined when the request carries no body. A declared
+ * Content-Length over the limit is refused before a byte is read; the limit itself is enforced
+ * again while streaming by the blob store.
+ */
+export function rawUploadBody(
+  request: FastifyRequest,
+  maxBytes: number,
+  options: { emptyZipIsBody?: boolean } = {},
+): (() => Readable) | undefined {
+  const length = Number(request.headers["content-length"] ?? "0");
+  if (length > maxBytes) {
+    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+  }
+  const chunked = request.headers["transfer-encoding"] !== undefined;
+  // An empty body declared as a zip is a (broken) package, not "no body": its error says so.
+  const declaredZip =
+    options.emptyZipIsBody === true &&
+    request.headers["content-type"]?.toLowerCase().startsWith("application/zip") === true;
+  if (!(request.body instanceof Readable) || (length === 0 && !chunked && !declaredZip)) return undefined;
+  const source = request.body;
+  return () => {
+    const body = new PassThrough();
+    source.on("error", (error) => body.destroy(error));
+    source.pipe(body);
+    return body;
+  };
+}
+
+/** A refused upload whose body was not read: close the connection rather than read it to the end. */
+export function closeConnectionsOfRefusedUploads(app: FastifyInstance): void {
+  app.addHook("onSend", async (request, reply) => {
+    if (reply.statusCode >= 400 && !request.raw.complete) reply.header("connection", "close");
+  });
+}
