@@ -31,7 +31,13 @@ export type Principal =
       readonly via: "password" | "personal-key";
       readonly keyId?: number;
     }
-  | { readonly type: "system-key"; readonly keyId: number; readonly apis: readonly SystemApi[] }
+  | {
+      readonly type: "system-key";
+      readonly keyId: number;
+      readonly apis: readonly SystemApi[];
+      /** The key's display name, for records of who did what (e.g. a package's publisher). */
+      readonly displayName?: string | undefined;
+    }
   | {
       readonly type: "feed-key";
       readonly keyId: number;
@@ -39,6 +45,7 @@ export type Principal =
       readonly feed: string | undefined;
       readonly feedGroup: string | undefined;
       readonly permissions: readonly FeedKeyPermission[];
+      readonly displayName?: string | undefined;
     };
 
 export const ANONYMOUS: Principal = Object.freeze({ type: "anonymous" });

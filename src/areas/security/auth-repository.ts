@@ -14,6 +14,7 @@ export interface ApiKeyRecord {
   readonly userName: string | undefined;
   readonly expiresAt: string | undefined;
   readonly lastUsedAt: string | undefined;
+  readonly displayName: string | undefined;
 }
 
 export interface LoginRecord {
@@ -33,6 +34,7 @@ interface KeyRow {
   user_name: string | null;
   expires_at: string | null;
   last_used_at: string | null;
+  display_name: string | null;
 }
 
 interface GrantRow {
@@ -61,7 +63,7 @@ export interface AuthRepository {
 export function createAuthRepository(db: Db): AuthRepository {
   const keyByHash = db.prepare<[string], KeyRow>(
     `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_name, k.feed_group,
-            k.user_id, u.name AS user_name, k.expires_at, k.last_used_at
+            k.user_id, u.name AS user_name, k.expires_at, k.last_used_at, k.display_name
        FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
       WHERE k.key_hash = ?`,
   );
@@ -105,6 +107,7 @@ export function createAuthRepository(db: Db): AuthRepository {
         userName: row.user_name ?? undefined,
         expiresAt: row.expires_at ?? undefined,
         lastUsedAt: row.last_used_at ?? undefined,
+        displayName: row.display_name ?? undefined,
       };
     },
     async findLogin(userName) {

@@ -150,7 +150,7 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
 function principalOfKey(record: ApiKeyRecord): Principal {
   switch (record.type) {
     case "System":
-      return { type: "system-key", keyId: record.id, apis: record.systemApis };
+      return { type: "system-key", keyId: record.id, apis: record.systemApis, displayName: record.displayName };
     case "Feed":
       return {
         type: "feed-key",
@@ -158,6 +158,7 @@ function principalOfKey(record: ApiKeyRecord): Principal {
         feed: record.feedName,
         feedGroup: record.feedGroup,
         permissions: record.packagePermissions,
+        displayName: record.displayName,
       };
     case "Personal":
       return {

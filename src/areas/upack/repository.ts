@@ -22,8 +22,6 @@ export interface UpackWriteRepository {
   deleteVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
   /** Whether any version row or assembled virtual package (of any feed) points at the blob. */
   isBlobReferenced(sha256: string): Promise<boolean>;
-  /** The display name of an API key, for `published_by`; undefined when it has none. */
-  findKeyDisplayName(keyId: number): Promise<string | undefined>;
 }
 
 /** Group ("" for none), name and canonical version text, spelled as the caller wrote them. */
@@ -107,9 +105,6 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
                         OR EXISTS (SELECT 1 FROM upack_assembled WHERE blob_sha256 = ?)`,
   );
   // The security area's table, read for one column: Principal does not carry a key's display name.
-  const keyDisplayName = db.prepare<[number], { display_name: string | null }>(
-    "SELECT display_name FROM api_keys WHERE id = ?",
-  );
 
   const findPackageId = (feedId: number, id: VersionIdentity) =>
     packageByKey.get(feedId, id.group.toLowerCase(), id.name.toLowerCase())?.id;
@@ -174,7 +169,6 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
 
     deleteVersion: async (feedId, id) => remove.immediate(feedId, id),
     isBlobReferenced: async (sha256) => blobReference.get(sha256, sha256) !== undefined,
-    findKeyDisplayName: async (keyId) => keyDisplayName.get(keyId)?.display_name ?? undefined,
   };
 }
 

@@ -108,10 +108,10 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     if (existing && !(await command.canOverwrite())) throw versionExists({ group, name, version: existing.version });
   }
 
-  async function publisherName(principal: Principal): Promise<string | undefined> {
+  function publisherName(principal: Principal): string | undefined {
     if (principal.type === "user") return principal.userName;
     if (principal.type === "anonymous") return undefined;
-    return (await repository.findKeyDisplayName(principal.keyId)) ?? `API key ${principal.keyId}`;
+    return principal.displayName ?? `API key ${principal.keyId}`;
   }
 
   return {
@@ -139,7 +139,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         const { manifest, blob } = file;
         const version = formatVersion(manifest.version);
         const replace = await command.canOverwrite();
-        const publishedBy = await publisherName(command.principal);
+        const publishedBy = publisherName(command.principal);
         // Everything slow is done: one short transaction (STYLE.md).
         const outcome = await repository.saveVersion(
           {
