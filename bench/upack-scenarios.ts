@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { cpuSeconds, type LoadResult, memoryOf, MiB, percentile, round, runDownloads, runLoad } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
 import { baselineOf } from "./upack-baseline.js";
+import { runWrkOnce, wrkAvailable } from "./wrk.js";
 import { createFeed, createFeedKey, seedVersions, uploadFile, writeUpack } from "./upack-seed.js";
 
 /**
@@ -131,18 +132,29 @@ const smallDownload: Scenario = {
     await expectBody(wharfUrl, headers, size);
     await expectBody(fileUrl, {}, size);
     await expectBody(memoryUrl, {}, size);
-    const options = { connections: 64, duration: ctx.duration, warmup: ctx.warmup };
-
     // Server CPU per request and the load generator's own CPU use tell whether the server or
-    // the client was the limit: on a small machine one autocannon process tops out first.
-    const measure = async (pid: number, url: string, extra: Record<string, string> = {}) => {
-      const client = process.cpuUsage();
-      const { result, cpuSec } = await withCpu(pid, () => runLoad({ ...options, url, headers: extra }));
-      const used = process.cpuUsage(client);
-      const clientSec = (used.user + used.system) / 1e6;
-      return side(result, {
-        serverCpuMicrosPerRequest: cpuSec === undefined ? null : round((cpuSec * 1e6) / result.requests, 1),
-        clientCpuShare: round(clientSec / (result.seconds + ctx.warmup)),
+    // the client was the limit. wrk (bench/wrk.ts) when installed: autocannon tops out first.
+    const client = wrkAvailable() ? "wrk" : "autocannon";
+    if (client === "autocannon")
+      ctx.log("wrk is not installed (apt-get install wrk): autocannon may be the limit here");
+    // Warm-up runs before the CPU counters are read, so that they cover the measured requests only.
+    const load = async (url: string, headers: Record<string, string>, seconds: number) => {
+      const loadOptions = { connections: 64, url, headers };
+      if (client === "wrk") {
+        const result = await runWrkOnce(loadOptions, seconds);
+        return { result, clientCpuSec: result.clientCpuSec };
+      }
+      const usage = process.cpuUsage();
+      const result = await runLoad({ ...loadOptions, duration: seconds });
+      const used = process.cpuUsage(usage);
+      return { result, clientCpuSec: (used.user + used.system) / 1e6 };
+    };
+    const measure = async (pid: number, url: string, headers: Record<string, string> = {}) => {
+      if (ctx.warmup > 0) await load(url, headers, ctx.warmup);
+      const { result: run, cpuSec } = await withCpu(pid, () => load(url, headers, ctx.duration));
+      return side(run.result, {
+        serverCpuMicrosPerRequest: cpuSec === undefined ? null : round((cpuSec * 1e6) / run.result.requests, 1),
+        clientCpuShare: run.clientCpuSec === undefined ? null : round(run.clientCpuSec / run.result.seconds),
       });
     };
     ctx.log(`${smallDownload.name}: Wharf, ${ctx.duration} s with 64 connections`);
@@ -158,6 +170,7 @@ const smallDownload: Scenario = {
     return {
       fileBytes: size,
       connections: 64,
+      client,
       wharf,
       baseline: file,
       baselineFromMemory: memory,

@@ -18,7 +18,6 @@ import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import type { BlobStore } from "./storage/blob-store.js";
-import { changeWatchOf } from "./storage/change-watch.js";
 import type { Db } from "./storage/database.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
@@ -49,11 +48,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  // Caches keyed on the database's change version (auth, download lookups) see every commit made before this request.
-  const changes = changeWatchOf(deps.db);
   // Synchronous (callback) hook: no promise and no extra microtask on every request.
   app.addHook("onRequest", (request, reply, done) => {
-    changes.refresh();
     reply.header("X-ProGet-Version", PROGET_API_VERSION);
     reply.header("X-ProGet-Edition", PROGET_EDITION);
     reply.header("X-Request-Id", request.id);

@@ -55,21 +55,32 @@ declare module "fastify" {
 
 /** What a route that declares nothing gets: refused to everyone, full-control keys included. */
 const UNDECLARED = { undeclared: true } as const;
-const awaitingBodyCredentials = new WeakSet<FastifyRequest>();
-const memos = new WeakMap<FastifyRequest, AccessMemo>();
+
+/**
+ * Per-request auth state, kept on the request itself (decorated as null): a WeakMap keyed on the
+ * request would cost an ephemeron-table insert on every request of the hot download path.
+ */
+interface AuthState {
+  memo?: AccessMemo;
+  /** No key in headers or query, and the body may carry one: decided in preValidation. */
+  awaitingBodyCredentials?: boolean;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    authState: AuthState | null;
+  }
+}
 
 function memoOf(request: FastifyRequest): AccessMemo {
-  let memo = memos.get(request);
-  if (!memo) {
-    memo = {};
-    memos.set(request, memo);
-  }
-  return memo;
+  request.authState ??= {};
+  return (request.authState.memo ??= {});
 }
 
 export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
   // Decorated empty (Fastify refuses shared objects) and set for every request in onRequest.
   app.decorateRequest("principal", null as never);
+  app.decorateRequest("authState", null);
   app.decorateRequest("can", function (this: FastifyRequest, need: AccessNeed) {
     return authenticator.allows(this.principal, need, memoOf(this));
   });
@@ -91,7 +102,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
     if (credentials) {
       request.principal = await authenticator.authenticate(credentials);
     } else if (bodyMayCarryKey(request)) {
-      awaitingBodyCredentials.add(request);
+      request.authState = { ...request.authState, awaitingBodyCredentials: true };
       return;
     }
     await enforce(request, rule);
@@ -102,8 +113,8 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
     const credentials = bodyMayCarryKey(request)
       ? takeCredentialsFromBody(request.body, request.headers["content-type"])
       : undefined;
-    if (!awaitingBodyCredentials.has(request)) return;
-    awaitingBodyCredentials.delete(request);
+    if (request.authState?.awaitingBodyCredentials !== true) return;
+    request.authState.awaitingBodyCredentials = false;
     if (credentials) request.principal = await authenticator.authenticate(credentials);
     const rule = request.routeOptions.config.access;
     if (rule) await enforce(request, rule);

@@ -1,0 +1,97 @@
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { cpuSeconds, type LoadOptions, type LoadResult, MiB, round } from "./load.js";
+
+/**
+ * wrk as the load generator for small responses. One autocannon process spends more CPU per
+ * request than Wharf does serving a 10 KiB download, so on a 2-core machine it measures itself:
+ * it tops out near 13,000 requests/s even against a Node server answering from memory, where wrk
+ * (C, one thread) drives the same server past 50,000. wrk is not an npm package: install it with
+ * `apt-get install wrk`. Without it, the scenarios fall back to autocannon and say so.
+ * BENCH_CLIENT=autocannon forces the fallback.
+ */
+
+/** Prints wrk's totals as one JSON line: the numbers its text report rounds. */
+const REPORT_SCRIPT = `
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"durationUs":%d,"bytes":%d,"errors":%d,"non2xx":%d,"p50Us":%d,"p99Us":%d}\\n',
+    summary.requests, summary.duration, summary.bytes, e.connect + e.read + e.write + e.timeout,
+    e.status, latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+let available: boolean | undefined;
+
+/** Whether wrk is installed and not overridden by BENCH_CLIENT=autocannon. */
+export function wrkAvailable(): boolean {
+  if (process.env.BENCH_CLIENT === "autocannon") return false;
+  if (available === undefined) {
+    try {
+      execFileSync("wrk", ["--version"], { stdio: "ignore" });
+      available = true;
+    } catch (error) {
+      // `wrk --version` prints its usage and exits 1: installed all the same.
+      available = (error as { status?: number }).status === 1;
+    }
+  }
+  return available;
+}
+
+/** wrk's report, plus the CPU seconds wrk itself used (from /proc, sampled until it exits). */
+export interface WrkResult extends LoadResult {
+  readonly clientCpuSec: number | undefined;
+}
+
+function scriptFile(): string {
+  const file = path.join(os.tmpdir(), `wharf-bench-wrk-${process.pid}.lua`);
+  if (!fs.existsSync(file)) fs.writeFileSync(file, REPORT_SCRIPT);
+  return file;
+}
+
+/** One wrk run of `seconds` with one thread (the other core is the server's) and `connections` connections. */
+export async function runWrkOnce(
+  options: Omit<LoadOptions, "duration" | "warmup">,
+  seconds: number,
+): Promise<WrkResult> {
+  if ((options.method ?? "GET") !== "GET") throw new Error("the wrk client only sends GET");
+  const args = ["-t1", `-c${options.connections}`, `-d${seconds}s`, "-s", scriptFile()];
+  for (const [name, value] of Object.entries(options.headers ?? {})) args.push("-H", `${name}: ${value}`);
+  args.push(options.url);
+  const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "inherit"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
+  let clientCpuSec: number | undefined;
+  const sampler = setInterval(() => {
+    if (child.pid !== undefined) clientCpuSec = cpuSeconds(child.pid) ?? clientCpuSec;
+  }, 100);
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  clearInterval(sampler);
+  const line = output.split("\n").find((text) => text.startsWith("{"));
+  if (code !== 0 || line === undefined) throw new Error(`wrk exited with ${code}: ${output.slice(-500)}`);
+  const report = JSON.parse(line) as {
+    requests: number;
+    durationUs: number;
+    bytes: number;
+    errors: number;
+    non2xx: number;
+    p50Us: number;
+    p99Us: number;
+  };
+  const elapsed = report.durationUs / 1e6;
+  return {
+    requests: report.requests,
+    requestsPerSec: round(report.requests / elapsed),
+    latencyP50Ms: round(report.p50Us / 1000),
+    latencyP99Ms: round(report.p99Us / 1000),
+    errors: report.errors,
+    non2xx: report.non2xx,
+    mibPerSec: round(report.bytes / elapsed / MiB),
+    bytes: report.bytes,
+    seconds: round(elapsed, 3),
+    clientCpuSec,
+  };
+}
