@@ -16,9 +16,10 @@ import { type BenchServer, startBenchServer } from "./server.js";
  * (comma-separated names, default all), BENCH_LOG_LEVEL (server log level, default warn: the
  * per-request info lines would otherwise be part of what is measured). Names may also be given
  * as arguments (`npm run bench -- upack-download-100mib health`), and a `*` in a name matches
- * anything (`npm run bench -- 'upack-*'`). BENCH_SERVER=build runs a compiled build of src/ (made
- * in the run's scratch directory, as `npm run build` would) instead of the sources through tsx:
- * slower to start, but its memory is what an installed server uses.
+ * anything (`npm run bench -- 'upack-*'`); a scenario marked `explicitOnly` runs only when named in
+ * full. BENCH_SERVER=build runs a compiled build of src/ (made in the run's scratch directory, as
+ * `npm run build` would) instead of the sources through tsx: slower to start, but its memory is
+ * what an installed server uses.
  */
 
 interface ScenarioResult {
@@ -98,7 +99,11 @@ async function main(): Promise<number> {
     log(`unknown scenario(s): ${unknown.map((m) => m.name).join(", ")}; known: ${known}`);
     return 2;
   }
-  const scenarios = SCENARIOS.filter((scenario) => matchers?.some((m) => m.matches(scenario.name)) ?? true);
+  const scenarios = SCENARIOS.filter((scenario) =>
+    scenario.explicitOnly
+      ? (wanted?.includes(scenario.name) ?? false)
+      : (matchers?.some((m) => m.matches(scenario.name)) ?? true),
+  );
 
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-bench-"));
   const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-bench-work-"));

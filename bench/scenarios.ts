@@ -1,3 +1,4 @@
+import { ENDPOINTS_SCENARIOS } from "./endpoints-scenarios.js";
 import { UPACK_SCENARIOS } from "./upack-scenarios.js";
 
 /** Named benchmark scenarios: what to request, and what data must exist first. */
@@ -23,6 +24,8 @@ export interface ScenarioContext {
 
 export interface Scenario {
   readonly name: string;
+  /** Too long or disk-hungry for every run: runs only when named in full, never by default or by a `*`. */
+  readonly explicitOnly?: boolean;
   /** Creates the data the scenario reads; runs once, right before the scenario. */
   setup?(ctx: ScenarioContext): Promise<void>;
   /** What autocannon repeats, for a scenario measured as one load; run.ts reports the figures. */
@@ -42,6 +45,7 @@ export const SCENARIOS: readonly Scenario[] = [
     request: (ctx) => ({ method: "GET", path: "/api/management/feeds/list", headers: { "X-ApiKey": ctx.adminKey } }),
   },
   ...UPACK_SCENARIOS,
+  ...ENDPOINTS_SCENARIOS,
 ];
 
 /** Creates `count` universal feeds through the feed management API, 10 requests at a time. */

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
 import { packagesApiArea } from "./areas/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
@@ -17,6 +18,7 @@ import { answerClientError, registerErrorHandling, sendError } from "./http/erro
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
+import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import type { Db } from "./storage/database.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
@@ -75,10 +77,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
   // One set of universal feed services for both APIs that serve universal packages.
-  const upack = { db: deps.db, blobs: deps.blobs, clock, config, feeds };
+  // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
+  const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
+  const shared = { db: deps.db, blobs: deps.blobs, keeper, clock, config, feeds };
+  const endpoints = createEndpointsServices(shared);
+  // The universal feed imports packages from asset directories (compat.md 2.9) through their service.
+  const upack = { ...shared, assets: endpoints.assets };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
   await app.register(packagesApiArea, { ...upack, services: upackServices });
+  await app.register(endpointsArea, { ...shared, ...endpoints });
   await registerOpenApiRoutes(app);
   return app;
 }

@@ -27,6 +27,13 @@ export interface Config {
   readonly fetchTimeoutMs: number;
   /** Bound on the body of one server-side fetch, in bytes. */
   readonly fetchMaxBytes: number;
+  /** How long an unfinished multipart asset upload is kept before its parts are removed. */
+  readonly multipartMaxAgeMs: number;
+  /**
+   * The one server folder (absolute) that `/upack/<feed>/import` may read packages from by path;
+   * undefined: imports from server paths are refused.
+   */
+  readonly importRoot: string | undefined;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -79,6 +86,13 @@ const envSchema = z.object({
     .default(30_000),
   // Defaults to WHARF_MAX_UPLOAD_BYTES (below): a fetched package is an upload by other means.
   WHARF_FETCH_MAX_BYTES: byteCount().optional(),
+  WHARF_MULTIPART_MAX_AGE_HOURS: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of hours")
+    .transform(Number)
+    .refine((hours) => hours > 0 && hours <= 24 * 365, "must be more than 0 and at most 8760 (a year)")
+    .default(24),
+  WHARF_IMPORT_ROOT: z.string().min(1).optional(),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -108,6 +122,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
+    multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
+    importRoot: v.WHARF_IMPORT_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_IMPORT_ROOT),
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

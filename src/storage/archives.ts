@@ -9,7 +9,7 @@ import { PassThrough, type Readable, Transform, type TransformCallback } from "n
 import { pipeline } from "node:stream/promises";
 import yazl from "yazl";
 import { DomainError, invalid } from "../domain/errors.js";
-import type { ArchiveEntry, ZipReader } from "./zip.js";
+import type { ArchiveEntry } from "./zip.js";
 
 export interface ArchiveLimits {
   /** Entries of any kind, directories included. */
@@ -227,11 +227,30 @@ export async function writeZipFile(
   }
 }
 
+/** An entry as the archive writers below need it; a ZipReader's entries are such entries. */
+export type SourceEntry = Pick<ArchiveEntry, "name" | "size" | "isDirectory" | "modified" | "mode">;
+
+/**
+ * Entries with their data on demand: what zipSubtreeToZip and zipSubtreeToTgz (tgz.ts) write from.
+ * A ZipReader is one; so is a listing of stored files (asset directory exports). Names follow
+ * ArchiveEntry's rules (safe, relative, directories end with "/").
+ */
+export interface EntrySource<E extends SourceEntry = SourceEntry> {
+  entries(): readonly E[];
+  /** A file entry's data, exactly `size` bytes. */
+  openEntry(name: string): Readable;
+  /** Ends every entry stream still open. */
+  close(): Promise<void>;
+}
+
 /** The entries under `prefix` (matched case-insensitively, compat.md 1.1), with the prefix cut off. */
-export function selectSubtree(reader: ZipReader, prefix: string): Array<{ entry: ArchiveEntry; path: string }> {
+export function selectSubtree<E extends SourceEntry>(
+  reader: Pick<EntrySource<E>, "entries">,
+  prefix: string,
+): Array<{ entry: E; path: string }> {
   const lower = prefix.toLowerCase();
   const paths = new Set<string>();
-  const selected: Array<{ entry: ArchiveEntry; path: string }> = [];
+  const selected: Array<{ entry: E; path: string }> = [];
   for (const entry of reader.entries()) {
     const path = entry.name.slice(prefix.length);
     if (path === "" || entry.name.slice(0, prefix.length).toLowerCase() !== lower) continue;
@@ -250,7 +269,7 @@ export function selectSubtree(reader: ZipReader, prefix: string): Array<{ entry:
  * Refuses a clash up front (before any byte is sent); the returned stream then owns `reader`
  * and closes it when it ends, fails or is destroyed.
  */
-export function zipSubtreeToZip(reader: ZipReader, prefix: string): Readable {
+export function zipSubtreeToZip(reader: EntrySource, prefix: string): Readable {
   const selected = selectSubtree(reader, prefix);
   const zip = new yazl.ZipFile();
   const out = new PassThrough();
@@ -271,8 +290,8 @@ export function zipMode(isDirectory: boolean, permissions: number | undefined): 
 /** Adds a directory, or a file read lazily (one entry open at a time), reporting failures to `fail`. */
 export function addZipEntry(
   zip: yazl.ZipFile,
-  reader: ZipReader,
-  entry: ArchiveEntry,
+  reader: Pick<EntrySource, "openEntry">,
+  entry: SourceEntry,
   path: string,
   fail: (e: Error) => void,
 ): void {

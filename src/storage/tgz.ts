@@ -16,6 +16,7 @@ import {
   checkEntrySize,
   checkRepackOptions,
   EntryBudget,
+  type EntrySource,
   ExactSizeStream,
   malformed,
   RATIO_EXEMPT_BYTES,
@@ -25,14 +26,13 @@ import {
   writeZipFile,
   zipMode,
 } from "./archives.js";
-import type { ZipReader } from "./zip.js";
 
 /** Headers, padding and long-name records a tar may add per entry on top of the data. */
 const TAR_OVERHEAD_PER_ENTRY = 10 * 1024;
 
 // tar-stream's streams are streamx streams: Node EventEmitters with write/end/drain that Node's
 // pipe and pipeline drive correctly, but typed without NodeJS.WritableStream's overloads.
-const asNodeWritable = (stream: tar.Extract | ReturnType<tar.Pack["entry"]>) =>
+export const asNodeWritable = (stream: tar.Extract | ReturnType<tar.Pack["entry"]>) =>
   stream as unknown as NodeJS.WritableStream;
 
 /**
@@ -40,7 +40,7 @@ const asNodeWritable = (stream: tar.Extract | ReturnType<tar.Pack["entry"]>) =>
  * central directory and modification times preserved. Like zipSubtreeToZip, it refuses a name
  * clash up front, then owns `reader` and closes it when it ends, fails or is destroyed.
  */
-export function zipSubtreeToTgz(reader: ZipReader, prefix: string): Readable {
+export function zipSubtreeToTgz(reader: EntrySource, prefix: string): Readable {
   const selected = selectSubtree(reader, prefix);
   const pack = tar.pack();
   const gzip = createGzip();
@@ -91,22 +91,10 @@ export async function tgzToZipFile(
   const budget = new EntryBudget(limits);
   const prefix = checkRepackOptions(options, budget);
   const extract = tar.extract();
-  const compressed = new ByteCounter(() => undefined);
-  const maxTarBytes = limits.maxTotalBytes + limits.maxEntries * TAR_OVERHEAD_PER_ENTRY;
-  const expanded = new ByteCounter((bytes) => {
-    if (bytes > maxTarBytes)
-      throw tooLarge("ARCHIVE_TOO_LARGE", `The archive expands to more than ${maxTarBytes} bytes.`);
-    if (bytes > RATIO_EXEMPT_BYTES && bytes > compressed.bytes * limits.maxRatio) {
-      throw tooLarge(
-        "ARCHIVE_RATIO_EXCEEDED",
-        `The archive expands more than ${limits.maxRatio} times; it looks like a bomb.`,
-      );
-    }
-  });
   // Listen before feeding: an entry or error emitted while the destination is being opened
   // would otherwise be missed, leaving the extractor waiting for us forever.
   const entries = extract[Symbol.asyncIterator]();
-  const feeding = pipeline(source, compressed, createGunzip(), expanded, asNodeWritable(extract));
+  const feeding = pipeline(source, ...boundedGunzip(limits), asNodeWritable(extract));
   feeding.catch(() => undefined); // awaited below, or moot once the conversion has failed
   const stop = new AbortController();
   try {
@@ -127,6 +115,51 @@ export async function tgzToZipFile(
   }
 }
 
+/**
+ * The gunzip stages for reading an uploaded gzipped TAR: `pipeline(source, ...boundedGunzip(limits), extract)`.
+ * The expanded bytes are held, as they stream, to the total size (plus tar overhead) and to the
+ * ratio over the compressed bytes read so far.
+ */
+export function boundedGunzip(limits: ArchiveLimits): [Transform, Transform, Transform] {
+  const compressed = new ByteCounter(() => undefined);
+  const maxTarBytes = limits.maxTotalBytes + limits.maxEntries * TAR_OVERHEAD_PER_ENTRY;
+  const expanded = new ByteCounter((bytes) => {
+    if (bytes > maxTarBytes)
+      throw tooLarge("ARCHIVE_TOO_LARGE", `The archive expands to more than ${maxTarBytes} bytes.`);
+    if (bytes > RATIO_EXEMPT_BYTES && bytes > compressed.bytes * limits.maxRatio) {
+      throw tooLarge(
+        "ARCHIVE_RATIO_EXCEEDED",
+        `The archive expands more than ${limits.maxRatio} times; it looks like a bomb.`,
+      );
+    }
+  });
+  return [compressed, createGunzip(), expanded];
+}
+
+/**
+ * A tar entry's safe name ("dir/" for directories, archives.ts checkEntryName), or undefined for
+ * the archive's own root ("./"). Links, devices, fifos and unsafe names throw DomainError invalid.
+ */
+export function checkTarEntry(header: tar.Header): { name: string; isDirectory: boolean } | undefined {
+  // "./" prefixes are what `tar -C dir .` writes; they name the same paths without it.
+  let name = header.name;
+  while (name.startsWith("./")) name = name.slice(2);
+  if (name === "" || name === ".") return undefined;
+  if (header.type === "directory")
+    return { name: checkEntryName(name.endsWith("/") ? name : `${name}/`), isDirectory: true };
+  if (header.type !== "file" && header.type !== "contiguous-file") {
+    // A link is how an extractor gets tricked into writing outside its directory; devices and
+    // fifos have no business in a package.
+    const isLink = header.type === "symlink" || header.type === "link";
+    const message = `The archive entry ${JSON.stringify(name)} is a ${header.type}; only files and directories are accepted.`;
+    throw invalid(isLink ? "ARCHIVE_LINK_ENTRY" : "ARCHIVE_UNSUPPORTED_ENTRY", message);
+  }
+  checkEntryName(name);
+  if (name.endsWith("/"))
+    throw invalid("ARCHIVE_UNSAFE_PATH", `The archive file entry ${JSON.stringify(name)} ends with "/".`);
+  return { name, isDirectory: false };
+}
+
 async function addTarEntry(
   zip: yazl.ZipFile,
   entry: tar.ExtractEvents["entry"][1],
@@ -136,30 +169,18 @@ async function addTarEntry(
   signal: AbortSignal,
 ): Promise<void> {
   const { header } = entry;
-  // "./" prefixes are what `tar -C dir .` writes; they name the same paths without it.
-  let name = header.name;
-  while (name.startsWith("./")) name = name.slice(2);
-  if (name === "" || name === ".") {
-    entry.resume();
-    return;
-  }
-  if (header.type === "directory") {
-    const path = checkEntryName(prefix + checkEntryName(name.endsWith("/") ? name : `${name}/`));
+  const checked = checkTarEntry(header);
+  if (checked?.isDirectory === true) {
+    const path = checkEntryName(prefix + checked.name);
     budget.add(path, 0);
     zip.addEmptyDirectory(path, { mtime: header.mtime, ...zipMode(true, header.mode) });
+  }
+  if (checked === undefined || checked.isDirectory) {
     entry.resume();
     return;
   }
-  if (header.type !== "file" && header.type !== "contiguous-file") {
-    // A link is how an extractor gets tricked into writing outside its directory; devices and
-    // fifos have no business in a package.
-    const isLink = header.type === "symlink" || header.type === "link";
-    const message = `The archive entry ${JSON.stringify(name)} is a ${header.type}; only files and directories are accepted.`;
-    throw invalid(isLink ? "ARCHIVE_LINK_ENTRY" : "ARCHIVE_UNSUPPORTED_ENTRY", message);
-  }
-  const path = checkEntryName(prefix + checkEntryName(name));
-  if (path.endsWith("/"))
-    throw invalid("ARCHIVE_UNSAFE_PATH", `The archive file entry ${JSON.stringify(name)} ends with "/".`);
+  const { name } = checked;
+  const path = checkEntryName(prefix + name);
   checkEntrySize(name, header.size, undefined, limits);
   budget.add(path, header.size);
   const counted = new ExactSizeStream(header.size, name);
@@ -175,7 +196,7 @@ async function addTarEntry(
 }
 
 /** Passes bytes through, counting them and letting `check` refuse the running total. */
-class ByteCounter extends Transform {
+export class ByteCounter extends Transform {
   bytes = 0;
 
   constructor(private readonly check: (bytes: number) => void) {

@@ -74,6 +74,10 @@ const YAUZL_OPTIONS = { lazyEntries: true, autoClose: false, validateEntrySizes:
 
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+/** Host "Unix" in the high byte of "version made by": only such entries keep a mode in the high half. */
+const HOST_UNIX = 3;
 /** Blob reads are one store round trip each; the central directory is read in slices this big. */
 const READ_AHEAD_BYTES = 64 * 1024;
 /** At most this much is read at once for a run of local headers (and the file data between them). */
@@ -218,6 +222,14 @@ function describe(raw: yauzl.Entry, limits: ArchiveLimits): ArchiveEntry {
   if ((unixMode & S_IFMT) === S_IFLNK) {
     throw invalid("ARCHIVE_LINK_ENTRY", `The archive entry ${quoted} is a symbolic link; links are refused.`);
   }
+  const fileType = unixMode & S_IFMT;
+  // As in a tar (tgz.ts): devices, fifos and sockets are not content; 0 is "not recorded".
+  if (raw.versionMadeBy >>> 8 === HOST_UNIX && fileType !== 0 && fileType !== S_IFREG && fileType !== S_IFDIR) {
+    throw invalid(
+      "ARCHIVE_UNSUPPORTED_ENTRY",
+      `The archive entry ${quoted} is a device, fifo or socket; only files and directories are accepted.`,
+    );
+  }
   if (raw.isEncrypted()) throw invalid("ARCHIVE_ENCRYPTED", `The archive entry ${quoted} is encrypted.`);
   if (!raw.canDecodeFileData()) {
     throw invalid("ARCHIVE_UNSUPPORTED", `The archive entry ${quoted} uses an unsupported compression method.`);
@@ -230,7 +242,7 @@ function describe(raw: yauzl.Entry, limits: ArchiveLimits): ArchiveEntry {
     isDirectory: name.endsWith("/"),
     modified: modifiedDate(raw),
     // Only archives made on Unix (host 3) keep a mode there; others leave 0 or DOS bits.
-    mode: raw.versionMadeBy >>> 8 === 3 && unixMode !== 0 ? unixMode & 0o777 : undefined,
+    mode: raw.versionMadeBy >>> 8 === HOST_UNIX && unixMode !== 0 ? unixMode & 0o777 : undefined,
   };
 }
 

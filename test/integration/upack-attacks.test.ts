@@ -1,6 +1,5 @@
 import { randomInt } from "node:crypto";
 import { readdir } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import yazl from "yazl";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { rawRequest } from "../helpers/raw-http.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
 
@@ -1417,27 +1417,7 @@ describe("over a real socket", () => {
     port = Number(new URL(address).port);
   });
 
-  /** Sends the request bytes exactly as given; resolves with status, headers and body. */
-  function raw(request: string): Promise<{ status: number; headers: string; body: string }> {
-    return new Promise((resolve, reject) => {
-      // Written, not ended: a client's FIN makes Node abort requests still in progress. Every
-      // request says `Connection: close`, so the server closes once it has answered.
-      const socket = net.connect(port, "127.0.0.1", () => socket.write(request));
-      const chunks: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-      socket.on("error", reject);
-      socket.on("close", () => {
-        const text = Buffer.concat(chunks).toString("latin1");
-        const split = text.indexOf("\r\n\r\n");
-        const headers = split < 0 ? text : text.slice(0, split);
-        resolve({
-          status: Number(/^HTTP\/1\.1 (\d{3})/.exec(headers)?.[1] ?? 0),
-          headers,
-          body: text.slice(split + 4),
-        });
-      });
-    });
-  }
+  const raw = (request: string) => rawRequest(port, request);
   const rawGet = (target: string, extra = "") =>
     raw(`GET ${target} HTTP/1.1\r\nHost: wharf\r\nX-ApiKey: ${t.adminKey}\r\nConnection: close\r\n${extra}\r\n`);
   const contentType = (headers: string) => /\r\ncontent-type: ([^\r]*)/i.exec(headers)?.[1];

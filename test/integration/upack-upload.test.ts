@@ -16,7 +16,7 @@ import { createFeedService } from "../../src/areas/management/index.js";
 import { createAuthRepository } from "../../src/areas/security/auth-repository.js";
 import { createAuthenticator } from "../../src/areas/security/authenticator.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
-import { createBlobKeeper } from "../../src/areas/upack/upload-blobs.js";
+import { blobReferenceCheck, createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import { createUpackServices } from "../../src/areas/upack/services.js";
 import { upackWriteRoutes } from "../../src/areas/upack/write-routes.js";
 import { loadConfig } from "../../src/config.js";
@@ -789,7 +789,8 @@ describe("content-url uploads, when an administrator enabled them", () => {
       createAuthenticator({ repository, clock: systemClock, resolveFeed: (n) => feeds.findScope(n) }),
     );
     const blobs = createFileBlobStore(dir);
-    const options = { db, blobs, clock: systemClock, config, feeds };
+    const keeper = createBlobKeeper(blobs, blobReferenceCheck(db));
+    const options = { db, blobs, keeper, clock: systemClock, config, feeds };
     await app.register(upackWriteRoutes, { ...options, service: createUpackServices(options).write });
     await app.ready();
   });

@@ -27,6 +27,8 @@ describe("loadConfig", () => {
       fetchAllowPrivate: false,
       fetchTimeoutMs: 30000,
       fetchMaxBytes: 10 * 1024 ** 3,
+      multipartMaxAgeMs: 24 * 3_600_000,
+      importRoot: undefined,
       logLevel: "info",
     });
   });
@@ -44,6 +46,8 @@ describe("loadConfig", () => {
         WHARF_FETCH_ALLOW_PRIVATE: "yes",
         WHARF_FETCH_TIMEOUT_MS: "5000",
         WHARF_FETCH_MAX_BYTES: "2048",
+        WHARF_MULTIPART_MAX_AGE_HOURS: "1.5",
+        WHARF_IMPORT_ROOT: "imports",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -59,6 +63,8 @@ describe("loadConfig", () => {
       fetchAllowPrivate: true,
       fetchTimeoutMs: 5000,
       fetchMaxBytes: 2048,
+      multipartMaxAgeMs: 1.5 * 3_600_000,
+      importRoot: path.join(CWD, "imports"),
       logLevel: "debug",
     });
   });
@@ -159,6 +165,10 @@ describe("loadConfig", () => {
     ["WHARF_FETCH_TIMEOUT_MS", "2147483648"],
     ["WHARF_FETCH_MAX_BYTES", "0"],
     ["WHARF_FETCH_MAX_BYTES", "1MB"],
+    ["WHARF_MULTIPART_MAX_AGE_HOURS", "0"],
+    ["WHARF_MULTIPART_MAX_AGE_HOURS", "-1"],
+    ["WHARF_MULTIPART_MAX_AGE_HOURS", "1h"],
+    ["WHARF_MULTIPART_MAX_AGE_HOURS", "9000"],
   ])("refuses %s=%s, naming the variable", (name, value) => {
     const error = configError({ [name]: value });
     expect(error.message).toContain(name);

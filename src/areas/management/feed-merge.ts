@@ -6,6 +6,7 @@ import {
   type StorageConfig,
   validateStorageConfig,
 } from "../../domain/package-store.js";
+import { INHERIT, parseCacheHeader } from "../../domain/cache-header.js";
 import { defaultSettings, FEED_FLAGS, type FeedDraft, type FeedSettings } from "./feed-settings.js";
 import {
   normalizeAlternateNames,
@@ -44,6 +45,10 @@ export function mergeFeedInput(current: FeedDraft | undefined, input: FeedInput)
   if (input.packageStore !== undefined) {
     const xml = input.packageStore?.trim() ? input.packageStore : undefined;
     setOptional(settings, "storage", xml === undefined ? undefined : storageFromXml(xml, before.storage));
+  }
+  if (input.cacheHeader !== undefined) {
+    const setting = input.cacheHeader === null ? INHERIT : parseCacheHeader(input.cacheHeader);
+    setOptional(settings, "cacheHeader", setting.type === "Inherit" ? undefined : setting);
   }
   if (input.allowUnknownLicenses !== undefined)
     setOptional(settings, "allowUnknownLicenses", input.allowUnknownLicenses ?? undefined);
@@ -89,11 +94,9 @@ function removable(input: string | null | undefined, current: string | undefined
   return input === null || input.trim() === "" ? undefined : input;
 }
 
-function setOptional<K extends "description" | "dropPath" | "packagesPath" | "storage" | "allowUnknownLicenses">(
-  settings: FeedSettings,
-  key: K,
-  value: FeedSettings[K] | undefined,
-): void {
+function setOptional<
+  K extends "description" | "dropPath" | "packagesPath" | "storage" | "allowUnknownLicenses" | "cacheHeader",
+>(settings: FeedSettings, key: K, value: FeedSettings[K] | undefined): void {
   if (value === undefined) delete settings[key];
   else settings[key] = value;
 }

@@ -1,3 +1,4 @@
+import type { CacheHeader } from "../../domain/cache-header.js";
 import type { FeedType } from "../../domain/feeds.js";
 import type { StorageConfig } from "../../domain/package-store.js";
 
@@ -42,6 +43,8 @@ export const FEED_FLAGS = [
   "licensesEnabled",
   "useWithProjects",
   "retentionRulesEnabled",
+  /** Wharf extension, asset directories: HTML and SVG are served without the sandbox CSP. */
+  "staticSite",
 ] as const;
 export type FeedFlag = (typeof FEED_FLAGS)[number];
 
@@ -64,6 +67,8 @@ export type FeedSettings = Record<FeedFlag, boolean> &
     /** Absent inherits the server default (compat.md 5.2). */
     allowUnknownLicenses?: boolean;
     retentionRules: RetentionRule[];
+    /** Wharf extension, asset directories: the cache setting items inherit at the root; absent = Inherit. */
+    cacheHeader?: CacheHeader;
   };
 
 /** The editable part of a feed: what create and update produce. */
@@ -103,6 +108,7 @@ const DEFAULT_FLAGS: Record<FeedFlag, boolean> = {
   licensesEnabled: true,
   useWithProjects: true,
   retentionRulesEnabled: false,
+  staticSite: false,
 };
 
 export function defaultSettings(): FeedSettings {
@@ -139,6 +145,7 @@ export function decodeSettings(json: string): FeedSettings {
   if (typeof stored.packagesPath === "string") settings.packagesPath = stored.packagesPath;
   if (stored.storage) settings.storage = stored.storage;
   if (typeof stored.allowUnknownLicenses === "boolean") settings.allowUnknownLicenses = stored.allowUnknownLicenses;
+  if (stored.cacheHeader) settings.cacheHeader = stored.cacheHeader;
   return settings;
 }
 

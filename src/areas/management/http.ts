@@ -38,26 +38,3 @@ export async function requireJsonBody(request: FastifyRequest): Promise<void> {
     );
   }
 }
-
-const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-
-/**
- * The server's public base URL as this request sees it, for `endpointUrl` when WHARF_BASE_URL is
- * not set: X-Forwarded-Proto/-Host (a reverse proxy's) or Host. The value is only reflected to
- * the same caller, and a malformed host is ignored rather than echoed.
- */
-export function requestBaseUrl(request: FastifyRequest): string | undefined {
-  const forwardedProto = firstValue(request.headers["x-forwarded-proto"])?.toLowerCase();
-  const host = [firstValue(request.headers["x-forwarded-host"]), firstValue(request.headers.host)].find(
-    (candidate) => candidate !== undefined && HOST.test(candidate),
-  );
-  if (host === undefined) return undefined;
-  const scheme = forwardedProto === "https" || forwardedProto === "http" ? forwardedProto : request.protocol;
-  return `${scheme}://${host}`;
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  const raw = Array.isArray(header) ? header[0] : header;
-  const value = raw?.split(",")[0]?.trim();
-  return value === "" ? undefined : value;
-}

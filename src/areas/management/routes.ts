@@ -3,7 +3,8 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AccessNeed, FeedScope } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
-import { requestBaseUrl, requireJsonBody, sendJson, wantsIndent } from "./http.js";
+import { requestBaseUrl } from "../../http/base-url.js";
+import { requireJsonBody, sendJson, wantsIndent } from "./http.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
 import type { FeedService } from "./service.js";
 

@@ -59,6 +59,14 @@ export const feedInputSchema = z
     connectors: list(200, 100),
     vulnerabilitySources: list(200, 100),
     retentionRules: z.array(retentionRuleInputSchema).max(100).nullish(),
+    staticSite: flag.describe("Wharf extension, asset directories: serve HTML and SVG without the sandbox CSP"),
+    cacheHeader: z
+      .unknown()
+      .optional()
+      .describe(
+        "Wharf extension, asset directories: `{type, value}` (Inherit, NoCache, TTL seconds, Custom text) " +
+          "that items inherit; null or Inherit removes it (then `Cache-Control: public`)",
+      ),
     packageFilters: stringMap.describe("name -> pattern list (`A.*, !C.*`)"),
     packageAccessRules: stringMap.describe("name -> pattern list (`A.*, !C.*`)"),
     variables: stringMap,
@@ -131,6 +139,8 @@ export const feedSchema = z.object({
   licensesEnabled: z.boolean(),
   useWithProjects: z.boolean(),
   retentionRulesEnabled: z.boolean(),
+  staticSite: z.boolean(),
+  cacheHeader: z.object({ type: z.string(), value: z.union([z.number(), z.string()]).optional() }).optional(),
 });
 export type FeedJson = z.infer<typeof feedSchema>;
 

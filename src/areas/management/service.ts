@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
+import { cacheHeaderJson } from "../../domain/cache-header.js";
 import { DomainError, notFound } from "../../domain/errors.js";
 import {
   formatPackageStoreXml,
@@ -197,6 +198,8 @@ function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson
     licensesEnabled: s.licensesEnabled,
     useWithProjects: s.useWithProjects,
     retentionRulesEnabled: s.retentionRulesEnabled,
+    staticSite: s.staticSite,
+    ...optional("cacheHeader", s.cacheHeader && cacheHeaderJson(s.cacheHeader)),
   };
 }
 

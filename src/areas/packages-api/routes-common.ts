@@ -2,7 +2,8 @@ import type { FastifyRequest } from "fastify";
 import type { AccessNeed } from "../../domain/principal.js";
 import { errorText } from "../upack/download-routes.js";
 
-export { errorText, queryDoc } from "../upack/download-routes.js";
+export { errorText } from "../upack/download-routes.js";
+export { queryDoc } from "../../http/query-doc.js";
 
 export const TAGS = ["common packages API"];
 

@@ -5,7 +5,7 @@ import type { QueryLike } from "../../http/params.js";
 import type { FeedService } from "../management/index.js";
 import { getUniversalFeed } from "../upack/feed-lookup.js";
 import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
-import { claimedDigests } from "../upack/upload-digests.js";
+import { claimedDigests } from "../../http/upload-digests.js";
 import type { UpackWriteService } from "../upack/upload-service.js";
 import { identityPath, requestedIdentity } from "./params.js";
 import { packageVersionInfo, packageVersionInfoSchema } from "./present.js";

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import { hasParam, param, type QueryLike } from "../../http/params.js";
+import { queryDoc } from "../../http/query-doc.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { sendBlob } from "../../http/send-blob.js";
 import type { BlobStore } from "../../storage/blob-store.js";
@@ -35,11 +36,6 @@ export const feedNeed =
 export const errorText = z.string().describe("Plain-text error message");
 export const TAGS = ["universal feed"];
 
-/** Every query argument is optional and matched case-insensitively; z.unknown documents without refusing. */
-export const queryDoc = (fields: Record<string, string>) =>
-  z.looseObject(
-    Object.fromEntries(Object.entries(fields).map(([key, text]) => [key, z.unknown().optional().describe(text)])),
-  );
 const LATEST_DOC = "Present (bare or with any value) when the path names no version";
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 const PACKAGE_PATH_DOC =

@@ -1,9 +1,12 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
+import type { BlobKeeper } from "../../storage/blob-keeper.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
+import type { AssetService } from "../endpoints/index.js";
 import type { FeedService } from "../management/index.js";
+import { upackImportRoutes } from "./import-routes.js";
 import { upackReadRoutes } from "./read-routes.js";
 import { createUpackServices, type UpackServices } from "./services.js";
 import { upackWriteRoutes } from "./write-routes.js";
@@ -14,17 +17,25 @@ export { createUpackServices, type UpackServices } from "./services.js";
 export interface UpackAreaOptions {
   readonly db: Db;
   readonly blobs: BlobStore;
+  /** The app's one keeper of blobs in use by uploads (shared with asset directories). */
+  readonly keeper: BlobKeeper;
   readonly clock: Clock;
   readonly config: Config;
   readonly feeds: FeedService;
+  /** Asset directories, for imports from them (compat.md 2.9); absent: such imports are 404. */
+  readonly assets?: AssetService;
   /** The app's one set of universal feed services (services.ts); built here when absent. */
   readonly services?: UpackServices;
 }
 
-/** `/upack/<feed>/...`: uploads and deletes (write-routes.ts), listings and downloads (read-routes.ts). */
+/**
+ * `/upack/<feed>/...`: uploads and deletes (write-routes.ts), imports (import-routes.ts), listings
+ * and downloads (read-routes.ts).
+ */
 export const upackArea: FastifyPluginAsync<UpackAreaOptions> = async (app, options) => {
   const services = options.services ?? createUpackServices(options);
   await app.register(upackWriteRoutes, { ...options, service: services.write });
+  await app.register(upackImportRoutes, { ...options, imports: services.imports });
   await app.register(upackReadRoutes, {
     ...options,
     downloads: services.downloads,

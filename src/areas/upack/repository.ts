@@ -20,8 +20,6 @@ export interface UpackWriteRepository {
   saveVersion(version: NewVersion, options: { replace: boolean }): Promise<SaveOutcome>;
   /** Deletes the version (and the package once it has none left); undefined when there was none. */
   deleteVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
-  /** Whether any version row or assembled virtual package (of any feed) points at the blob. */
-  isBlobReferenced(sha256: string): Promise<boolean>;
 }
 
 /** Group ("" for none), name and canonical version text, spelled as the caller wrote them. */
@@ -99,12 +97,6 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
        downloads = (SELECT coalesce(sum(downloads), 0) FROM upack_versions WHERE package_id = :id)
      WHERE id = :id`,
   );
-  // Assembled virtual packages (migration 0005) are blobs too; both indexes serve this.
-  const blobReference = db.prepare<[string, string], { one: number }>(
-    `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM upack_versions WHERE blob_sha256 = ?)
-                        OR EXISTS (SELECT 1 FROM upack_assembled WHERE blob_sha256 = ?)`,
-  );
-  // The security area's table, read for one column: Principal does not carry a key's display name.
 
   const findPackageId = (feedId: number, id: VersionIdentity) =>
     packageByKey.get(feedId, id.group.toLowerCase(), id.name.toLowerCase())?.id;
@@ -168,7 +160,6 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
     },
 
     deleteVersion: async (feedId, id) => remove.immediate(feedId, id),
-    isBlobReferenced: async (sha256) => blobReference.get(sha256, sha256) !== undefined,
   };
 }
 

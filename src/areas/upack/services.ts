@@ -7,10 +7,10 @@ import { withSmallBlobCache } from "../../storage/blob-cache.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
 import { cacheDownloadLookups } from "./download-cache.js";
 import { createUpackDownloadService, type UpackDownloadService } from "./download-service.js";
+import { createUpackImportService, type UpackImportService } from "./import-service.js";
 import type { UpackAreaOptions } from "./index.js";
 import { createUpackQueryRepository } from "./query-repository.js";
 import { createUpackWriteRepository } from "./repository.js";
-import { createBlobKeeper } from "./upload-blobs.js";
 import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
 import { createVirtualDownloads } from "./vpack-download.js";
 
@@ -21,6 +21,8 @@ import { createVirtualDownloads } from "./vpack-download.js";
  */
 export interface UpackServices {
   readonly write: UpackWriteService;
+  /** Imports from asset directories and the server's import folder (compat.md 2.9), through `write`. */
+  readonly imports: UpackImportService;
   readonly downloads: UpackDownloadService;
   /** Whether virtual packages can be assembled (listed in `meta` services). */
   readonly virtualPackages: boolean;
@@ -55,7 +57,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
   const write = createUpackWriteService({
     repository,
     blobs: options.blobs,
-    keeper: createBlobKeeper(options.blobs, repository.isBlobReferenced),
+    keeper: options.keeper,
     clock: options.clock,
     maxUploadBytes: config.maxUploadBytes,
     tempDir,
@@ -72,7 +74,8 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     }),
     changeWatchOf(options.db),
   );
-  return { write, downloads, virtualPackages: true, downloadBlobs: withSmallBlobCache(options.blobs) };
+  const imports = createUpackImportService({ write, assets: options.assets, importRoot: config.importRoot });
+  return { write, imports, downloads, virtualPackages: true, downloadBlobs: withSmallBlobCache(options.blobs) };
 }
 
 function contentUrlFetcher(fetch: GuardedFetch) {

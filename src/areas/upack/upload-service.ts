@@ -9,8 +9,8 @@ import type { ArchiveLimits } from "../../storage/archives.js";
 import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
 import { type UpackWriteRepository, versionExists } from "./repository.js";
 import { packageFromUpload } from "./upload-archive.js";
-import type { BlobKeeper } from "./upload-blobs.js";
-import type { ClaimedDigests } from "./upload-digests.js";
+import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { ClaimedDigests } from "../../http/upload-digests.js";
 import type { UploadParams } from "./upload-params.js";
 
 export interface UpackWriteServiceDeps {
@@ -52,9 +52,27 @@ export interface UploadResult {
   readonly replaced: boolean;
 }
 
-/** Uploads and deletes of universal packages (seed-api.md area A); throws DomainError, knows no HTTP. */
+/** Who stores a version where: what uploads and imports share. */
+type SaveTarget = Pick<UploadCommand, "feedId" | "principal" | "canOverwrite">;
+
+/**
+ * An import (compat.md 2.9): a package file that is not a request body. It is validated and
+ * stored exactly as an upload of the same bytes would be, identity and metadata from its
+ * upack.json alone.
+ */
+export interface ImportCommand extends SaveTarget {
+  /**
+   * The file: a blob already in the store (an asset's content), which the version then references
+   * as it is, without copying a byte; or a stream, stored first like an upload body.
+   */
+  readonly source: { readonly blob: BlobInfo } | { readonly open: () => Readable };
+}
+
+/** Uploads, imports and deletes of universal packages (seed-api.md area A); throws DomainError, knows no HTTP. */
 export interface UpackWriteService {
   upload(command: UploadCommand): Promise<UploadResult>;
+  /** Stores the version an imported file holds; a .vpack JSON text is wrapped as an upload's is (a new blob). */
+  importPackage(command: ImportCommand): Promise<UploadResult>;
   /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (compat.md 2.8, 2.12). */
   deleteVersion(feedId: number, tail: string): Promise<void>;
 }
@@ -114,72 +132,109 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     return principal.displayName ?? `API key ${principal.keyId}`;
   }
 
+  /**
+   * The one save path of uploads and imports: the package file is the blob `obtain` returns (held
+   * until the end), read and validated by packageFromUpload, then recorded in one short
+   * transaction. Every blob touched here that nothing references afterwards is deleted.
+   */
+  async function savePackage(
+    target: SaveTarget,
+    params: UploadParams,
+    obtain: () => Promise<BlobInfo>,
+  ): Promise<UploadResult> {
+    // Every blob this save touches is held until the end, then deleted unless something uses it.
+    const releases: Array<() => void> = [];
+    const touched: string[] = [];
+    const hold = async (blob: BlobInfo) => {
+      touched.push(blob.sha256);
+      releases.push(await keeper.hold(blob.sha256));
+    };
+    let committed: string | undefined;
+    let replacedBlob: string | undefined;
+    try {
+      const uploaded = await obtain();
+      await hold(uploaded);
+      const file = await packageFromUpload(
+        { blobs, tempDir: deps.tempDir, stored: hold, ...(deps.limits ? { limits: deps.limits } : {}) },
+        uploaded,
+        params,
+      );
+      const { manifest, blob } = file;
+      const version = formatVersion(manifest.version);
+      const replace = await target.canOverwrite();
+      const publishedBy = publisherName(target.principal);
+      // Everything slow is done: one short transaction (STYLE.md).
+      const outcome = await repository.saveVersion(
+        {
+          feedId: target.feedId,
+          group: manifest.group,
+          name: manifest.name,
+          version,
+          sortKey: versionSortKey(manifest.version),
+          manifest: JSON.stringify(manifestToJson(manifest)),
+          blobSha256: blob.sha256,
+          sha1: blob.sha1,
+          ...(blob.md5 ? { md5: blob.md5 } : {}),
+          ...(blob.sha512 ? { sha512: blob.sha512 } : {}),
+          size: blob.size,
+          fileList: JSON.stringify(file.fileList),
+          isVirtual: manifest.isVirtual,
+          publishedAt: deps.clock.now().toISOString(),
+          publishedBy,
+        },
+        { replace },
+      );
+      committed = blob.sha256;
+      replacedBlob = outcome.replacedBlob;
+      deps.onFeedChanged?.(target.feedId);
+      const { group, name } = manifest;
+      return {
+        group,
+        name,
+        version,
+        sha1: blob.sha1,
+        sha256: blob.sha256,
+        size: blob.size,
+        replaced: outcome.replaced,
+      };
+    } finally {
+      for (const release of releases) release();
+      const leftovers = new Set([...touched, ...(replacedBlob ? [replacedBlob] : [])]);
+      if (committed !== undefined) leftovers.delete(committed);
+      // Best effort: what is not deleted now is garbage collection's.
+      for (const sha256 of leftovers) await keeper.discardIfUnused(sha256).catch(() => undefined);
+    }
+  }
+
   return {
     async upload(command) {
       const open = contentSource(command);
       await refuseEarly(command);
-      // Every blob this upload stores is held until the end, then deleted unless something uses it.
-      const releases: Array<() => void> = [];
-      const touched: string[] = [];
-      const hold = async (blob: BlobInfo) => {
-        touched.push(blob.sha256);
-        releases.push(await keeper.hold(blob.sha256));
-      };
-      let committed: string | undefined;
-      let replacedBlob: string | undefined;
+      // The one pass over the bytes: hashed, counted and checked against the claims while stored.
+      return savePackage(command, command.params, async () =>
+        blobs.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests }),
+      );
+    },
+
+    async importPackage(command) {
+      const { source } = command;
+      const obtain =
+        "blob" in source
+          ? async () => source.blob
+          : async () => blobs.put(source.open(), { maxBytes: deps.maxUploadBytes });
       try {
-        // The one pass over the bytes: hashed, counted and checked against the claims while stored.
-        const uploaded = await blobs.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests });
-        await hold(uploaded);
-        const file = await packageFromUpload(
-          { blobs, tempDir: deps.tempDir, stored: hold, ...(deps.limits ? { limits: deps.limits } : {}) },
-          uploaded,
-          command.params,
-        );
-        const { manifest, blob } = file;
-        const version = formatVersion(manifest.version);
-        const replace = await command.canOverwrite();
-        const publishedBy = publisherName(command.principal);
-        // Everything slow is done: one short transaction (STYLE.md).
-        const outcome = await repository.saveVersion(
-          {
-            feedId: command.feedId,
-            group: manifest.group,
-            name: manifest.name,
-            version,
-            sortKey: versionSortKey(manifest.version),
-            manifest: JSON.stringify(manifestToJson(manifest)),
-            blobSha256: blob.sha256,
-            sha1: blob.sha1,
-            ...(blob.md5 ? { md5: blob.md5 } : {}),
-            ...(blob.sha512 ? { sha512: blob.sha512 } : {}),
-            size: blob.size,
-            fileList: JSON.stringify(file.fileList),
-            isVirtual: manifest.isVirtual,
-            publishedAt: deps.clock.now().toISOString(),
-            publishedBy,
-          },
-          { replace },
-        );
-        committed = blob.sha256;
-        replacedBlob = outcome.replacedBlob;
-        deps.onFeedChanged?.(command.feedId);
-        const { group, name } = manifest;
-        return {
-          group,
-          name,
-          version,
-          sha1: blob.sha1,
-          sha256: blob.sha256,
-          size: blob.size,
-          replaced: outcome.replaced,
-        };
-      } finally {
-        for (const release of releases) release();
-        const leftovers = new Set([...touched, ...(replacedBlob ? [replacedBlob] : [])]);
-        if (committed !== undefined) leftovers.delete(committed);
-        // Best effort: what is not deleted now is garbage collection's.
-        for (const sha256 of leftovers) await keeper.discardIfUnused(sha256).catch(() => undefined);
+        // No request parameters: the identity and metadata come from the file alone.
+        return await savePackage(command, { metadata: {} }, obtain);
+      } catch (error) {
+        // The upload message suggests naming the package, which an import cannot do.
+        if (error instanceof DomainError && error.code === "MANIFEST_NOT_FOUND") {
+          throw invalid(
+            "MANIFEST_NOT_FOUND",
+            "upack.json not found in package: only universal packages (.upack) and virtual packages (.vpack) " +
+              "can be imported.",
+          );
+        }
+        throw error;
       }
     },
 

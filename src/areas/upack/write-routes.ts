@@ -7,7 +7,7 @@ import { isPlainObject } from "../../domain/upack-manifest.js";
 import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
-import { claimedDigests } from "./upload-digests.js";
+import { claimedDigests } from "../../http/upload-digests.js";
 import { collectUploadParams } from "./upload-params.js";
 import type { UpackWriteService } from "./upload-service.js";
 
@@ -28,7 +28,8 @@ const MAX_JSON_OR_FORM_BYTES = 64 * 1024 * 1024;
 
 const TAGS = ["universal feed"];
 const errorText = z.string().describe("Plain-text error message");
-const uploadResult = z.object({
+/** What an upload (201) and an import (200) answer: the stored version. */
+export const uploadResult = z.object({
   group: z.string(),
   name: z.string(),
   version: z.string(),

@@ -1,8 +1,10 @@
-import { DomainError } from "../../domain/errors.js";
-import type { BlobStore } from "../../storage/blob-store.js";
+import { DomainError } from "../domain/errors.js";
+import type { BlobStore } from "./blob-store.js";
+import type { Db } from "./database.js";
 
 /**
- * Which blobs uploads in this process are working with, so that a failed or replaced upload can
+ * Which blobs uploads in this process (universal packages and assets alike: one keeper per app)
+ * are working with, so that a failed or replaced upload can
  * delete the blob it stored without pulling it from under another upload of the same bytes
  * (content addressing makes identical uploads share one blob). Anything not deleted here is left
  * to garbage collection, which must give unreferenced blobs a grace period.
@@ -68,4 +70,12 @@ export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string
       await deletion;
     },
   };
+}
+
+/** Whether any row keeps the blob alive: the `blob_references` view lists every such table. */
+export function blobReferenceCheck(db: Db): (sha256: string) => Promise<boolean> {
+  const reference = db.prepare<[string], { one: number }>(
+    "SELECT 1 AS one FROM blob_references WHERE blob_sha256 = ? LIMIT 1",
+  );
+  return async (sha256) => reference.get(sha256) !== undefined;
 }

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { invalid } from "../../domain/errors.js";
+import { invalid } from "../domain/errors.js";
 
-/** Digests a client claims for the package bytes, as lowercase hex, verified by the blob store's put. */
+/** Digests a client claims for uploaded bytes (packages, assets), as lowercase hex, verified by the blob store's put. */
 export type ClaimedDigests = Partial<Record<Algorithm, string>>;
 type Algorithm = "sha1" | "sha256" | "sha512" | "md5";
 

@@ -1,0 +1,51 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { AssetPath } from "../../domain/asset-path.js";
+import { invalid } from "../../domain/errors.js";
+import { param, parseBoolean, type QueryLike } from "../../http/params.js";
+import type { Feed } from "../management/index.js";
+import type { ArchiveFormat, AssetArchives } from "./archive-service.js";
+
+/** `format` of an export or import (compat.md 4.5): `zip` (the default) or `tgz`, in any case; else 400. */
+export function archiveFormatOf(query: QueryLike): ArchiveFormat {
+  const format = (param(query, "format") ?? "zip").toLowerCase();
+  if (format !== "zip" && format !== "tgz") throw invalid("INVALID_FORMAT", "'format' must be 'zip' or 'tgz'.");
+  return format;
+}
+
+/**
+ * Content-Type and Content-Disposition of an exported archive named after `baseName`. The quoted
+ * filename is ASCII (Node refuses other header characters, and clients read it as Latin-1), with
+ * the exact name in RFC 6266's `filename*` for clients that read it.
+ */
+export function archiveHeaders(format: ArchiveFormat, baseName: string): Record<string, string> {
+  const name = `${baseName}.${format === "zip" ? "zip" : "tar.gz"}`;
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return {
+    "content-type": format === "zip" ? "application/zip" : "application/gzip",
+    "content-disposition": `attachment; filename="${ascii}"${ascii === name ? "" : `; filename*=UTF-8''${encoded}`}`,
+  };
+}
+
+/**
+ * Answers an export of `folder` per the request's `format` and `recursive`: for `export/<path>`
+ * and for folders addressed under `content/` (Cake.ProGet, clients.md 3.15).
+ */
+export async function sendFolderExport(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  archives: AssetArchives,
+  directory: Feed,
+  folder: AssetPath,
+): Promise<FastifyReply> {
+  const query = request.query as QueryLike;
+  const format = archiveFormatOf(query);
+  // Default true: exporting a folder means all of it; a default that silently left subfolders
+  // out would lose content on an export/import round trip (pgutil always says which it wants).
+  const recursive = parseBoolean(param(query, "recursive"), true);
+  const stream = await archives.export(directory, folder, { format, recursive });
+  reply.code(200).headers(archiveHeaders(format, folder.name || directory.name));
+  if (request.method !== "HEAD") return reply.send(stream);
+  stream.destroy(); // never read, so nothing was opened
+  return reply.send();
+}

@@ -1,0 +1,156 @@
+import type { Readable } from "node:stream";
+import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
+import { DomainError, invalid } from "../../domain/errors.js";
+import { quote } from "../../domain/upack-manifest.js";
+import { DEFAULT_ARCHIVE_LIMITS } from "../../storage/archives.js";
+import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { BlobStore } from "../../storage/blob-store.js";
+import type { Feed } from "../management/index.js";
+import { folderArchive } from "./archive-export.js";
+import { type PlannedEntry, planImport } from "./archive-plan.js";
+import { withSpooledUpload } from "./archive-spool.js";
+import { openUploadedArchive } from "./archive-upload.js";
+import { type AssetItem, replaceForbidden, type WriteMode } from "./repository.js";
+import type { AssetService } from "./service.js";
+
+export type ArchiveFormat = "zip" | "tgz";
+
+/**
+ * Export and import of asset folders as archives (compat.md 4.5): export streams a ZIP or gzipped
+ * TAR of a folder; import extracts one into a folder, refusing escaping paths, links, and archives
+ * past the entry, size and ratio bounds of storage/archives.ts.
+ */
+export interface AssetArchives {
+  /** 404 when the folder does not exist (the root always does). Paths in the archive are relative to the folder. */
+  export(directory: Feed, folder: AssetPath, options: { format: ArchiveFormat; recursive: boolean }): Promise<Readable>;
+  /**
+   * Extracts the archive into the folder (created if missing). Existing files are kept unless
+   * `overwrite`, and replacing one needs `mayReplace`.
+   */
+  import(
+    directory: Feed,
+    folder: AssetPath,
+    body: () => Readable,
+    options: { format: ArchiveFormat; overwrite: boolean; mayReplace: () => Promise<boolean> },
+  ): Promise<{ files: number; skipped: number }>;
+}
+
+export interface ArchiveDeps {
+  readonly assets: AssetService;
+  readonly blobs: BlobStore;
+  readonly keeper: BlobKeeper;
+  /** Where uploaded archives are spooled before reading (ZIP needs random access); the blob store's tmp/. */
+  readonly tempDir: string;
+  readonly maxUploadBytes: number;
+}
+
+export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
+  const { assets, blobs, keeper } = deps;
+
+  async function findItem(directory: Feed, path: AssetPath): Promise<AssetItem | undefined> {
+    try {
+      return await assets.item(directory, path);
+    } catch (error) {
+      if (error instanceof DomainError && error.kind === "not_found") return undefined;
+      throw error;
+    }
+  }
+
+  /** Refuses, before the body is read, an import into a file or below one. */
+  async function checkTargetFolder(directory: Feed, folder: AssetPath): Promise<void> {
+    if (folder.path === "") return;
+    const item = await findItem(directory, folder);
+    if (item !== undefined) {
+      if (!item.isFolder) throw fileInTheWay(item.path);
+      return;
+    }
+    // A missing folder is created with its missing parents, none of which may be a file.
+    for (const ancestor of ancestorPaths(folder)) {
+      const found = await findItem(directory, ancestor);
+      if (found !== undefined && !found.isFolder) throw fileInTheWay(found.path);
+    }
+  }
+
+  /** Stores one file entry; false when a file appeared at its path since the plan and is kept. */
+  async function storeFile(
+    directory: Feed,
+    entry: PlannedEntry,
+    data: Readable | AsyncIterable<Buffer>,
+    write: { mode: WriteMode; mayReplace: boolean },
+  ): Promise<boolean> {
+    const info = await blobs.put(data, { maxBytes: entry.size, extraDigests: ["md5", "sha512"] });
+    const release = await keeper.hold(info.sha256);
+    let stored = false;
+    try {
+      const content = {
+        sha256: info.sha256,
+        size: info.size,
+        md5: info.md5 ?? "",
+        sha1: info.sha1,
+        sha512: info.sha512 ?? "",
+      };
+      await assets.putStoredFile(directory, entry.path, content, { contentType: undefined, ...write });
+      stored = true;
+    } catch (error) {
+      if (!(error instanceof DomainError && error.code === "ASSET_EXISTS")) throw error;
+    } finally {
+      release();
+    }
+    if (!stored) await keeper.discardIfUnused(info.sha256).catch(() => undefined);
+    return stored;
+  }
+
+  return {
+    async export(directory, folder, { format, recursive }) {
+      if (folder.path !== "") {
+        // 404 with the message clients look for (compat.md 4.5, clients.md ProGetAutomation).
+        const item = await assets.item(directory, folder);
+        if (!item.isFolder) {
+          throw invalid("ASSET_IS_FILE", `${quote(item.path)} is a file; only folders are exported.`);
+        }
+      }
+      const items = await assets.list(directory, folder, recursive);
+      return folderArchive(blobs, folder, items, format);
+    },
+
+    async import(directory, folder, body, options) {
+      await checkTargetFolder(directory, folder);
+      const spool = { tempDir: deps.tempDir, maxBytes: deps.maxUploadBytes };
+      return withSpooledUpload(body(), spool, async (file) => {
+        const archive = await openUploadedArchive(file, options.format, DEFAULT_ARCHIVE_LIMITS);
+        try {
+          const existing = await assets.list(directory, folder, true);
+          const plan = planImport(folder, archive.entries(), existing, options.overwrite);
+          // Asked once, and only when replacing is wanted: without the permission, overwrite=true
+          // over existing files is refused before anything is written.
+          const mayReplace = options.overwrite && (await options.mayReplace());
+          const replaced = plan.replacing[0];
+          if (replaced !== undefined && !mayReplace) throw replaceForbidden(replaced);
+          // Without replacing, a file that appears meanwhile is kept like those that were there.
+          const mode: WriteMode = mayReplace ? "create-or-replace" : "create";
+
+          // From here on every item is its own transaction: should storing fail midway (disk,
+          // I/O), what was stored stays, but no file is ever half-written (blobs appear whole,
+          // rows point only at complete blobs), and the client sees the error.
+          const byName = new Map(plan.entries.map((entry) => [entry.name, entry]));
+          let files = 0;
+          let skipped = 0;
+          if (folder.path !== "") await assets.createFolder(directory, folder);
+          await archive.extract(async (entry, data) => {
+            const planned = byName.get(entry.name);
+            if (planned === undefined) throw new Error(`the archive entry ${entry.name} was not there when checked`);
+            if (planned.isDirectory) return assets.createFolder(directory, planned.path);
+            if (!planned.skip && (await storeFile(directory, planned, data(), { mode, mayReplace }))) files += 1;
+            else skipped += 1;
+          });
+          return { files, skipped };
+        } finally {
+          await archive.close();
+        }
+      });
+    },
+  };
+}
+
+const fileInTheWay = (path: string) =>
+  invalid("PARENT_IS_FILE", `${quote(path)} is a file, so it cannot hold other items.`);

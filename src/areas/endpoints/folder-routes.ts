@@ -1,0 +1,128 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { parseAssetPath } from "../../domain/asset-path.js";
+import { DomainError, invalid } from "../../domain/errors.js";
+import { publicBaseUrl } from "../../http/base-url.js";
+import { param, parseBoolean, type QueryLike } from "../../http/params.js";
+import type { Feed } from "../management/index.js";
+import { access, directoryOf, errors, PATH_DOC, queryDoc, sendListing, TAGS, tailOf } from "./http.js";
+import type { EndpointsAreaOptions } from "./index.js";
+import { assetItemSchema, contentBaseUrl, presentAssetItem } from "./present.js";
+
+/**
+ * Folders (compat.md 4.3) and item metadata (compat.md 4.4) of an asset directory. Listings
+ * accept the client quirks `recursive=True` and pgutil's `recursive=false)`; a missing folder lists
+ * as `[]`.
+ */
+export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
+  const { assets, config } = options;
+  const contentBase = (request: FastifyRequest, directory: Feed) =>
+    contentBaseUrl(publicBaseUrl(config.baseUrl, request, config.port), directory.name);
+  const recursiveOf = (request: FastifyRequest) => parseBoolean(param(request.query as QueryLike, "recursive"), false);
+
+  const list = {
+    schema: {
+      summary: "List a folder",
+      description:
+        `${PATH_DOC} Items directly in the folder, or every item below it with \`recursive=true\`, in path ` +
+        "order; a folder that does not exist lists as [].",
+      tags: TAGS,
+      querystring: queryDoc({ recursive: "`true` to include every item below the folder (also `True`, `true)`)" }),
+      response: { 200: z.array(assetItemSchema), ...errors },
+    },
+    config: access("Feeds_ViewFeed"),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const directory = await assets.directory(directoryOf(request));
+      const folder = parseAssetPath(tailOf(request), { allowRoot: true });
+      const items = await assets.list(directory, folder, recursiveOf(request));
+      const base = contentBase(request, directory);
+      return sendListing(
+        reply,
+        items.map((item) => presentAssetItem(item, base)),
+      );
+    },
+  };
+  // `dir` and `dir/` alike: the wildcard route does not match the bare segment.
+  app.get("/endpoints/:dir/dir", list);
+  app.get("/endpoints/:dir/dir/*", list);
+
+  const createFolder = {
+    schema: {
+      summary: "Create a folder",
+      description: `${PATH_DOC} Creates the folder and any missing parents; an existing folder is not an error.`,
+      tags: TAGS,
+      response: { 201: z.unknown(), ...errors },
+    },
+    config: access("Feeds_AddPackage"),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const directory = await assets.directory(directoryOf(request));
+      const path = parseAssetPath(tailOf(request), { allowRoot: true });
+      if (path.path !== "") await assets.createFolder(directory, path);
+      return reply.code(201).send();
+    },
+  };
+  app.post("/endpoints/:dir/dir", createFolder);
+  app.post("/endpoints/:dir/dir/*", createFolder);
+
+  const deleteItem = {
+    schema: {
+      summary: "Delete a file or folder",
+      description: `${PATH_DOC} A folder that is not empty needs \`recursive=true\` (else 400); a missing item is not an error.`,
+      tags: TAGS,
+      querystring: queryDoc({ recursive: "`true` to delete a folder with its contents (also `True`)" }),
+      response: { 200: z.unknown(), ...errors },
+    },
+    config: access("Feeds_DeletePackage"),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const directory = await assets.directory(directoryOf(request));
+      const path = parseAssetPath(tailOf(request), { allowRoot: true });
+      if (path.path === "") throw invalid("ROOT_NOT_DELETABLE", "The root folder cannot be deleted.");
+      await assets.delete(directory, path, { recursive: recursiveOf(request), filesOnly: false });
+      return reply.code(200).send();
+    },
+  };
+  app.post("/endpoints/:dir/delete", deleteItem);
+  app.post("/endpoints/:dir/delete/*", deleteItem);
+
+  app.get("/endpoints/:dir/metadata/*", {
+    schema: {
+      summary: "Get an item's metadata",
+      description: `${PATH_DOC} The item with its \`userMetadata\` and own \`cacheHeader\`; 404 when missing.`,
+      tags: TAGS,
+      response: { 200: assetItemSchema, ...errors },
+    },
+    config: access("Feeds_ViewFeed"),
+    handler: async (request) => {
+      const directory = await assets.directory(directoryOf(request));
+      const item = await assets.item(directory, parseAssetPath(tailOf(request)));
+      return presentAssetItem(item, contentBase(request, directory));
+    },
+  });
+
+  app.post("/endpoints/:dir/metadata/*", {
+    schema: {
+      summary: "Update an item's metadata",
+      description:
+        `${PATH_DOC} JSON MetadataUpdate: \`type\` (files only), \`userMetadata\` (text or ` +
+        "`{value, includeInResponseHeader: true}`), `userMetadataUpdateMode` (`update` keeps other entries, " +
+        "`replace` removes them), `cacheHeader` (`{type, value}`: Inherit, NoCache, TTL seconds, Custom text; " +
+        "type in any case, value as number or text). Returns the updated item.",
+      tags: TAGS,
+      response: { 200: assetItemSchema, ...errors, 415: errors[400] },
+    },
+    config: access("Feeds_AddPackage"),
+    handler: async (request) => {
+      const body = request.body;
+      if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body) || "pipe" in body)) {
+        throw new DomainError("unsupported", "JSON_REQUIRED", "Send the metadata as a JSON object (application/json).");
+      }
+      const directory = await assets.directory(directoryOf(request));
+      const item = await assets.updateMetadata(
+        directory,
+        parseAssetPath(tailOf(request)),
+        (body ?? {}) as Record<string, unknown>,
+      );
+      return presentAssetItem(item, contentBase(request, directory));
+    },
+  });
+};

@@ -1,0 +1,78 @@
+import path from "node:path";
+import type { FastifyPluginAsync } from "fastify";
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { BlobStore } from "../../storage/blob-store.js";
+import type { Db } from "../../storage/database.js";
+import type { FeedService } from "../management/index.js";
+import { archiveRoutes } from "./archive-routes.js";
+import { type AssetArchives, createAssetArchives } from "./archive-service.js";
+import { contentRoutes } from "./content-routes.js";
+import { folderRoutes } from "./folder-routes.js";
+import { createMultipartUploads, type MultipartUploads } from "./multipart-service.js";
+import { createAssetRepository } from "./repository.js";
+import { type AssetService, createAssetService } from "./service.js";
+
+export type { AssetService } from "./service.js";
+
+/** What the asset directory area (seed-api.md area F) is built from. */
+export interface EndpointsDeps {
+  readonly db: Db;
+  readonly blobs: BlobStore;
+  readonly keeper: BlobKeeper;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly feeds: FeedService;
+}
+
+export interface EndpointsServices {
+  readonly assets: AssetService;
+  readonly multipart: MultipartUploads;
+  readonly archives: AssetArchives;
+}
+
+export type EndpointsAreaOptions = EndpointsDeps & EndpointsServices;
+
+/** Wires repository -> services; app.ts shares `assets` with the universal feed import. */
+export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices {
+  const assets = createAssetService({
+    repository: createAssetRepository(deps.db),
+    feeds: deps.feeds,
+    blobs: deps.blobs,
+    keeper: deps.keeper,
+    clock: deps.clock,
+    maxUploadBytes: deps.config.maxUploadBytes,
+  });
+  const multipart = createMultipartUploads({
+    db: deps.db,
+    assets,
+    blobs: deps.blobs,
+    keeper: deps.keeper,
+    clock: deps.clock,
+    spoolDir: path.join(deps.config.dataDir, "multipart"),
+    maxUploadBytes: deps.config.maxUploadBytes,
+    maxAgeMs: deps.config.multipartMaxAgeMs,
+  });
+  const archives = createAssetArchives({
+    assets,
+    blobs: deps.blobs,
+    keeper: deps.keeper,
+    tempDir: path.join(deps.config.dataDir, "tmp"),
+    maxUploadBytes: deps.config.maxUploadBytes,
+  });
+  return { assets, multipart, archives };
+}
+
+/** `/endpoints/<dir>/...`: files (content-routes.ts), folders and metadata (folder-routes.ts), archives. */
+export const endpointsArea: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
+  await app.register(contentRoutes, options);
+  await app.register(folderRoutes, options);
+  await app.register(archiveRoutes, options);
+  // Abandoned multipart uploads are swept while the server runs (compat.md 4.2 "Feed Cleanup").
+  // Sweep errors go to the app's log, which is known here but not where the services are built.
+  app.addHook("onReady", async () =>
+    options.multipart.start((error) => app.log.warn({ err: error }, "removing abandoned multipart uploads failed")),
+  );
+  app.addHook("onClose", async () => options.multipart.stop());
+};

@@ -1,0 +1,299 @@
+import type { UserMetadata } from "../../domain/asset-metadata.js";
+import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
+import { type CacheHeader, INHERIT } from "../../domain/cache-header.js";
+import { DomainError, invalid, notFound, PERMISSION_DENIED_MESSAGE } from "../../domain/errors.js";
+import { quote } from "../../domain/upack-manifest.js";
+import type { Db } from "../../storage/database.js";
+
+/** A file or folder of an asset directory as stored (migration 0006). */
+export interface AssetItem {
+  readonly path: string;
+  readonly key: string;
+  readonly isFolder: boolean;
+  /** Files: the stored Content-Type; undefined = decided from the extension. */
+  readonly contentType: string | undefined;
+  readonly file: StoredContent | undefined;
+  readonly userMetadata: UserMetadata;
+  readonly cacheHeader: CacheHeader;
+  readonly createdAt: string;
+  readonly modifiedAt: string;
+}
+
+/** A file's content: its blob and digests (lowercase hex). */
+export interface StoredContent {
+  readonly sha256: string;
+  readonly size: number;
+  readonly md5: string;
+  readonly sha1: string;
+  readonly sha512: string;
+}
+
+/** How a file write treats an existing file at the path (compat.md 4.2: POST, PUT, PATCH). */
+export type WriteMode = "create-or-replace" | "create" | "replace";
+
+export interface FileWrite {
+  readonly path: AssetPath;
+  readonly content: StoredContent;
+  readonly contentType: string | undefined;
+  readonly mode: WriteMode;
+  /** Whether an existing file may be replaced (Feeds_OverwritePackage); checked inside the transaction. */
+  readonly mayReplace: boolean;
+  readonly now: string;
+}
+
+export interface MetadataWrite {
+  /** undefined leaves the type unchanged (and folders have none). */
+  readonly contentType?: string;
+  readonly userMetadata?: UserMetadata;
+  readonly cacheHeader?: CacheHeader;
+  readonly now: string;
+}
+
+/**
+ * SQL of the asset directory area. Every method is one transaction; writes take the write lock
+ * first (IMMEDIATE), so that checks and changes see the same tree even across processes.
+ */
+export interface AssetRepository {
+  find(feedId: number, key: string): Promise<AssetItem | undefined>;
+  /** The items at these keys that exist (for inherited cache settings). */
+  findAll(feedId: number, keys: readonly string[]): Promise<AssetItem[]>;
+  /** Items directly in the folder ('' = root), or every item below it, in path order. */
+  list(feedId: number, folderKey: string, recursive: boolean): Promise<AssetItem[]>;
+  /** Stores a file and any missing parent folders; returns the replaced content, if any. */
+  writeFile(feedId: number, write: FileWrite): Promise<{ replaced: StoredContent | undefined }>;
+  /** Creates the folder and missing parents; an existing folder is not an error, a file is (400). */
+  createFolder(feedId: number, path: AssetPath, now: string): Promise<void>;
+  /**
+   * Deletes a file, or a folder with everything in it when `recursive`. Returns the number of
+   * items deleted (0 when nothing was there) and the content of the deleted files.
+   */
+  delete(
+    feedId: number,
+    path: AssetPath,
+    options: { recursive: boolean; filesOnly: boolean },
+  ): Promise<{ deleted: number; contents: StoredContent[] }>;
+  updateMetadata(feedId: number, key: string, write: MetadataWrite): Promise<void>;
+}
+
+/**
+ * A row as an array in ITEM_COLUMNS order: statements run in raw mode, which a 10,000-item listing
+ * reads in about 60% of the time it takes to build one object per row.
+ */
+type ItemRow = [
+  path: string,
+  pathKey: string,
+  isFolder: 0 | 1,
+  contentType: string | null,
+  blobSha256: string | null,
+  size: number | null,
+  md5: string | null,
+  sha1: string | null,
+  sha512: string | null,
+  userMetadata: string,
+  cacheHeader: string | null,
+  createdAt: string,
+  modifiedAt: string,
+];
+
+const ITEM_COLUMNS =
+  "path, path_key, is_folder, content_type, blob_sha256, size, md5, sha1, sha512, user_metadata, cache_header, created_at, modified_at";
+
+const NO_METADATA: UserMetadata = Object.freeze({});
+
+function toItem(row: ItemRow): AssetItem {
+  const [path, key, isFolder, contentType, sha256, size, md5, sha1, sha512, metadata, cache, created, modified] = row;
+  return {
+    path,
+    key,
+    isFolder: isFolder === 1,
+    contentType: contentType ?? undefined,
+    file:
+      isFolder === 0 && sha256 !== null
+        ? { sha256, size: size ?? 0, md5: md5 ?? "", sha1: sha1 ?? "", sha512: sha512 ?? "" }
+        : undefined,
+    // Most items have none: skipping the parse keeps a 10,000-item listing fast.
+    userMetadata: metadata === "{}" ? NO_METADATA : (JSON.parse(metadata) as UserMetadata),
+    cacheHeader: cache === null ? INHERIT : (JSON.parse(cache) as CacheHeader),
+    createdAt: created,
+    modifiedAt: modified,
+  };
+}
+
+const parentKeyOf = (key: string) => key.slice(0, Math.max(0, key.lastIndexOf("/")));
+/** Keys strictly below a folder sort between `<key>/` and `<key>0` ('0' follows '/' in code order). */
+const belowRange = (key: string) => (key === "" ? ["", "\u{10ffff}"] : [`${key}/`, `${key}0`]);
+
+export function createAssetRepository(db: Db): AssetRepository {
+  const findOne = db
+    .prepare<[number, string], ItemRow>(`SELECT ${ITEM_COLUMNS} FROM asset_items WHERE feed_id = ? AND path_key = ?`)
+    .raw(true);
+  const children = db
+    .prepare<[number, string], ItemRow>(
+      `SELECT ${ITEM_COLUMNS} FROM asset_items WHERE feed_id = ? AND parent_key = ? ORDER BY path_key`,
+    )
+    .raw(true);
+  const below = db
+    .prepare<[number, string, string], ItemRow>(
+      `SELECT ${ITEM_COLUMNS} FROM asset_items WHERE feed_id = ? AND path_key > ? AND path_key < ? ORDER BY path_key`,
+    )
+    .raw(true);
+  const countBelow = db.prepare<[number, string, string], { n: number }>(
+    "SELECT count(*) AS n FROM asset_items WHERE feed_id = ? AND path_key > ? AND path_key < ?",
+  );
+  const insertFolder = db.prepare<[number, string, string, string, string, string]>(
+    `INSERT INTO asset_items (feed_id, path, path_key, parent_key, is_folder, created_at, modified_at)
+     VALUES (?, ?, ?, ?, 1, ?, ?)`,
+  );
+  const insertFile = db.prepare(
+    `INSERT INTO asset_items (feed_id, path, path_key, parent_key, is_folder, content_type, blob_sha256, size,
+       md5, sha1, sha512, created_at, modified_at)
+     VALUES (@feedId, @path, @key, @parentKey, 0, @contentType, @sha256, @size, @md5, @sha1, @sha512, @now, @now)`,
+  );
+  // A replaced file keeps its spelling, creation time, metadata and cache setting (compat.md 4.2 overwrite).
+  const replaceFile = db.prepare(
+    `UPDATE asset_items SET content_type = @contentType, blob_sha256 = @sha256, size = @size, md5 = @md5,
+       sha1 = @sha1, sha512 = @sha512, modified_at = @now
+     WHERE feed_id = @feedId AND path_key = @key`,
+  );
+  const deleteOne = db.prepare<[number, string]>("DELETE FROM asset_items WHERE feed_id = ? AND path_key = ?");
+  const deleteBelow = db.prepare<[number, string, string]>(
+    "DELETE FROM asset_items WHERE feed_id = ? AND path_key > ? AND path_key < ?",
+  );
+  const setMetadata = db.prepare(
+    `UPDATE asset_items SET content_type = CASE WHEN is_folder = 1 THEN NULL ELSE coalesce(@contentType, content_type) END,
+       user_metadata = coalesce(@userMetadata, user_metadata),
+       cache_header = CASE WHEN @setCache = 1 THEN @cacheHeader ELSE cache_header END,
+       modified_at = @now
+     WHERE feed_id = @feedId AND path_key = @key`,
+  );
+
+  const find = (feedId: number, key: string) => {
+    const row = findOne.get(feedId, key);
+    return row === undefined ? undefined : toItem(row);
+  };
+
+  /** Creates the missing folders on the way to `path`; a file on the way is a 400. */
+  function ensureFolders(feedId: number, folders: readonly AssetPath[], now: string): void {
+    for (const folder of folders) {
+      const existing = find(feedId, folder.key);
+      if (existing === undefined) insertFolder.run(feedId, folder.path, folder.key, parentKeyOf(folder.key), now, now);
+      else if (!existing.isFolder) {
+        throw invalid("PARENT_IS_FILE", `${quote(existing.path)} is a file, so it cannot hold other items.`);
+      }
+    }
+  }
+
+  const writeFile = db.transaction((feedId: number, write: FileWrite) => {
+    const { path, content } = write;
+    ensureFolders(feedId, ancestorPaths(path), write.now);
+    const existing = find(feedId, path.key);
+    if (existing?.isFolder === true) throw isFolder(existing.path);
+    if (existing !== undefined && write.mode === "create") throw fileExists(existing.path);
+    if (existing === undefined && write.mode === "replace") throw assetNotFound();
+    if (replacingNeedsPermission(existing) && !write.mayReplace) throw replaceForbidden(existing?.path ?? "");
+    const values = {
+      feedId,
+      path: path.path,
+      key: path.key,
+      parentKey: parentKeyOf(path.key),
+      contentType: write.contentType ?? null,
+      sha256: content.sha256,
+      size: content.size,
+      md5: content.md5,
+      sha1: content.sha1,
+      sha512: content.sha512,
+      now: write.now,
+    };
+    if (existing === undefined) insertFile.run(values);
+    else replaceFile.run(values);
+    return { replaced: existing?.file };
+  });
+
+  const createFolder = db.transaction((feedId: number, path: AssetPath, now: string) => {
+    ensureFolders(feedId, [...ancestorPaths(path), path], now);
+  });
+
+  const remove = db.transaction((feedId: number, path: AssetPath, recursive: boolean, filesOnly: boolean) => {
+    const existing = find(feedId, path.key);
+    if (existing === undefined) return { deleted: 0, contents: [] };
+    if (existing.isFolder && filesOnly) throw isFolder(existing.path);
+    const contents: StoredContent[] = existing.file ? [existing.file] : [];
+    let deleted = 1;
+    if (existing.isFolder) {
+      const [from, to] = belowRange(path.key) as [string, string];
+      if ((countBelow.get(feedId, from, to)?.n ?? 0) > 0 && !recursive) {
+        throw invalid(
+          "FOLDER_NOT_EMPTY",
+          `The folder ${quote(existing.path)} is not empty; delete it with recursive=true to delete its contents too.`,
+        );
+      }
+      for (const row of below.all(feedId, from, to)) {
+        const item = toItem(row);
+        if (item.file) contents.push(item.file);
+      }
+      deleted += deleteBelow.run(feedId, from, to).changes;
+    }
+    deleteOne.run(feedId, path.key);
+    return { deleted, contents };
+  });
+
+  const updateMetadata = db.transaction((feedId: number, key: string, write: MetadataWrite) => {
+    const result = setMetadata.run({
+      feedId,
+      key,
+      contentType: write.contentType ?? null,
+      userMetadata: write.userMetadata === undefined ? null : JSON.stringify(write.userMetadata),
+      setCache: write.cacheHeader === undefined ? 0 : 1,
+      cacheHeader:
+        write.cacheHeader === undefined || write.cacheHeader.type === "Inherit"
+          ? null
+          : JSON.stringify(write.cacheHeader),
+      now: write.now,
+    });
+    if (result.changes === 0) throw assetNotFound();
+  });
+
+  return {
+    find: async (feedId, key) => find(feedId, key),
+    findAll: async (feedId, keys) =>
+      keys.flatMap((key) => {
+        const item = find(feedId, key);
+        return item === undefined ? [] : [item];
+      }),
+    async list(feedId, folderKey, recursive) {
+      if (!recursive) return children.all(feedId, folderKey).map(toItem);
+      const [from, to] = belowRange(folderKey) as [string, string];
+      return below.all(feedId, from, to).map(toItem);
+    },
+    writeFile: async (feedId, write) => writeFile.immediate(feedId, write),
+    createFolder: async (feedId, path, now) => createFolder.immediate(feedId, path, now),
+    delete: async (feedId, path, options) => remove.immediate(feedId, path, options.recursive, options.filesOnly),
+    updateMetadata: async (feedId, key, write) => updateMetadata.immediate(feedId, key, write),
+  };
+}
+
+/** The phrase a client test looks for (clients.md 4 item 12); keep it verbatim. */
+export const ASSET_NOT_FOUND_MESSAGE = "The specified asset was not found.";
+
+export const assetNotFound = () => notFound("ASSET_NOT_FOUND", ASSET_NOT_FOUND_MESSAGE);
+
+export const isFolder = (path: string) =>
+  invalid("ASSET_IS_FOLDER", `${quote(path)} is a folder; this operation needs a file.`);
+
+/**
+ * Whether replacing the item needs the overwrite privilege: a file with content does; an empty
+ * file holds nothing to lose (ProGetAutomation creates one, with its Content-Type, right before
+ * the multipart upload that fills it, with a key that may only add).
+ */
+export const replacingNeedsPermission = (existing: AssetItem | undefined): boolean =>
+  existing?.file !== undefined && existing.file.size > 0;
+
+export const fileExists = (path: string) =>
+  invalid("ASSET_EXISTS", `The file ${quote(path)} already exists; use POST or PATCH to replace it.`);
+
+export const replaceForbidden = (path: string) =>
+  new DomainError(
+    "forbidden",
+    "OVERWRITE_FORBIDDEN",
+    `${PERMISSION_DENIED_MESSAGE} The file ${quote(path)} already exists, and replacing it needs the overwrite/delete permission.`,
+  );

@@ -1,0 +1,276 @@
+import { Readable } from "node:stream";
+import mime from "mime-types";
+import { mergeUserMetadata, parseUserMetadata } from "../../domain/asset-metadata.js";
+import { type AssetPath, ancestorPaths, parseAssetPath } from "../../domain/asset-path.js";
+import { type CacheHeader, effectiveCacheControl, INHERIT, parseCacheHeader } from "../../domain/cache-header.js";
+import type { Clock } from "../../domain/clock.js";
+import { invalid, notFound } from "../../domain/errors.js";
+import type { ClaimedDigests } from "../../http/upload-digests.js";
+import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { BlobStore } from "../../storage/blob-store.js";
+import type { Feed, FeedService } from "../management/index.js";
+import {
+  type AssetItem,
+  type AssetRepository,
+  assetNotFound,
+  fileExists,
+  isFolder,
+  replaceForbidden,
+  replacingNeedsPermission,
+  type StoredContent,
+  type WriteMode,
+} from "./repository.js";
+
+/** A file upload: the body (undefined: empty file), its declared type and how it treats an existing file. */
+export interface FileUpload {
+  readonly body: (() => Readable) | undefined;
+  /** The request's Content-Type, if it names the file's type (see contentTypeOfUpload). */
+  readonly contentType: string | undefined;
+  readonly mode: WriteMode;
+  /** Asked only when a file exists at the path: whether the caller may replace it. */
+  readonly mayReplace: () => Promise<boolean>;
+  readonly digests?: ClaimedDigests;
+}
+
+/** The MetadataUpdate of seed-api.md area F, as parsed JSON. */
+export type MetadataUpdateInput = Record<string, unknown>;
+
+/** A file ready to be served: its item, the type and cache header it is served with. */
+export interface ServedFile {
+  readonly item: AssetItem & { readonly file: StoredContent };
+  readonly contentType: string;
+  readonly cacheControl: string;
+  /** Whether active content (HTML, SVG) is served as is: the directory is marked as a site. */
+  readonly staticSite: boolean;
+}
+
+/** Asset directory use cases (seed-api.md area F, compat.md 4). Throws DomainError; knows no HTTP. */
+export interface AssetService {
+  /** The asset directory by name or alternate name; 404 for unknown names and feeds of other types. */
+  directory(name: string): Promise<Feed>;
+  /** How a file is served: its type, effective cache header and whether active content is sandboxed. */
+  serve(directory: Feed, item: AssetItem): Promise<ServedFile>;
+  /** Stores a file (compat.md 4.2 POST/PUT/PATCH); returns the stored item. */
+  putFile(directory: Feed, path: AssetPath, upload: FileUpload): Promise<AssetItem>;
+  /** Stores content already in the blob store (held by the caller) at a path: multipart completion, imports. */
+  putStoredFile(
+    directory: Feed,
+    path: AssetPath,
+    content: StoredContent,
+    options: { contentType: string | undefined; mode: WriteMode; mayReplace: boolean },
+  ): Promise<AssetItem>;
+  /** Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. */
+  delete(directory: Feed, path: AssetPath, options: { recursive: boolean; filesOnly: boolean }): Promise<void>;
+  /** Items of a folder ('' = root); a missing folder gives [] (compat.md 4.3). */
+  list(directory: Feed, folder: AssetPath, recursive: boolean): Promise<AssetItem[]>;
+  createFolder(directory: Feed, path: AssetPath): Promise<void>;
+  /** One item; 404 when missing. */
+  item(directory: Feed, path: AssetPath): Promise<AssetItem>;
+  updateMetadata(directory: Feed, path: AssetPath, input: MetadataUpdateInput): Promise<AssetItem>;
+  /** The cache setting an item inherits when its own is Inherit (its folders', then the directory's). */
+  inheritedCacheHeader(directory: Feed, path: AssetPath): Promise<CacheHeader>;
+}
+
+export interface AssetServiceDeps {
+  readonly repository: AssetRepository;
+  readonly feeds: FeedService;
+  readonly blobs: BlobStore;
+  readonly keeper: BlobKeeper;
+  readonly clock: Clock;
+  readonly maxUploadBytes: number;
+}
+
+/** Types by lowercased extension: mime-types' lookup costs ~10 µs, a listing asks once per file. */
+const typeByExtension = new Map<string, string>();
+const MAX_REMEMBERED_EXTENSIONS = 1000;
+
+/** The type a file is served with: as uploaded, else from its extension, else bytes. */
+export function contentTypeOf(item: Pick<AssetItem, "path" | "contentType">): string {
+  if (item.contentType !== undefined) return item.contentType;
+  const name = item.path.slice(item.path.lastIndexOf("/") + 1);
+  const dot = name.lastIndexOf(".");
+  const extension = dot < 0 ? "" : name.slice(dot + 1).toLowerCase();
+  let type = typeByExtension.get(extension);
+  if (type === undefined) {
+    type = (extension !== "" && mime.contentType(extension)) || "application/octet-stream";
+    if (typeByExtension.size < MAX_REMEMBERED_EXTENSIONS) typeByExtension.set(extension, type);
+  }
+  return type;
+}
+
+const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(?:\s*;[\x20-\x7e]*)?$/;
+
+/**
+ * The Content-Type an upload declares for the file (compat.md 4.2: the request's type becomes the
+ * item's type; absent, the server decides from the extension). A form-urlencoded label is what
+ * curl puts on `--data-binary` when nobody chose a type, so it counts as absent too.
+ */
+export function contentTypeOfUpload(header: string | undefined): string | undefined {
+  const value = header?.trim();
+  if (value === undefined || value === "") return undefined;
+  if (value.toLowerCase().startsWith("application/x-www-form-urlencoded")) return undefined;
+  if (value.length > 255 || !MEDIA_TYPE.test(value)) {
+    throw invalid("INVALID_CONTENT_TYPE", "The Content-Type must be a media type such as 'text/plain; charset=utf-8'.");
+  }
+  return value;
+}
+
+const ASSET_FEED_TYPE = "asset";
+
+export function createAssetService(deps: AssetServiceDeps): AssetService {
+  const { repository, blobs, keeper, clock } = deps;
+  const now = () => clock.now().toISOString();
+
+  async function inheritedCacheHeader(directory: Feed, path: AssetPath): Promise<CacheHeader> {
+    const folders = ancestorPaths(path).reverse(); // innermost first
+    const found = new Map(
+      (
+        await repository.findAll(
+          directory.id,
+          folders.map((f) => f.key),
+        )
+      ).map((i) => [i.key, i]),
+    );
+    const settings = [
+      ...folders.map((f) => found.get(f.key)?.cacheHeader ?? INHERIT),
+      directory.settings.cacheHeader ?? INHERIT,
+    ];
+    return settings.find((setting) => setting.type !== "Inherit") ?? INHERIT;
+  }
+
+  async function getItem(directory: Feed, path: AssetPath): Promise<AssetItem> {
+    const item = await repository.find(directory.id, path.key);
+    if (item === undefined) throw assetNotFound();
+    return item;
+  }
+
+  /** Puts the body into the blob store (every digest computed on the way) and holds the blob. */
+  async function storeBody(upload: FileUpload): Promise<{ content: StoredContent; release: () => void }> {
+    const source = upload.body?.() ?? Readable.from([]);
+    const info = await blobs.put(source, {
+      maxBytes: deps.maxUploadBytes,
+      extraDigests: ["md5", "sha512"],
+      ...(upload.digests ? { expected: upload.digests } : {}),
+    });
+    const release = await keeper.hold(info.sha256);
+    const content = {
+      sha256: info.sha256,
+      size: info.size,
+      md5: info.md5 ?? "",
+      sha1: info.sha1,
+      sha512: info.sha512 ?? "",
+    };
+    return { content, release };
+  }
+
+  async function putStoredFile(
+    directory: Feed,
+    path: AssetPath,
+    content: StoredContent,
+    options: { contentType: string | undefined; mode: WriteMode; mayReplace: boolean },
+  ): Promise<AssetItem> {
+    let committed = false;
+    try {
+      const { replaced } = await repository.writeFile(directory.id, { path, content, ...options, now: now() });
+      committed = true;
+      if (replaced !== undefined && replaced.sha256 !== content.sha256) {
+        await keeper.discardIfUnused(replaced.sha256).catch(() => undefined);
+      }
+    } finally {
+      if (!committed) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+    }
+    return getItem(directory, path);
+  }
+
+  return {
+    async directory(name) {
+      const feed = await deps.feeds.findFeed(name);
+      if (feed === undefined || feed.feedType !== ASSET_FEED_TYPE) {
+        throw notFound("ASSET_DIRECTORY_NOT_FOUND", "asset directory not found");
+      }
+      return feed;
+    },
+
+    async serve(directory, item) {
+      if (item.file === undefined) throw isFolder(item.path);
+      const setting =
+        item.cacheHeader.type === "Inherit"
+          ? await inheritedCacheHeader(directory, parseAssetPath(item.path))
+          : item.cacheHeader;
+      return {
+        item: item as ServedFile["item"],
+        contentType: contentTypeOf(item),
+        cacheControl: effectiveCacheControl([setting]),
+        staticSite: directory.settings.staticSite,
+      };
+    },
+
+    async putFile(directory, path, upload) {
+      // Everything that can be refused without the body is refused before reading it.
+      const existing = await repository.find(directory.id, path.key);
+      if (existing?.isFolder === true) throw isFolder(existing.path);
+      if (existing !== undefined && upload.mode === "create") throw fileExists(existing.path);
+      if (existing === undefined && upload.mode === "replace") throw assetNotFound();
+      const mayReplace = replacingNeedsPermission(existing) ? await upload.mayReplace() : false;
+      if (replacingNeedsPermission(existing) && !mayReplace) throw replaceForbidden(existing?.path ?? "");
+      const { content, release } = await storeBody(upload);
+      try {
+        // A file that appeared meanwhile may be replaced only by a caller allowed to.
+        const allowed = replacingNeedsPermission(existing) ? mayReplace : await upload.mayReplace();
+        return await putStoredFile(directory, path, content, {
+          contentType: upload.contentType,
+          mode: upload.mode,
+          mayReplace: allowed,
+        });
+      } finally {
+        release();
+      }
+    },
+
+    putStoredFile,
+
+    async delete(directory, path, options) {
+      const { contents } = await repository.delete(directory.id, path, options);
+      for (const content of contents) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+    },
+
+    list: async (directory, folder, recursive) => repository.list(directory.id, folder.key, recursive),
+
+    async createFolder(directory, path) {
+      await repository.createFolder(directory.id, path, now());
+    },
+
+    item: getItem,
+
+    async updateMetadata(directory, path, input) {
+      const item = await getItem(directory, path);
+      const fields = new Map(Object.entries(input).map(([name, value]) => [name.toLowerCase(), value]));
+      const type = fields.get("type");
+      const mode = fields.get("usermetadataupdatemode");
+      const userMetadata = fields.get("usermetadata");
+      const cacheHeader = fields.get("cacheheader");
+      if (mode !== undefined && mode !== null && (typeof mode !== "string" || !/^(update|replace)$/i.test(mode))) {
+        throw invalid("INVALID_UPDATE_MODE", "'userMetadataUpdateMode' must be 'update' or 'replace'.");
+      }
+      const replace = typeof mode === "string" && mode.toLowerCase() === "replace";
+      const given = userMetadata === undefined || userMetadata === null ? undefined : parseUserMetadata(userMetadata);
+      await repository.updateMetadata(directory.id, path.key, {
+        // `type` is ignored for folders (seed-api.md MetadataUpdate).
+        ...(type !== undefined && type !== null && !item.isFolder
+          ? { contentType: contentTypeOfUpload(typeof type === "string" ? type : String(type)) }
+          : {}),
+        ...(given !== undefined || replace
+          ? { userMetadata: mergeUserMetadata(item.userMetadata, given ?? {}, replace ? "replace" : "update") }
+          : {}),
+        ...(cacheHeader !== undefined && cacheHeader !== null ? { cacheHeader: parseCacheHeader(cacheHeader) } : {}),
+        now: now(),
+      });
+      return getItem(directory, path);
+    },
+
+    inheritedCacheHeader,
+  };
+}
+
+/** Parses the path of a route's wildcard; the root is allowed where a folder is meant. */
+export const assetPathOf = (raw: string | undefined, allowRoot: boolean) => parseAssetPath(raw ?? "", { allowRoot });
