@@ -10,7 +10,7 @@ import { folderArchive } from "./archive-export.js";
 import { type PlannedEntry, planImport } from "./archive-plan.js";
 import { withSpooledUpload } from "./archive-spool.js";
 import { openUploadedArchive } from "./archive-upload.js";
-import { type AssetItem, replaceForbidden, type WriteMode } from "./repository.js";
+import { replaceForbidden, type WriteMode } from "./repository.js";
 import type { AssetService } from "./service.js";
 
 export type ArchiveFormat = "zip" | "tgz";
@@ -47,26 +47,17 @@ export interface ArchiveDeps {
 export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
   const { assets, blobs, keeper } = deps;
 
-  async function findItem(directory: Feed, path: AssetPath): Promise<AssetItem | undefined> {
-    try {
-      return await assets.item(directory, path);
-    } catch (error) {
-      if (error instanceof DomainError && error.kind === "not_found") return undefined;
-      throw error;
-    }
-  }
-
   /** Refuses, before the body is read, an import into a file or below one. */
   async function checkTargetFolder(directory: Feed, folder: AssetPath): Promise<void> {
     if (folder.path === "") return;
-    const item = await findItem(directory, folder);
+    const item = await assets.findItem(directory, folder);
     if (item !== undefined) {
       if (!item.isFolder) throw fileInTheWay(item.path);
       return;
     }
     // A missing folder is created with its missing parents, none of which may be a file.
     for (const ancestor of ancestorPaths(folder)) {
-      const found = await findItem(directory, ancestor);
+      const found = await assets.findItem(directory, ancestor);
       if (found !== undefined && !found.isFolder) throw fileInTheWay(found.path);
     }
   }
@@ -78,17 +69,9 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
     data: Readable | AsyncIterable<Buffer>,
     write: { mode: WriteMode; mayReplace: boolean },
   ): Promise<boolean> {
-    const info = await blobs.put(data, { maxBytes: entry.size, extraDigests: ["md5", "sha512"] });
-    const release = await keeper.hold(info.sha256);
+    const { content, release } = await assets.storeContent(data, { maxBytes: entry.size });
     let stored = false;
     try {
-      const content = {
-        sha256: info.sha256,
-        size: info.size,
-        md5: info.md5 ?? "",
-        sha1: info.sha1,
-        sha512: info.sha512 ?? "",
-      };
       await assets.putStoredFile(directory, entry.path, content, { contentType: undefined, ...write });
       stored = true;
     } catch (error) {
@@ -96,7 +79,7 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
     } finally {
       release();
     }
-    if (!stored) await keeper.discardIfUnused(info.sha256).catch(() => undefined);
+    if (!stored) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
     return stored;
   }
 

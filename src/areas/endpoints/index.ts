@@ -1,11 +1,6 @@
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
-import type { Config } from "../../config.js";
-import type { Clock } from "../../domain/clock.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
-import type { BlobStore } from "../../storage/blob-store.js";
-import type { Db } from "../../storage/database.js";
-import type { FeedService } from "../management/index.js";
+import type { ContentAreaDeps } from "../content-area-deps.js";
 import { archiveRoutes } from "./archive-routes.js";
 import { type AssetArchives, createAssetArchives } from "./archive-service.js";
 import { contentRoutes } from "./content-routes.js";
@@ -17,14 +12,7 @@ import { type AssetService, createAssetService } from "./service.js";
 export type { AssetService } from "./service.js";
 
 /** What the asset directory area (seed-api.md area F) is built from. */
-export interface EndpointsDeps {
-  readonly db: Db;
-  readonly blobs: BlobStore;
-  readonly keeper: BlobKeeper;
-  readonly clock: Clock;
-  readonly config: Config;
-  readonly feeds: FeedService;
-}
+export type EndpointsDeps = ContentAreaDeps;
 
 export interface EndpointsServices {
   readonly assets: AssetService;

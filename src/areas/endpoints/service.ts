@@ -32,6 +32,19 @@ export interface FileUpload {
   readonly digests?: ClaimedDigests;
 }
 
+export interface StoreOptions {
+  /** Defaults to WHARF_MAX_UPLOAD_BYTES. */
+  readonly maxBytes?: number;
+  /** Digests the client claims; a mismatch refuses the content. */
+  readonly expected?: ClaimedDigests;
+}
+
+/** Content in the blob store, held until `release` is called. */
+export interface HeldContent {
+  readonly content: StoredContent;
+  readonly release: () => void;
+}
+
 /** The MetadataUpdate of seed-api.md area F, as parsed JSON. */
 export type MetadataUpdateInput = Record<string, unknown>;
 
@@ -66,6 +79,13 @@ export interface AssetService {
   createFolder(directory: Feed, path: AssetPath): Promise<void>;
   /** One item; 404 when missing. */
   item(directory: Feed, path: AssetPath): Promise<AssetItem>;
+  findItem(directory: Feed, path: AssetPath): Promise<AssetItem | undefined>;
+  /**
+   * Puts bytes into the blob store with every digest an item reports (streamed), and holds the
+   * blob for the caller until `release`, so that no concurrent deletion takes it before it is
+   * stored with putStoredFile.
+   */
+  storeContent(source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
   updateMetadata(directory: Feed, path: AssetPath, input: MetadataUpdateInput): Promise<AssetItem>;
   /** The cache setting an item inherits when its own is Inherit (its folders', then the directory's). */
   inheritedCacheHeader(directory: Feed, path: AssetPath): Promise<CacheHeader>;
@@ -144,13 +164,14 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     return item;
   }
 
-  /** Puts the body into the blob store (every digest computed on the way) and holds the blob. */
-  async function storeBody(upload: FileUpload): Promise<{ content: StoredContent; release: () => void }> {
-    const source = upload.body?.() ?? Readable.from([]);
+  async function storeContent(
+    source: Readable | AsyncIterable<Buffer>,
+    options: StoreOptions = {},
+  ): Promise<HeldContent> {
     const info = await blobs.put(source, {
-      maxBytes: deps.maxUploadBytes,
+      maxBytes: options.maxBytes ?? deps.maxUploadBytes,
       extraDigests: ["md5", "sha512"],
-      ...(upload.digests ? { expected: upload.digests } : {}),
+      ...(options.expected ? { expected: options.expected } : {}),
     });
     const release = await keeper.hold(info.sha256);
     const content = {
@@ -213,7 +234,10 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       if (existing === undefined && upload.mode === "replace") throw assetNotFound();
       const mayReplace = replacingNeedsPermission(existing) ? await upload.mayReplace() : false;
       if (replacingNeedsPermission(existing) && !mayReplace) throw replaceForbidden(existing?.path ?? "");
-      const { content, release } = await storeBody(upload);
+      const { content, release } = await storeContent(
+        upload.body?.() ?? Readable.from([]),
+        upload.digests ? { expected: upload.digests } : {},
+      );
       try {
         // A file that appeared meanwhile may be replaced only by a caller allowed to.
         const allowed = replacingNeedsPermission(existing) ? mayReplace : await upload.mayReplace();
@@ -241,6 +265,8 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     },
 
     item: getItem,
+    findItem: async (directory, path) => repository.find(directory.id, path.key),
+    storeContent,
 
     async updateMetadata(directory, path, input) {
       const item = await getItem(directory, path);

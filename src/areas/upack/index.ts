@@ -1,11 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
-import type { Config } from "../../config.js";
-import type { Clock } from "../../domain/clock.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
-import type { BlobStore } from "../../storage/blob-store.js";
-import type { Db } from "../../storage/database.js";
+import type { ContentAreaDeps } from "../content-area-deps.js";
 import type { AssetService } from "../endpoints/index.js";
-import type { FeedService } from "../management/index.js";
 import { upackImportRoutes } from "./import-routes.js";
 import { upackReadRoutes } from "./read-routes.js";
 import { createUpackServices, type UpackServices } from "./services.js";
@@ -14,14 +9,7 @@ import { upackWriteRoutes } from "./write-routes.js";
 export { createUpackServices, type UpackServices } from "./services.js";
 
 /** What the universal feed area (seed-api.md area A) is built from. */
-export interface UpackAreaOptions {
-  readonly db: Db;
-  readonly blobs: BlobStore;
-  /** The app's one keeper of blobs in use by uploads (shared with asset directories). */
-  readonly keeper: BlobKeeper;
-  readonly clock: Clock;
-  readonly config: Config;
-  readonly feeds: FeedService;
+export interface UpackAreaOptions extends ContentAreaDeps {
   /** Asset directories, for imports from them (compat.md 2.9); absent: such imports are 404. */
   readonly assets?: AssetService;
   /** The app's one set of universal feed services (services.ts); built here when absent. */
