@@ -1,0 +1,42 @@
+/**
+ * A connector to a remote universal feed (compat.md 5.3) as Wharf keeps it (migration 0007).
+ * The password is kept because it is sent to the upstream; the management API never returns it.
+ */
+export interface Connector {
+  readonly id: number;
+  readonly name: string;
+  /** The remote feed's URL, e.g. `https://proget.example.com/upack/internal` (no trailing '/'). */
+  readonly url: string;
+  /** As ProGet spells it in output, e.g. `universal` (compat.md 5.2 feed types). */
+  readonly feedType: string;
+  /** Bound on one upstream request, in seconds. */
+  readonly timeoutSeconds: number;
+  readonly metadataCacheEnabled: boolean;
+  /** How long a cached metadata answer is served without asking the upstream again. */
+  readonly metadataCacheMinutes: number;
+  /** How many metadata answers are kept for this connector (oldest out first). */
+  readonly metadataCacheCount: number;
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+  /** Shared wildcard patterns (domain/patterns.ts): which remote packages are visible; `!` blocks. */
+  readonly filters: readonly string[];
+  readonly health: ConnectorHealth;
+  readonly createdAt: string;
+  readonly modifiedAt: string;
+}
+
+/** Connector health (seed-api.md area D). */
+export interface ConnectorHealth {
+  readonly state: "healthy" | "error" | "unknown";
+  /** Set when the state is `error`. */
+  readonly errorMessage: string | undefined;
+  /** yyyy-MM-ddTHH:mm:ss.fffZ of the last check; undefined while unknown. */
+  readonly lastChecked: string | undefined;
+}
+
+export const CONNECTOR_DEFAULTS = {
+  timeoutSeconds: 30,
+  metadataCacheEnabled: true,
+  metadataCacheMinutes: 30,
+  metadataCacheCount: 100,
+} as const;
