@@ -2,10 +2,12 @@ import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { connectorExists, connectorsArea } from "./areas/connectors/index.js";
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
 import { packagesApiArea } from "./areas/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
+import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
 import { securityArea } from "./areas/security/index.js";
@@ -19,6 +21,7 @@ import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
+import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import type { Db } from "./storage/database.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
@@ -50,8 +53,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
+  // Caches keyed on the database's change version (auth, download lookups) see every commit made before this request.
+  const changes = changeWatchOf(deps.db);
   // Synchronous (callback) hook: no promise and no extra microtask on every request.
   app.addHook("onRequest", (request, reply, done) => {
+    changes.refresh();
     reply.header("X-ProGet-Version", PROGET_API_VERSION);
     reply.header("X-ProGet-Edition", PROGET_EDITION);
     reply.header("X-Request-Id", request.id);
@@ -62,7 +68,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(formbody);
   await registerOpenApi(app);
 
-  const feeds = createFeedService({ db: deps.db, clock, config });
+  const feeds = createFeedService({ db: deps.db, clock, config, connectorExists: connectorExists(deps.db) });
   registerAuthentication(
     app,
     createAuthenticator({
@@ -76,17 +82,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(healthRoutes, { db: deps.db });
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
+  await app.register(connectorsArea, { db: deps.db, clock, config, feeds });
   // One set of universal feed services for both APIs that serve universal packages.
   // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
   const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
   const shared = { db: deps.db, blobs: deps.blobs, keeper, clock, config, feeds };
   const endpoints = createEndpointsServices(shared);
   // The universal feed imports packages from asset directories (compat.md 2.9) through their service.
-  const upack = { ...shared, assets: endpoints.assets };
+  const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
+  const upack = { ...shared, assets: endpoints.assets, deployments };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
   await app.register(packagesApiArea, { ...upack, services: upackServices });
   await app.register(endpointsArea, { ...shared, ...endpoints });
+  await app.register(packageDeploymentArea, { deployments });
   await registerOpenApiRoutes(app);
   return app;
 }

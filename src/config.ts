@@ -34,6 +34,8 @@ export interface Config {
    * undefined: imports from server paths are refused.
    */
   readonly importRoot: string | undefined;
+  /** How often each connector's upstream is checked for connector health; 0 turns scheduled checks off. */
+  readonly connectorHealthIntervalMs: number;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -93,6 +95,16 @@ const envSchema = z.object({
     .refine((hours) => hours > 0 && hours <= 24 * 365, "must be more than 0 and at most 8760 (a year)")
     .default(24),
   WHARF_IMPORT_ROOT: z.string().min(1).optional(),
+  // Fractions down to 0.01 (0.6 s) let tests and demos watch a scheduled check happen.
+  WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of minutes")
+    .transform(Number)
+    .refine(
+      (minutes) => minutes === 0 || (minutes >= 0.01 && minutes * 60_000 <= MAX_TIMER_MS),
+      `must be 0 (off) or from 0.01 to ${Math.floor(MAX_TIMER_MS / 60_000)} (about 24 days)`,
+    )
+    .default(60),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -124,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     importRoot: v.WHARF_IMPORT_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_IMPORT_ROOT),
+    connectorHealthIntervalMs: Math.round(v.WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES * 60_000),
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

@@ -1,7 +1,9 @@
+import type { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { canReadSmall } from "../storage/blob-cache.js";
-import type { BlobStore } from "../storage/blob-store.js";
+import { type BlobStore, canOpenReader } from "../storage/blob-store.js";
 import { sendError } from "./errors.js";
+import { recyclingBlobStream } from "./recycling-stream.js";
 
 /** What a route knows about the stored item it serves; the bytes themselves stay in the store. */
 export interface BlobToSend {
@@ -231,7 +233,7 @@ export async function sendBlob(
   const stat = whole === undefined ? await blobs.stat(blob.sha256) : { size: whole.length };
   const stream =
     stat?.size === blob.size && !head && whole === undefined
-      ? await blobs.open(blob.sha256, range.kind === "partial" ? { start: range.start, end: range.end } : undefined)
+      ? await openStream(blobs, blob, range.kind === "partial" ? range : { start: 0, end: blob.size - 1 }, reply)
       : undefined;
   if (stat?.size !== blob.size || (!head && stream === undefined && whole === undefined)) {
     request.log.error(
@@ -256,6 +258,23 @@ export async function sendBlob(
   // Fastify destroys the stream, closing the file, when the client disconnects mid-body or has
   // already left while the file was being opened (both proven in test/integration/send-blob.test.ts).
   return stream === undefined ? reply.send() : reply.send(stream);
+}
+
+/** Positional reads into reused buffers where the store allows them (http/recycling-stream.ts), else its stream. */
+async function openStream(
+  blobs: BlobStore,
+  blob: BlobToSend,
+  range: { start: number; end: number },
+  reply: FastifyReply,
+): Promise<Readable | undefined> {
+  if (!canOpenReader(blobs)) return blobs.open(blob.sha256, range);
+  const reader = await blobs.openReader(blob.sha256);
+  if (reader === undefined) return undefined;
+  if (reader.size !== blob.size) {
+    await reader.close();
+    return undefined;
+  }
+  return recyclingBlobStream(reader, range, reply.raw);
 }
 
 /** The last Last-Modified formatted: a hot download sends the same one again and again. */

@@ -1,4 +1,4 @@
-import type { BlobStore } from "./blob-store.js";
+import { type BlobStore, canOpenReader } from "./blob-store.js";
 
 /**
  * A blob store that also hands out small blobs whole, from memory: for a 10 KiB package the
@@ -82,6 +82,8 @@ export function withSmallBlobCache(store: BlobStore, options: SmallBlobCacheOpti
     list: () => store.list(),
     totalBytes: () => store.totalBytes(),
     clearStaleTemporaryFiles: () => store.clearStaleTemporaryFiles(),
+    // Large downloads read positionally when the store can (http/recycling-stream.ts).
+    ...(canOpenReader(store) ? { openReader: (sha256: string) => store.openReader(sha256) } : {}),
 
     async readSmall(sha256, expectedSize) {
       if (expectedSize > maxBlobBytes) return undefined;

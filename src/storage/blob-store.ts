@@ -50,3 +50,25 @@ export interface BlobStore {
   /** Removes temporary files left by a crashed process; called once at start-up. */
   clearStaleTemporaryFiles(): Promise<number>;
 }
+
+/** Positional reads of one stored blob, for callers that manage their own buffers. */
+export interface BlobReader {
+  /** Bytes of the blob as stored. */
+  readonly size: number;
+  /** Reads up to `target.length` bytes at `position` into `target`; resolves with the count (0 past the end). */
+  read(target: Buffer, position: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * A store that can also open a blob for positional reads (the file store can, an object store
+ * might not). `openReader` follows `open`'s rules: undefined for an absent blob or an invalid
+ * address, and the bytes stay readable even if the blob is deleted while the reader is open.
+ */
+export interface RandomAccessBlobs {
+  openReader(sha256: string): Promise<BlobReader | undefined>;
+}
+
+export function canOpenReader(store: BlobStore): store is BlobStore & RandomAccessBlobs {
+  return typeof (store as Partial<RandomAccessBlobs>).openReader === "function";
+}

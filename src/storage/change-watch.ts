@@ -1,24 +1,25 @@
 import type { Db } from "./database.js";
 
 /**
- * Tells in-process caches whether the database may have changed, cheaply enough to ask several
- * times per request:
+ * Tells in-process caches whether the database may have changed, cheaply enough to ask on every
+ * request:
  * - `total_changes()` counts every row this connection has inserted, updated or deleted, whatever
- *   code did it (repositories, bootstrap, test fixtures), rolled back or not; it costs ~0.1 µs and
+ *   code did it (repositories, bootstrap, test fixtures), rolled back or not; it costs ~50 ns and
  *   is read on every call;
  * - `PRAGMA data_version` moves whenever another connection, in this process or another one (the
  *   CLI, a second server, an administrator's sqlite3 shell), commits anything. It takes SQLite's
- *   shared lock (~3 µs, more than the rest of a cached small download's database work), so a read
- *   is reused for OTHERS_HORIZON_MS: under load one read serves many requests, while a commit
- *   made elsewhere (a key revoked from the CLI) is seen by every request that starts a
- *   millisecond after it.
- * So equal versions mean nothing has been written since, except writes made through `quietly`
- * and, for at most the horizon, other connections' commits. The check is coarse (any write
- * anywhere invalidates), and never misses a write made through this connection.
+ *   shared lock (~2 µs, as much as a point query), so it is read once per unit of work: again
+ *   after `refresh()` (app.ts calls it as each request starts) and in each event-loop turn.
+ * So equal versions mean nothing has been written since, except writes made through `quietly`.
+ * The check is coarse (any write anywhere invalidates), but it never misses a change that
+ * committed before the request asking started: a cache keyed on it may be stale only for work
+ * that started before the write committed, which could not have told the difference anyway.
  */
 export interface ChangeWatch {
   /** Equal for two calls when nothing was written in between (see above). Synchronous on purpose. */
   version(): string;
+  /** A new unit of work starts (an HTTP request): the next `version()` asks about other connections again. */
+  refresh(): void;
   /**
    * Runs a synchronous write that no cache keyed on `version()` depends on (download counters,
    * last-used times), without moving the version. Only for writes to columns those caches never
@@ -26,9 +27,6 @@ export interface ChangeWatch {
    */
   quietly<T>(write: () => T): T;
 }
-
-/** How long a read of `PRAGMA data_version` stands for the current state of other connections. */
-export const OTHERS_HORIZON_MS = 1;
 
 const watches = new WeakMap<Db, ChangeWatch>();
 
@@ -48,18 +46,27 @@ function createChangeWatch(db: Db): ChangeWatch {
   /** Rows changed by quiet writes: subtracted, so that they do not count as changes. */
   let quiet = 0;
   const changes = () => totalChanges.get() ?? 0;
-  let others = 0;
-  /** performance.now() of the last data_version read; -Infinity: never read. */
-  let othersReadAt = Number.NEGATIVE_INFINITY;
+  /** data_version as last read, until refresh() or the end of the event-loop turn it was read in. */
+  let others: number | undefined;
+  let endOfTurnScheduled = false;
+  const endOfTurn = () => {
+    endOfTurnScheduled = false;
+    others = undefined;
+  };
 
   return {
     version() {
-      const now = performance.now();
-      if (now - othersReadAt >= OTHERS_HORIZON_MS) {
+      if (others === undefined) {
         others = dataVersion.get() ?? 0;
-        othersReadAt = now;
+        if (!endOfTurnScheduled) {
+          endOfTurnScheduled = true;
+          setImmediate(endOfTurn);
+        }
       }
       return `${changes() - quiet}:${others}`;
+    },
+    refresh() {
+      others = undefined;
     },
     quietly(write) {
       const before = changes();

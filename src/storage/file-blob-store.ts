@@ -3,7 +3,7 @@ import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs
 import path from "node:path";
 import { Readable } from "node:stream";
 import { DomainError, invalid } from "../domain/errors.js";
-import type { BlobInfo, BlobStore, PutOptions } from "./blob-store.js";
+import type { BlobInfo, BlobReader, BlobStore, PutOptions, RandomAccessBlobs } from "./blob-store.js";
 
 type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
 type Digests = Partial<Record<Algorithm, string>> & Record<"sha256" | "sha1", string>;
@@ -28,7 +28,7 @@ const ALGORITHM_NAMES: Record<Algorithm, string> = {
  * enough for every filesystem. Puts are written under `<root>/tmp/` first: it sits on the same
  * filesystem, so the final rename is atomic and a reader never sees a partial blob.
  */
-export function createFileBlobStore(rootDir: string): BlobStore {
+export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBlobs {
   const blobsDir = path.join(rootDir, "blobs");
   const tmpDir = path.join(rootDir, "tmp");
 
@@ -112,6 +112,28 @@ export function createFileBlobStore(rootDir: string): BlobStore {
     }
   }
 
+  async function openReader(sha256: string): Promise<BlobReader | undefined> {
+    if (!ADDRESS.test(sha256)) return undefined;
+    let handle: FileHandle;
+    try {
+      handle = await open(blobPath(sha256), "r");
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+    try {
+      const { size } = await handle.stat();
+      return {
+        size,
+        read: async (target, position) => (await handle.read(target, 0, target.length, position)).bytesRead,
+        close: () => handle.close(),
+      };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
   async function deleteBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return;
     // Empty fan-out dirs are left in place: removing them would race with a put's mkdir+rename.
@@ -152,6 +174,7 @@ export function createFileBlobStore(rootDir: string): BlobStore {
     put,
     stat: statBlob,
     open: openBlob,
+    openReader,
     delete: deleteBlob,
     list,
     totalBytes,

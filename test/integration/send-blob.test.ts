@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerErrorHandling } from "../../src/http/errors.js";
 import { type BlobToSend, sendBlob } from "../../src/http/send-blob.js";
-import type { BlobStore } from "../../src/storage/blob-store.js";
+import type { BlobStore, RandomAccessBlobs } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 
 /** sendBlob on its own: a tiny app serving named blobs from a real file store on a temp dir. */
@@ -17,7 +17,7 @@ describe("sendBlob", () => {
   const small = Buffer.from("0123456789abcdefghijklmnopqrstuvwxyz");
   const items = new Map<string, BlobToSend>();
   let dir: string;
-  let blobs: BlobStore;
+  let blobs: BlobStore & RandomAccessBlobs;
   let app: FastifyInstance;
   let smallSha: string;
   const lateOpens: Array<Promise<unknown>> = [];
@@ -51,11 +51,15 @@ describe("sendBlob", () => {
     // Metadata whose bytes were never stored: the integrity fault sendBlob must report.
     items.set("missing", { sha256: "f".repeat(64), size: 3, lastModified, contentType: "text/plain" });
     // Counts opens, to show that the status is decided before the file is touched.
-    const counted: BlobStore = {
+    const counted: BlobStore & RandomAccessBlobs = {
       ...blobs,
       open: (sha256, range) => {
         opens++;
         return blobs.open(sha256, range);
+      },
+      openReader: (sha256) => {
+        opens++;
+        return blobs.openReader(sha256);
       },
     };
     app = Fastify();
@@ -75,12 +79,17 @@ describe("sendBlob", () => {
       const gone = new Promise((resolve) => reply.raw.once("close", resolve));
       const item = items.get((request.params as { name: string }).name);
       if (item === undefined) return reply.code(404).send("no such item");
-      const late: BlobStore = {
+      const late: BlobStore & RandomAccessBlobs = {
         ...blobs,
         open: (sha256, range) => {
           const stream = gone.then(() => blobs.open(sha256, range));
           lateOpens.push(stream);
           return stream;
+        },
+        openReader: (sha256) => {
+          const reader = gone.then(() => blobs.openReader(sha256));
+          lateOpens.push(reader);
+          return reader;
         },
       };
       return sendBlob(request, reply, item, late);

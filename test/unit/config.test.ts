@@ -29,6 +29,7 @@ describe("loadConfig", () => {
       fetchMaxBytes: 10 * 1024 ** 3,
       multipartMaxAgeMs: 24 * 3_600_000,
       importRoot: undefined,
+      connectorHealthIntervalMs: 3_600_000,
       logLevel: "info",
     });
   });
@@ -48,6 +49,7 @@ describe("loadConfig", () => {
         WHARF_FETCH_MAX_BYTES: "2048",
         WHARF_MULTIPART_MAX_AGE_HOURS: "1.5",
         WHARF_IMPORT_ROOT: "imports",
+        WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES: "5",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -65,6 +67,7 @@ describe("loadConfig", () => {
       fetchMaxBytes: 2048,
       multipartMaxAgeMs: 1.5 * 3_600_000,
       importRoot: path.join(CWD, "imports"),
+      connectorHealthIntervalMs: 300_000,
       logLevel: "debug",
     });
   });

@@ -25,6 +25,9 @@ export interface Connector {
   readonly modifiedAt: string;
 }
 
+/** The editable part of a connector: what create and update produce (health and times are not). */
+export type ConnectorDraft = Omit<Connector, "id" | "health" | "createdAt" | "modifiedAt">;
+
 /** Connector health (seed-api.md area D). */
 export interface ConnectorHealth {
   readonly state: "healthy" | "error" | "unknown";

@@ -3,16 +3,16 @@ import { z } from "zod";
 import { metadataHeaders } from "../../domain/asset-metadata.js";
 import { ASSET_ROOT, type AssetPath, parseAssetPath } from "../../domain/asset-path.js";
 import { invalid } from "../../domain/errors.js";
-import { publicBaseUrl } from "../../http/base-url.js";
 import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
 import { sendBlob } from "../../http/send-blob.js";
 import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import type { Feed } from "../management/index.js";
 import { sendFolderExport } from "./archive-reply.js";
-import { access, directoryOf, errors, PATH_DOC, queryDoc, sendListing, TAGS, tailOf } from "./http.js";
+import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
+import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
-import { assetItemSchema, contentBaseUrl, presentAssetItem } from "./present.js";
+import { assetItemSchema, presentAssetItem } from "./present.js";
 import type { WriteMode } from "./repository.js";
 import { contentTypeOfUpload, type ServedFile } from "./service.js";
 
@@ -48,9 +48,6 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
   closeConnectionsOfRefusedUploads(app);
 
-  const contentBase = (request: FastifyRequest, directory: Feed) =>
-    contentBaseUrl(publicBaseUrl(config.baseUrl, request, config.port), directory.name);
-
   /**
    * A folder addressed under content/ (Cake.ProGet builds directory URLs that way, clients.md 3.15):
    * `format` exports it, `recursive` lists it; anything else is the 400 of compat.md 4.2.
@@ -59,12 +56,8 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
     const query = request.query as QueryLike;
     if (hasParam(query, "format")) return sendFolderExport(request, reply, archives, directory, path);
     if (hasParam(query, "recursive")) {
-      const items = await assets.list(directory, path, parseBoolean(param(query, "recursive"), false));
-      const base = contentBase(request, directory);
-      return sendListing(
-        reply,
-        items.map((item) => presentAssetItem(item, base)),
-      );
+      const recursive = parseBoolean(param(query, "recursive"), false);
+      return sendFolderListing(request, reply, options, { directory, folder: path, recursive });
     }
     throw invalid("ASSET_IS_FOLDER", "The path names a folder; list it with dir/<path> or download a file.");
   }
@@ -175,7 +168,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
         }
         if (mode === "complete") {
           const item = await multipart.complete(directory, path, query, { contentType, mayReplace });
-          return reply.code(200).send(presentAssetItem(item, contentBase(request, directory)));
+          return reply.code(200).send(presentAssetItem(item, contentBaseFor(request, config, directory)));
         }
         throw invalid("INVALID_MULTIPART", "'multipart' must be 'upload' or 'complete'.");
       }
@@ -187,7 +180,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
         mayReplace,
         digests: claimedDigests(request.headers),
       });
-      return reply.code(201).send(presentAssetItem(item, contentBase(request, directory)));
+      return reply.code(201).send(presentAssetItem(item, contentBaseFor(request, config, directory)));
     },
   });
 

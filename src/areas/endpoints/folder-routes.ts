@@ -2,12 +2,11 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { parseAssetPath } from "../../domain/asset-path.js";
 import { DomainError, invalid } from "../../domain/errors.js";
-import { publicBaseUrl } from "../../http/base-url.js";
 import { param, parseBoolean, type QueryLike } from "../../http/params.js";
-import type { Feed } from "../management/index.js";
-import { access, directoryOf, errors, PATH_DOC, queryDoc, sendListing, TAGS, tailOf } from "./http.js";
+import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
+import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
-import { assetItemSchema, contentBaseUrl, presentAssetItem } from "./present.js";
+import { assetItemSchema, presentAssetItem } from "./present.js";
 
 /**
  * Folders (compat.md 4.3) and item metadata (compat.md 4.4) of an asset directory. Listings
@@ -16,8 +15,6 @@ import { assetItemSchema, contentBaseUrl, presentAssetItem } from "./present.js"
  */
 export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
   const { assets, config } = options;
-  const contentBase = (request: FastifyRequest, directory: Feed) =>
-    contentBaseUrl(publicBaseUrl(config.baseUrl, request, config.port), directory.name);
   const recursiveOf = (request: FastifyRequest) => parseBoolean(param(request.query as QueryLike, "recursive"), false);
 
   const list = {
@@ -34,12 +31,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const directory = await assets.directory(directoryOf(request));
       const folder = parseAssetPath(tailOf(request), { allowRoot: true });
-      const items = await assets.list(directory, folder, recursiveOf(request));
-      const base = contentBase(request, directory);
-      return sendListing(
-        reply,
-        items.map((item) => presentAssetItem(item, base)),
-      );
+      return sendFolderListing(request, reply, options, { directory, folder, recursive: recursiveOf(request) });
     },
   };
   // `dir` and `dir/` alike: the wildcard route does not match the bare segment.
@@ -95,7 +87,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
     handler: async (request) => {
       const directory = await assets.directory(directoryOf(request));
       const item = await assets.item(directory, parseAssetPath(tailOf(request)));
-      return presentAssetItem(item, contentBase(request, directory));
+      return presentAssetItem(item, contentBaseFor(request, config, directory));
     },
   });
 
@@ -122,7 +114,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
         parseAssetPath(tailOf(request)),
         (body ?? {}) as Record<string, unknown>,
       );
-      return presentAssetItem(item, contentBase(request, directory));
+      return presentAssetItem(item, contentBaseFor(request, config, directory));
     },
   });
 };

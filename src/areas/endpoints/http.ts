@@ -1,8 +1,11 @@
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { Config } from "../../config.js";
 import type { AccessNeed } from "../../domain/principal.js";
+import { publicBaseUrl } from "../../http/base-url.js";
+import type { Feed } from "../management/index.js";
+import { contentBaseUrl } from "./present.js";
 export { queryDoc } from "../../http/query-doc.js";
-import type { AssetItemJson } from "./present.js";
 
 /** What every asset directory route shares: its parameters, needs and documentation pieces. */
 
@@ -27,14 +30,9 @@ export const directoryNeed =
 
 export const access = (attribute: AssetAttribute) => ({ access: { need: directoryNeed(attribute) } });
 
-/**
- * Sends a listing as JSON text. Fastify hands a string through untouched, so the route's response
- * schema documents the shape without being checked item by item: for a folder of 10,000 items the
- * check cost several hundred milliseconds (bench/endpoints-scenarios.ts), the JSON itself ~15 ms.
- */
-export function sendListing(reply: FastifyReply, items: readonly AssetItemJson[]): FastifyReply {
-  return reply.code(200).type("application/json; charset=utf-8").send(JSON.stringify(items));
-}
+/** Where this caller downloads the directory's files: WHARF_BASE_URL or the request's host (compat.md 4.1 `content`). */
+export const contentBaseFor = (request: FastifyRequest, config: Config, directory: Feed) =>
+  contentBaseUrl(publicBaseUrl(config.baseUrl, request, config.port), directory.name);
 
 export const PATH_DOC =
   "The path inside the directory, '/'-separated; '..', backslashes, control characters and absolute paths are refused.";

@@ -1,10 +1,12 @@
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
+import { changeWatchOf } from "../../storage/change-watch.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import { archiveRoutes } from "./archive-routes.js";
 import { type AssetArchives, createAssetArchives } from "./archive-service.js";
 import { contentRoutes } from "./content-routes.js";
 import { folderRoutes } from "./folder-routes.js";
+import { createListingCache, type ListingCache } from "./listing-cache.js";
 import { createMultipartUploads, type MultipartUploads } from "./multipart-service.js";
 import { createAssetRepository } from "./repository.js";
 import { type AssetService, createAssetService } from "./service.js";
@@ -16,6 +18,7 @@ export type EndpointsDeps = ContentAreaDeps;
 
 export interface EndpointsServices {
   readonly assets: AssetService;
+  readonly listings: ListingCache;
   readonly multipart: MultipartUploads;
   readonly archives: AssetArchives;
 }
@@ -49,7 +52,7 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     tempDir: path.join(deps.config.dataDir, "tmp"),
     maxUploadBytes: deps.config.maxUploadBytes,
   });
-  return { assets, multipart, archives };
+  return { assets, multipart, archives, listings: createListingCache(changeWatchOf(deps.db)) };
 }
 
 /** `/endpoints/<dir>/...`: files (content-routes.ts), folders and metadata (folder-routes.ts), archives. */

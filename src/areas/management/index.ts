@@ -11,9 +11,18 @@ export type { Feed, FeedDraft, FeedSettings, RetentionRule } from "./feed-settin
 export type { FeedInput, FeedJson } from "./schemas.js";
 export { endpointUrl, type FeedService, type FeedView } from "./service.js";
 
-/** Wires repository -> service for feed management; app.ts shares the service with other areas. */
-export function createFeedService(deps: { db: Db; clock: Clock; config: Config }): FeedService {
-  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock: deps.clock, config: deps.config });
+/**
+ * Wires repository -> service for feed management; app.ts shares the service with other areas.
+ * `connectorExists` comes from the connectors area; without it no connector exists (CLI, tests).
+ */
+export function createFeedService(deps: {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  connectorExists?: (name: string) => Promise<boolean>;
+}): FeedService {
+  const { clock, config, connectorExists } = deps;
+  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock, config, connectorExists });
 }
 
 /** Area I: `/api/management/feeds/...` and `/api/storage`. */

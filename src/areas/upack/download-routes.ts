@@ -6,6 +6,7 @@ import { queryDoc } from "../../http/query-doc.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { sendBlob } from "../../http/send-blob.js";
 import type { BlobStore } from "../../storage/blob-store.js";
+import { recordAnnouncedDeployment } from "../package-deployment/index.js";
 import {
   attachment,
   contentTypeFor,
@@ -81,6 +82,8 @@ export async function countDownload(
   } catch (error) {
     request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
   }
+  const announced = recordAnnouncedDeployment(request, target, downloads.recordDeployment);
+  if (announced !== undefined) await announced;
 }
 
 export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions> = async (app, options) => {

@@ -7,6 +7,7 @@ import type { BlobStore } from "../../storage/blob-store.js";
 import { zipSubtreeToTgz } from "../../storage/tgz.js";
 import { type ArchiveEntry, openZipBlob, type ZipReader } from "../../storage/zip.js";
 import type { Feed, FeedService } from "../management/index.js";
+import type { PackageDeploymentService } from "../package-deployment/index.js";
 import type { PackageFilePath } from "./download-path.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import type { DownloadRow, UpackQueryRepository } from "./query-repository.js";
@@ -71,6 +72,8 @@ export interface UpackDownloadService {
   openFile(file: StoredPackage, path: PackageFilePath): Promise<PackageFile>;
   /** The virtual manifest of a virtual package; 404 for any other (PRODUCT.md). */
   virtualManifest(target: DownloadTarget): Promise<string>;
+  /** Stores the deployment a download announces (X-ProGet-Deployment-* headers, compat.md 2.4); absent: ignored. */
+  readonly recordDeployment?: PackageDeploymentService["recordDownload"] | undefined;
 }
 
 /** One file inside a package; `close` releases the archive when the file is not streamed. */
@@ -86,6 +89,8 @@ export interface UpackDownloadServiceDeps {
   readonly feeds: FeedService;
   readonly blobs: BlobStore;
   readonly assembleVirtual: AssembleVirtual;
+  /** Where deployments announced by downloads are recorded (the package-deployment area); absent: nowhere. */
+  readonly recordDeployment?: PackageDeploymentService["recordDownload"];
 }
 
 const CONTENT_PREFIX = "package/";
@@ -94,6 +99,8 @@ export function createUpackDownloadService(deps: UpackDownloadServiceDeps): Upac
   const { repository, feeds, blobs } = deps;
 
   return {
+    recordDeployment: deps.recordDeployment,
+
     async resolve(feedName, tail, latest) {
       const feed = await getUniversalFeed(feeds, feedName);
       const path = parsePackagePath(tail.split("/"), { versionExpected: !latest });

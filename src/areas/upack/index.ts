@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import type { AssetService } from "../endpoints/index.js";
+import type { PackageDeploymentService } from "../package-deployment/index.js";
 import { upackImportRoutes } from "./import-routes.js";
 import { upackReadRoutes } from "./read-routes.js";
 import { createUpackServices, type UpackServices } from "./services.js";
@@ -10,6 +11,8 @@ export { createUpackServices, type UpackServices } from "./services.js";
 
 /** What the universal feed area (seed-api.md area A) is built from. */
 export interface UpackAreaOptions extends ContentAreaDeps {
+  /** Deployment records: stored from download headers and counted in versions (compat.md 2.4, 6.2); absent: neither. */
+  readonly deployments?: PackageDeploymentService;
   /** Asset directories, for imports from them (compat.md 2.9); absent: such imports are 404. */
   readonly assets?: AssetService;
   /** The app's one set of universal feed services (services.ts); built here when absent. */

@@ -108,13 +108,15 @@ export function packageJson(row: PackageRow): string {
   );
 }
 
-export function versionJson(row: VersionRow): string {
+/** `deploymentCount`: package deployment records of the version (compat.md 6.2), when they are tracked. */
+export function versionJson(row: VersionRow, deploymentCount?: number): string {
   const fileList = row.file_list === undefined ? "" : `,"fileList":${fileListJson(row.file_list)}`;
+  const deployments = deploymentCount === undefined ? "" : `,"deploymentCount":${deploymentCount}`;
   return (
     `{${groupMember(row.group_name)}"name":${text(row.name)},"version":${text(row.version)}${manifestMembers(row.manifest)},` +
     `"downloads":"${row.downloads}","published":${text(isoMillis(row.published_at))},"size":${row.size},` +
     `"sha1":${text(row.sha1.toLowerCase())},"isLocal":${bool(row.is_cached ? 0 : 1)},` +
-    `"isCached":${bool(row.is_cached)},"isVirtual":${bool(row.is_virtual)}${fileList}}`
+    `"isCached":${bool(row.is_cached)},"isVirtual":${bool(row.is_virtual)}${deployments}${fileList}}`
   );
 }
 

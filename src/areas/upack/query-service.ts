@@ -3,9 +3,10 @@ import { quote } from "../../domain/upack-manifest.js";
 import { formatPackageId } from "../../domain/upack-range.js";
 import { canonicalVersion } from "../../domain/upack-version.js";
 import type { Feed, FeedService } from "../management/index.js";
+import { deploymentCountKey } from "../package-deployment/index.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import { arrayJson, type FeedMetadata, type FeedServiceName, packageJson, versionJson } from "./present.js";
-import type { UpackQueryRepository } from "./query-repository.js";
+import type { UpackQueryRepository, VersionRow } from "./query-repository.js";
 
 /**
  * Listing use cases of the universal feed (seed-api.md area A: list packages, list versions,
@@ -44,6 +45,14 @@ export interface UpackQueryServiceDeps {
   readonly virtualPackages: boolean;
   /** Bytes of JSON answers kept for reuse; 0 turns the cache off. Default 64 MiB. */
   readonly cacheBytes?: number;
+  /**
+   * Deployment records per version (the package-deployment area), keyed by deploymentCountKey;
+   * absent: versions carry no `deploymentCount`.
+   */
+  readonly deploymentCounts?: (
+    feedId: number,
+    only?: { groupKey: string; nameKey: string },
+  ) => Promise<ReadonlyMap<string, number>>;
 }
 
 /** Default and maximum length of a list (seed-api.md "Limits"). */
@@ -80,6 +89,14 @@ export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQuery
   const cache = new ResponseCache(deps.cacheBytes ?? 64 * 1024 * 1024);
 
   const feedId = async (feedName: string) => (await getUniversalFeed(feeds, feedName)).id;
+  const deploymentCountsOf = async (id: number, only?: { groupKey: string; nameKey: string }) =>
+    deps.deploymentCounts === undefined ? undefined : deps.deploymentCounts(id, only);
+  const countOf = (counts: ReadonlyMap<string, number> | undefined, row: VersionRow) =>
+    counts === undefined
+      ? undefined
+      : (counts.get(
+          deploymentCountKey(row.group_name.toLowerCase(), row.name.toLowerCase(), row.version.toLowerCase()),
+        ) ?? 0);
 
   /** `build` must read the database before its first await, in the tick the generation is taken. */
   async function cached(id: number, key: string, build: () => Promise<string>): Promise<Buffer> {
@@ -123,7 +140,11 @@ export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQuery
                 query.includeFileList,
               );
         if (!row) throw versionNotFound(group, query.name, query.version);
-        return Buffer.from(versionJson(row));
+        const counts = await deploymentCountsOf(id, {
+          groupKey: group.toLowerCase(),
+          nameKey: query.name.toLowerCase(),
+        });
+        return Buffer.from(versionJson(row, countOf(counts, row)));
       }
       // With a name, the group defaults to the empty group and `count` does not apply (seed-api.md A).
       const filter =
@@ -131,9 +152,17 @@ export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQuery
           ? { groupKey: (query.group ?? "").toLowerCase(), nameKey: query.name.toLowerCase() }
           : { groupKey: anyGroup(query.group)?.toLowerCase() };
       const key = `versions\0${id}\0${filter.groupKey ?? "*"}\0${filter.nameKey ?? "*"}\0${query.count}`;
-      return cached(id, `${key}\0${query.includeFileList}`, async () =>
-        arrayJson(await repository.listVersions(id, filter, query.count, query.includeFileList), versionJson),
-      );
+      return cached(id, `${key}\0${query.includeFileList}`, async () => {
+        // Both read at call time, in the tick the generation was taken (see `cached`).
+        const [rows, counts] = await Promise.all([
+          repository.listVersions(id, filter, query.count, query.includeFileList),
+          deploymentCountsOf(
+            id,
+            filter.nameKey === undefined ? undefined : { groupKey: filter.groupKey ?? "", nameKey: filter.nameKey },
+          ),
+        ]);
+        return arrayJson(rows, (row) => versionJson(row, countOf(counts, row)));
+      });
     },
 
     async search(feedName, term, count) {

@@ -56,6 +56,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     repository,
     feeds: options.feeds,
     virtualPackages: options.virtualPackages,
+    ...(options.deployments ? { deploymentCounts: options.deployments.countsByVersion } : {}),
   });
   const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
 

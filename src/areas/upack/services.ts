@@ -71,6 +71,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       feeds: options.feeds,
       blobs: options.blobs,
       assembleVirtual: virtual.assemble,
+      recordDeployment: options.deployments?.recordDownload,
     }),
     changeWatchOf(options.db),
   );

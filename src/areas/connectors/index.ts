@@ -1,0 +1,69 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import type { Db } from "../../storage/database.js";
+import type { FeedService } from "../management/index.js";
+import { createHealthProbe, createHealthScheduler } from "./health.js";
+import { connectorHealthRoutes } from "./health-routes.js";
+import { createConnectorRepository } from "./repository.js";
+import { connectorRoutes } from "./routes.js";
+import { createConnectorService, type ConnectorService } from "./service.js";
+
+export type { Connector, ConnectorDraft, ConnectorHealth } from "./model.js";
+export type { ConnectorService, HealthChange } from "./service.js";
+export type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
+
+export interface ConnectorsDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Config;
+  /** Feeds name connectors; the service reads them before deleting or renaming one. */
+  readonly feeds: Pick<FeedService, "listFeeds">;
+}
+
+/** Wires repository -> probe -> service; for app.ts, should another area need connectors too. */
+export function createConnectors(deps: ConnectorsDeps): ConnectorService {
+  return createConnectorService({
+    repository: createConnectorRepository(deps.db),
+    clock: deps.clock,
+    probe: createHealthProbe({ allowPrivate: deps.config.fetchAllowPrivate }),
+    feeds: deps.feeds,
+  });
+}
+
+/**
+ * Whether a connector has this name (case-insensitively): the FeedService's `connectorExists`.
+ * Built on the database alone because the feed service exists before this area's service does.
+ */
+export function connectorExists(db: Db): (name: string) => Promise<boolean> {
+  const repository = createConnectorRepository(db);
+  return async (name) => (await repository.findByName(name)) !== undefined;
+}
+
+/**
+ * Connectors (`/api/management/connectors/...`, compat.md 5.3) and connector health
+ * (`/api/connector-health`, seed-api.md area D), with the scheduled health checks running from
+ * ready to close (WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES).
+ */
+export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, deps) => {
+  const connectors = createConnectors(deps);
+  await app.register(connectorRoutes, { connectors });
+  await app.register(connectorHealthRoutes, { connectors });
+
+  const intervalMs = deps.config.connectorHealthIntervalMs;
+  const scheduler = createHealthScheduler({
+    intervalMs,
+    tick: async (signal) => {
+      for (const { before, after } of await connectors.checkDue(intervalMs, signal)) {
+        const { state, errorMessage } = after.health;
+        if (state === before.state && errorMessage === before.errorMessage) continue;
+        const fields = { connector: after.name, state, ...(errorMessage ? { error: errorMessage } : {}) };
+        if (state === "error") app.log.warn(fields, "connector is unhealthy");
+        else app.log.info(fields, "connector health changed");
+      }
+    },
+    onError: (error) => app.log.warn({ err: error }, "scheduled connector health checks failed"),
+  });
+  app.addHook("onReady", async () => scheduler.start());
+  app.addHook("onClose", async () => scheduler.stop());
+};

@@ -1,0 +1,183 @@
+import type { Clock } from "../../domain/clock.js";
+import { conflict, notFound } from "../../domain/errors.js";
+import type { Feed } from "../management/index.js";
+import type { HealthProbe } from "./health.js";
+import { mergeConnectorInput } from "./merge.js";
+import type { Connector, ConnectorHealth } from "./model.js";
+import type { ConnectorRepository } from "./repository.js";
+import type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
+
+/** Connector management (compat.md 5.3) and health (seed-api.md area D). Throws DomainError; knows no HTTP. */
+export interface ConnectorService {
+  /** By name, case-insensitively (for other areas: a feed's `connectors` entries). */
+  findConnector(name: string): Promise<Connector | undefined>;
+  /** Like findConnector; throws not_found. */
+  getConnector(name: string): Promise<Connector>;
+  findConnectorById(id: number): Promise<Connector | undefined>;
+  /** Ordered by name, case-insensitively. */
+  listConnectors(): Promise<Connector[]>;
+  /** Validates (400), then stores with health `unknown`; 409 when the name is taken. */
+  createConnector(input: ConnectorInput): Promise<Connector>;
+  /**
+   * Partial update (compat.md 5.1 conventions); a different `input.name` renames, refused (409)
+   * while feeds name the connector. Changing the upstream resets health to `unknown`.
+   */
+  updateConnector(name: string, input: ConnectorInput): Promise<Connector>;
+  /** Refused (409, naming them) while feeds name the connector in their `connectors`. */
+  deleteConnector(name: string): Promise<void>;
+  /** Checks the upstream now and stores the result; returns the connector as stored then. */
+  checkHealth(name: string): Promise<Connector>;
+  /**
+   * Checks, a few at a time, every connector never checked or last checked `maxAgeMs` ago or
+   * more; stops early when `signal` aborts (nothing is stored for an aborted check).
+   */
+  checkDue(maxAgeMs: number, signal?: AbortSignal): Promise<HealthChange[]>;
+  /** The Connector JSON of compat.md 5.3: never the password. */
+  present(connector: Connector): ConnectorJson;
+  /** The Connector health object of seed-api.md area D. */
+  presentHealth(connector: Connector): ConnectorHealthJson;
+}
+
+/** One check of the schedule: the connector before and after, for whoever logs changes. */
+export interface HealthChange {
+  readonly before: ConnectorHealth;
+  readonly after: Connector;
+}
+
+export interface ConnectorServiceDeps {
+  readonly repository: ConnectorRepository;
+  readonly clock: Clock;
+  readonly probe: HealthProbe;
+  /** Feeds, to find those naming a connector (through their service: their rows are not ours). */
+  readonly feeds: { listFeeds(): Promise<Feed[]> };
+}
+
+/** Upstreams checked at once by the schedule: a few slow ones must not hold up the rest. */
+const CHECK_CONCURRENCY = 4;
+
+export function createConnectorService(deps: ConnectorServiceDeps): ConnectorService {
+  const { repository, clock, probe, feeds } = deps;
+  const now = () => clock.now().toISOString();
+
+  async function getConnector(name: string): Promise<Connector> {
+    const connector = await repository.findByName(name);
+    if (!connector) throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+    return connector;
+  }
+
+  /**
+   * Feeds name connectors in their settings. Deleting or renaming one of those would leave
+   * dangling names that the feed API later fails on; the administrator decides which feeds lose
+   * it, not Wharf silently.
+   */
+  async function refuseWhileUsed(connector: Connector, action: string): Promise<void> {
+    const key = connector.name.toLowerCase();
+    const users = (await feeds.listFeeds())
+      .filter((feed) => feed.settings.connectors.some((name) => name.toLowerCase() === key))
+      .map((feed) => `'${feed.name}'`);
+    if (users.length > 0) {
+      throw conflict(
+        "CONNECTOR_IN_USE",
+        `connector '${connector.name}' cannot be ${action} while feeds use it (${users.join(", ")}); ` +
+          "remove it from their connectors first",
+      );
+    }
+  }
+
+  /** undefined: the check was aborted or the connector deleted meanwhile. */
+  async function check(connector: Connector, signal?: AbortSignal): Promise<Connector | undefined> {
+    const result = await probe(connector, signal);
+    if (signal?.aborted) return undefined;
+    const health: ConnectorHealth = {
+      state: result.state,
+      errorMessage: result.state === "error" ? result.errorMessage : undefined,
+      lastChecked: now(),
+    };
+    return repository.recordHealth(connector, health);
+  }
+
+  return {
+    findConnector: (name) => repository.findByName(name),
+    getConnector,
+    findConnectorById: (id) => repository.findById(id),
+    listConnectors: () => repository.list(),
+
+    async createConnector(input) {
+      return repository.insert(mergeConnectorInput(undefined, input), now());
+    },
+
+    async updateConnector(name, input) {
+      const current = await getConnector(name);
+      // Validate against what we read (a bad request fails before the feeds are read), then merge
+      // again inside the transaction against the row as it is then.
+      const draft = mergeConnectorInput(current, input);
+      if (draft.name.toLowerCase() !== current.name.toLowerCase()) await refuseWhileUsed(current, "renamed");
+      return repository.update(current.id, (fresh) => mergeConnectorInput(fresh, input), now());
+    },
+
+    async deleteConnector(name) {
+      const connector = await getConnector(name);
+      await refuseWhileUsed(connector, "deleted");
+      if (!(await repository.deleteById(connector.id))) {
+        throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+      }
+    },
+
+    async checkHealth(name) {
+      const checked = await check(await getConnector(name));
+      if (!checked) throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+      return checked;
+    },
+
+    async checkDue(maxAgeMs, signal) {
+      const oldest = clock.now().getTime() - maxAgeMs;
+      const due = (await repository.list()).filter(
+        (c) => c.health.lastChecked === undefined || Date.parse(c.health.lastChecked) <= oldest,
+      );
+      const changes: HealthChange[] = [];
+      let next = 0;
+      const worker = async () => {
+        while (next < due.length && !signal?.aborted) {
+          const connector = due[next++] as Connector;
+          const after = await check(connector, signal);
+          if (after) changes.push({ before: connector.health, after });
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(CHECK_CONCURRENCY, due.length) }, worker));
+      return changes;
+    },
+
+    present(connector) {
+      return {
+        name: connector.name,
+        url: connector.url,
+        feedType: connector.feedType,
+        timeout: connector.timeoutSeconds,
+        metadataCacheEnabled: connector.metadataCacheEnabled,
+        metadataCacheMinutes: connector.metadataCacheMinutes,
+        metadataCacheCount: connector.metadataCacheCount,
+        ...(connector.username === undefined ? {} : { username: connector.username }),
+        filters: [...connector.filters],
+      };
+    },
+
+    presentHealth(connector) {
+      const { state, errorMessage, lastChecked } = connector.health;
+      return {
+        id: connector.id,
+        name: connector.name,
+        url: connector.url,
+        state,
+        errorMessage: state === "error" ? (errorMessage ?? "") : null,
+        lastChecked: state === "unknown" ? null : (lastChecked ?? null),
+      };
+    },
+  };
+}
+
+/** Names echoed in messages come from URLs: bounded, and without control characters. */
+function printable(name: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  const text = name.replace(/[\u0000-\u001f\u007f]/g, "?");
+  return text.length > 100 ? `${text.slice(0, 100)}...` : text;
+}

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { Clock } from "../../domain/clock.js";
+import type { Db } from "../../storage/database.js";
+import type { FeedService } from "../management/index.js";
+import { createPackageDeploymentRepository } from "./repository.js";
+import { packageDeploymentRoutes } from "./routes.js";
+import { createPackageDeploymentServiceWith, type PackageDeploymentService } from "./service.js";
+
+export { recordAnnouncedDeployment } from "./download-headers.js";
+export { deploymentCountKey } from "./repository.js";
+export type { DeploymentDetails } from "./fields.js";
+export type { DeploymentRecord, DownloadedVersion, PackageDeploymentService } from "./service.js";
+
+export interface PackageDeploymentDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly feeds: FeedService;
+}
+
+/** Wires repository -> service; app.ts shares it with the universal feed (records on download, counts in versions). */
+export function createPackageDeploymentService(deps: PackageDeploymentDeps): PackageDeploymentService {
+  return createPackageDeploymentServiceWith({
+    repository: createPackageDeploymentRepository(deps.db),
+    feeds: deps.feeds,
+    clock: deps.clock,
+  });
+}
+
+/** Area C: `/api/package-deployment/` (seed-api.md C; compat.md 6.2). */
+export const packageDeploymentArea: FastifyPluginAsync<{ deployments: PackageDeploymentService }> = async (
+  app,
+  { deployments },
+) => {
+  await app.register(packageDeploymentRoutes, { deployments });
+};

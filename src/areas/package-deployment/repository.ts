@@ -1,0 +1,142 @@
+import type { Db } from "../../storage/database.js";
+
+/**
+ * SQL for `package_deployments` (migrations/0007). Group, name and version are kept as given and
+ * matched through their lowercased `*_key` columns; dates are yyyy-MM-ddTHH:mm:ss.fffZ text, so
+ * that ordering by text is ordering by time.
+ */
+
+/** A record to store; `groupName` "" for no group. */
+export interface NewDeployment {
+  readonly feedId: number;
+  readonly groupName: string;
+  readonly packageName: string;
+  readonly version: string;
+  readonly application: string;
+  readonly description: string;
+  readonly target: string;
+  readonly userName: string | undefined;
+  readonly url: string | undefined;
+  readonly deployedAt: string;
+  readonly recordedAt: string;
+}
+
+export interface StoredDeployment extends NewDeployment {
+  readonly id: number;
+}
+
+export interface DeploymentFilter {
+  readonly feedId: number;
+  /** "" for no group. */
+  readonly groupName: string;
+  readonly packageName: string;
+  /** Absent: every version. */
+  readonly version?: string | undefined;
+  readonly limit: number;
+}
+
+export interface PackageDeploymentRepository {
+  /** Stores one record; returns it with its id. */
+  insert(record: NewDeployment): Promise<StoredDeployment>;
+  /** Records of one package (or one version of it), newest deployment first. */
+  list(filter: DeploymentFilter): Promise<StoredDeployment[]>;
+  /** How many records each version has, by deploymentCountKey; optionally of one group and name only. */
+  countsByVersion(feedId: number, only?: { groupKey: string; nameKey: string }): Promise<Map<string, number>>;
+}
+
+/** The key countsByVersion uses: lowercased group ("" for none), name and version. */
+export const deploymentCountKey = (groupKey: string, nameKey: string, versionKey: string) =>
+  `${groupKey}\0${nameKey}\0${versionKey}`;
+
+interface Row {
+  readonly id: number;
+  readonly feed_id: number;
+  readonly group_name: string;
+  readonly name: string;
+  readonly version: string;
+  readonly application: string;
+  readonly description: string;
+  readonly target: string;
+  readonly user_name: string | null;
+  readonly url: string | null;
+  readonly deployed_at: string;
+  readonly recorded_at: string;
+}
+
+const COLUMNS = `id, feed_id, group_name, name, version, application, description, target, user_name, url,
+  deployed_at, recorded_at`;
+
+export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepository {
+  const insert = db.prepare<Record<string, string | number | null>, { id: number }>(
+    `INSERT INTO package_deployments (feed_id, group_name, name, version, group_key, name_key, version_key,
+       application, description, target, user_name, url, deployed_at, recorded_at)
+     VALUES (@feedId, @groupName, @packageName, @version, @groupKey, @nameKey, @versionKey,
+       @application, @description, @target, @userName, @url, @deployedAt, @recordedAt)
+     RETURNING id`,
+  );
+  const ofPackage = db.prepare<[number, string, string, number], Row>(
+    `SELECT ${COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ?
+     ORDER BY deployed_at DESC, id DESC LIMIT ?`,
+  );
+  const ofVersion = db.prepare<[number, string, string, string, number], Row>(
+    `SELECT ${COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ? AND version_key = ?
+     ORDER BY deployed_at DESC, id DESC LIMIT ?`,
+  );
+  const countAll = db.prepare<[number], { group_key: string; name_key: string; version_key: string; n: number }>(
+    `SELECT group_key, name_key, version_key, count(*) AS n FROM package_deployments WHERE feed_id = ?
+     GROUP BY group_key, name_key, version_key`,
+  );
+  const countOne = db.prepare<
+    [number, string, string],
+    { group_key: string; name_key: string; version_key: string; n: number }
+  >(
+    `SELECT group_key, name_key, version_key, count(*) AS n FROM package_deployments
+     WHERE feed_id = ? AND group_key = ? AND name_key = ? GROUP BY version_key`,
+  );
+
+  return {
+    async insert(record) {
+      // An ordinary (not quiet) write: cached version listings show each version's count.
+      const row = insert.get({
+        ...record,
+        groupKey: record.groupName.toLowerCase(),
+        nameKey: record.packageName.toLowerCase(),
+        versionKey: record.version.toLowerCase(),
+        userName: record.userName ?? null,
+        url: record.url ?? null,
+      });
+      if (!row) throw new Error("package_deployments insert returned no id");
+      return { ...record, id: row.id };
+    },
+    async countsByVersion(feedId, only) {
+      const rows = only === undefined ? countAll.all(feedId) : countOne.all(feedId, only.groupKey, only.nameKey);
+      return new Map(rows.map((row) => [deploymentCountKey(row.group_key, row.name_key, row.version_key), row.n]));
+    },
+    async list({ feedId, groupName, packageName, version, limit }) {
+      const groupKey = groupName.toLowerCase();
+      const nameKey = packageName.toLowerCase();
+      const rows =
+        version === undefined
+          ? ofPackage.all(feedId, groupKey, nameKey, limit)
+          : ofVersion.all(feedId, groupKey, nameKey, version.toLowerCase(), limit);
+      return rows.map(fromRow);
+    },
+  };
+}
+
+function fromRow(row: Row): StoredDeployment {
+  return {
+    id: row.id,
+    feedId: row.feed_id,
+    groupName: row.group_name,
+    packageName: row.name,
+    version: row.version,
+    application: row.application,
+    description: row.description,
+    target: row.target,
+    userName: row.user_name ?? undefined,
+    url: row.url ?? undefined,
+    deployedAt: row.deployed_at,
+    recordedAt: row.recorded_at,
+  };
+}

@@ -1,0 +1,130 @@
+import { type Clock, formatProGetDate } from "../../domain/clock.js";
+import type { Principal } from "../../domain/principal.js";
+import type { Feed, FeedService } from "../management/index.js";
+import type { DeploymentDetails, DeploymentInput } from "./fields.js";
+import type { PackageDeploymentRepository, StoredDeployment } from "./repository.js";
+
+/**
+ * Package deployment records (seed-api.md area C; compat.md 6.2, 2.4): that a package version was
+ * deployed somewhere, by whom, with which tool. The package is named as the caller names it and
+ * need not be stored in the feed (it may come through a connector, or the feed may be of any
+ * type); only the feed must exist. Throws DomainError; knows no HTTP.
+ */
+export interface PackageDeploymentService {
+  /** A posted record: 404 for an unknown feed. UserName defaults to the caller, Date to now. */
+  record(input: DeploymentInput, caller: Principal): Promise<DeploymentRecord>;
+  /** A record announced by a download of a version the feed holds (X-ProGet-Deployment-* headers). */
+  recordDownload(version: DownloadedVersion, details: DeploymentDetails, caller: Principal): Promise<void>;
+  /** Records of a package, or of one version of it, newest deployment first; 404 for an unknown feed. */
+  list(query: DeploymentQuery): Promise<DeploymentRecord[]>;
+  /** Records per version of a feed (or of one package), keyed by deploymentCountKey of the lowercased names. */
+  countsByVersion: PackageDeploymentRepository["countsByVersion"];
+}
+
+/** A stored record as the API shows it. */
+export interface DeploymentRecord {
+  readonly id: number;
+  /** The feed's canonical name. */
+  readonly feedName: string;
+  readonly groupName: string;
+  readonly packageName: string;
+  readonly version: string;
+  readonly application: string;
+  readonly description: string;
+  readonly target: string;
+  readonly userName: string | undefined;
+  readonly url: string | undefined;
+  /** yyyy-MM-ddTHH:mm:ss.fffZ */
+  readonly date: string;
+}
+
+/** A package version as named: `group` "" for no group. */
+interface PackageVersion {
+  readonly group: string;
+  readonly name: string;
+  readonly version: string;
+}
+
+/** The version a download served, as the universal feed resolved it. */
+export interface DownloadedVersion extends PackageVersion {
+  readonly feedId: number;
+}
+
+export interface DeploymentQuery {
+  readonly feedName: string;
+  /** "" for no group. */
+  readonly groupName: string;
+  readonly packageName: string;
+  readonly version?: string | undefined;
+  readonly limit: number;
+}
+
+export interface PackageDeploymentServiceDeps {
+  readonly repository: PackageDeploymentRepository;
+  readonly feeds: FeedService;
+  readonly clock: Clock;
+}
+
+export function createPackageDeploymentServiceWith(deps: PackageDeploymentServiceDeps): PackageDeploymentService {
+  const { repository, feeds, clock } = deps;
+
+  function store(feedId: number, pkg: PackageVersion, details: DeploymentDetails, caller: Principal) {
+    const now = clock.now();
+    return repository.insert({
+      feedId,
+      groupName: pkg.group,
+      packageName: pkg.name,
+      version: pkg.version,
+      application: details.application,
+      description: details.description,
+      target: details.target,
+      userName: details.userName ?? nameOf(caller),
+      url: details.url,
+      deployedAt: formatProGetDate(details.date ?? now),
+      recordedAt: formatProGetDate(now),
+    });
+  }
+
+  return {
+    countsByVersion: (feedId, only) => repository.countsByVersion(feedId, only),
+
+    async record(input, caller) {
+      const feed = await feeds.getFeed(input.feedName);
+      const pkg = { group: input.groupName, name: input.packageName, version: input.version };
+      return present(feed, await store(feed.id, pkg, input.details, caller));
+    },
+
+    async recordDownload(version, details, caller) {
+      await store(version.feedId, version, details, caller);
+    },
+
+    async list(query) {
+      const feed = await feeds.getFeed(query.feedName);
+      const rows = await repository.list({ ...query, feedId: feed.id });
+      return rows.map((row) => present(feed, row));
+    },
+  };
+}
+
+/** Who deployed, when the record does not say: the user, or the API key by its display name. */
+function nameOf(caller: Principal): string | undefined {
+  if (caller.type === "anonymous") return undefined;
+  if (caller.type === "user") return caller.userName;
+  return caller.displayName ?? `API key ${caller.keyId}`;
+}
+
+function present(feed: Feed, row: StoredDeployment): DeploymentRecord {
+  return {
+    id: row.id,
+    feedName: feed.name,
+    groupName: row.groupName,
+    packageName: row.packageName,
+    version: row.version,
+    application: row.application,
+    description: row.description,
+    target: row.target,
+    userName: row.userName,
+    url: row.url,
+    date: row.deployedAt,
+  };
+}
