@@ -2,7 +2,12 @@ import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { connectorExists, connectorsArea } from "./areas/connectors/index.js";
+import {
+  connectorExists,
+  connectorsArea,
+  createConnectors,
+  createConnectorUpstreams,
+} from "./areas/connectors/index.js";
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
 import { packagesApiArea } from "./areas/packages-api/index.js";
@@ -82,7 +87,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(healthRoutes, { db: deps.db });
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
-  await app.register(connectorsArea, { db: deps.db, clock, config, feeds });
+  // One connector service: its area manages connectors, the universal feed asks their upstreams
+  // (with one circuit breaker per upstream, for both APIs).
+  const connectorDeps = { db: deps.db, clock, config, feeds };
+  const connectors = createConnectors(connectorDeps);
+  await app.register(connectorsArea, { ...connectorDeps, connectors });
+  const upstreams = createConnectorUpstreams({ db: deps.db, clock, config, connectors });
   // One set of universal feed services for both APIs that serve universal packages.
   // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
   const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
@@ -90,7 +100,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const endpoints = createEndpointsServices(shared);
   // The universal feed imports packages from asset directories (compat.md 2.9) through their service.
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
-  const upack = { ...shared, assets: endpoints.assets, deployments };
+  const upack = { ...shared, assets: endpoints.assets, deployments, upstreams };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
   await app.register(packagesApiArea, { ...upack, services: upackServices });

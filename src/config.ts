@@ -36,6 +36,11 @@ export interface Config {
   readonly importRoot: string | undefined;
   /** How often each connector's upstream is checked for connector health; 0 turns scheduled checks off. */
   readonly connectorHealthIntervalMs: number;
+  /**
+   * How long a connector's "not found" (404) metadata answer is kept and served without asking the
+   * upstream again (never longer than the connector's metadataCacheMinutes); 0 keeps none.
+   */
+  readonly connectorNegativeCacheMs: number;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -105,6 +110,12 @@ const envSchema = z.object({
       `must be 0 (off) or from 0.01 to ${Math.floor(MAX_TIMER_MS / 60_000)} (about 24 days)`,
     )
     .default(60),
+  WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS: z
+    .string()
+    .regex(/^\d+$/, "must be a whole number of seconds")
+    .transform(Number)
+    .refine((seconds) => seconds <= 86_400, "must be at most 86400 (a day)")
+    .default(60),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -137,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     importRoot: v.WHARF_IMPORT_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_IMPORT_ROOT),
     connectorHealthIntervalMs: Math.round(v.WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES * 60_000),
+    connectorNegativeCacheMs: v.WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS * 1000,
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

@@ -38,8 +38,9 @@ export function recyclingBlobStream(
     until <= pushed - (stream.readableLength + response.writableLength);
 
   return new Readable({
-    // Read only when the queue is empty: with at most one chunk queued, buffers come free sooner.
-    highWaterMark: 1,
+    // One chunk read ahead while the previous one is written: a single client is served at disk
+    // and socket speed together rather than one after the other.
+    highWaterMark: chunkBytes,
     read() {
       const remaining = range.end + 1 - position;
       if (remaining <= 0) {
@@ -82,6 +83,10 @@ export function recyclingBlobStream(
   });
 }
 
-/** 512 KiB chunks measured best for plain file streams (storage/file-blob-store.ts); 3 of them per response. */
+/**
+ * 512 KiB chunks measured best for plain file streams (storage/file-blob-store.ts). Four per
+ * response: one in the socket, one queued, one being read, and one spare for a socket that is
+ * slow to take the first.
+ */
 const DEFAULT_CHUNK_BYTES = 512 * 1024;
-const DEFAULT_BUFFERS = 3;
+const DEFAULT_BUFFERS = 4;

@@ -30,6 +30,7 @@ describe("loadConfig", () => {
       multipartMaxAgeMs: 24 * 3_600_000,
       importRoot: undefined,
       connectorHealthIntervalMs: 3_600_000,
+      connectorNegativeCacheMs: 60_000,
       logLevel: "info",
     });
   });
@@ -50,6 +51,7 @@ describe("loadConfig", () => {
         WHARF_MULTIPART_MAX_AGE_HOURS: "1.5",
         WHARF_IMPORT_ROOT: "imports",
         WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES: "5",
+        WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS: "0",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -68,6 +70,7 @@ describe("loadConfig", () => {
       multipartMaxAgeMs: 1.5 * 3_600_000,
       importRoot: path.join(CWD, "imports"),
       connectorHealthIntervalMs: 300_000,
+      connectorNegativeCacheMs: 0,
       logLevel: "debug",
     });
   });
@@ -172,6 +175,9 @@ describe("loadConfig", () => {
     ["WHARF_MULTIPART_MAX_AGE_HOURS", "-1"],
     ["WHARF_MULTIPART_MAX_AGE_HOURS", "1h"],
     ["WHARF_MULTIPART_MAX_AGE_HOURS", "9000"],
+    ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "-1"],
+    ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "1.5"],
+    ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "86401"],
   ])("refuses %s=%s, naming the variable", (name, value) => {
     const error = configError({ [name]: value });
     expect(error.message).toContain(name);

@@ -59,7 +59,8 @@ export function createHealthProbe(options: HealthProbeOptions): HealthProbe {
   };
 }
 
-function basicAuthorization(connector: Connector): Record<string, string> {
+/** The connector's Basic credentials as a header, when it has any (also for feed requests, upstream.ts). */
+export function basicAuthorization(connector: Connector): Record<string, string> {
   if (connector.username === undefined && connector.password === undefined) return {};
   const pair = `${connector.username ?? ""}:${connector.password ?? ""}`;
   return { authorization: `Basic ${Buffer.from(pair, "utf8").toString("base64")}` };

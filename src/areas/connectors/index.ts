@@ -12,6 +12,14 @@ import { createConnectorService, type ConnectorService } from "./service.js";
 export type { Connector, ConnectorDraft, ConnectorHealth } from "./model.js";
 export type { ConnectorService, HealthChange } from "./service.js";
 export type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
+export {
+  createConnectorUpstreams,
+  type ConnectorUpstreams,
+  type MetadataAnswer,
+  type MetadataRequest,
+  type UpstreamDownload,
+  type UpstreamVersionId,
+} from "./upstream.js";
 
 export interface ConnectorsDeps {
   readonly db: Db;
@@ -19,6 +27,8 @@ export interface ConnectorsDeps {
   readonly config: Config;
   /** Feeds name connectors; the service reads them before deleting or renaming one. */
   readonly feeds: Pick<FeedService, "listFeeds">;
+  /** The app's connector service (app.ts builds it once, the universal feed reads it too); built here when absent. */
+  readonly connectors?: ConnectorService;
 }
 
 /** Wires repository -> probe -> service; for app.ts, should another area need connectors too. */
@@ -46,7 +56,7 @@ export function connectorExists(db: Db): (name: string) => Promise<boolean> {
  * ready to close (WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES).
  */
 export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, deps) => {
-  const connectors = createConnectors(deps);
+  const connectors = deps.connectors ?? createConnectors(deps);
   await app.register(connectorRoutes, { connectors });
   await app.register(connectorHealthRoutes, { connectors });
 

@@ -16,7 +16,8 @@ import {
   VPACK_CONTENT_TYPE,
 } from "./download-headers.js";
 import { parsePackageFilePath } from "./download-path.js";
-import type { DownloadTarget, UpackDownloadService } from "./download-service.js";
+import type { DownloadTarget, StoredPackage, UpackDownloadService } from "./download-service.js";
+import type { Located, PullOptions, RemoteDownloads, RemoteTarget } from "./remote-downloads.js";
 
 /**
  * Universal feed downloads (seed-api.md area A: download package, download package file, download
@@ -28,6 +29,8 @@ import type { DownloadTarget, UpackDownloadService } from "./download-service.js
 export interface UpackDownloadRoutesOptions {
   readonly downloads: UpackDownloadService;
   readonly blobs: BlobStore;
+  /** Versions of feeds' connectors (remote-downloads.ts); absent: only what feeds store is served. */
+  readonly remote?: RemoteDownloads | undefined;
 }
 
 export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
@@ -86,9 +89,47 @@ export async function countDownload(
   if (announced !== undefined) await announced;
 }
 
+function pullOptions(request: FastifyRequest, feed: { name: string }): PullOptions {
+  return {
+    principal: request.principal,
+    canPull: () => request.can({ api: "feeds", attribute: "Feeds_PullPackage", feed: feed.name }),
+    log: request.log,
+  };
+}
+
 export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions> = async (app, options) => {
-  const { downloads, blobs } = options;
+  const { downloads, blobs, remote } = options;
   const download = { access: { need: feedNeed("Feeds_DownloadPackage") } };
+
+  const locate = (request: FastifyRequest): Promise<Located> =>
+    remote
+      ? remote.locate(feedOf(request), tailOf(request), latestOf(request))
+      : downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
+
+  /** The stored file, or a remote version's fetched into the store, let go once the response is done. */
+  async function fileOf(request: FastifyRequest, reply: FastifyReply, located: Located): Promise<StoredPackage> {
+    if (located.remote === undefined) return downloads.packageFile(located.feed, located.target);
+    const fetched = await (remote as RemoteDownloads).materialize(located.remote, pullOptions(request, located.feed));
+    if (reply.raw.destroyed) void fetched.release();
+    else reply.raw.once("close", () => void fetched.release());
+    return fetched.file;
+  }
+
+  /** A remote version's package file, streamed from the upstream (and maybe kept: remote-downloads.ts). */
+  async function sendRemote(request: FastifyRequest, reply: FastifyReply, target: RemoteTarget) {
+    reply
+      .header("Content-Type", contentTypeOf("upack"))
+      .header("Content-Disposition", attachment(packageFileName(target.name, target.version, "upack")))
+      .header("X-Content-Type-Options", "nosniff");
+    if (target.published) reply.header("Last-Modified", target.published.toUTCString());
+    if (request.method === "HEAD") {
+      if (target.size !== undefined) reply.header("Content-Length", String(target.size));
+      return reply.code(200).send();
+    }
+    const { body, length } = await (remote as RemoteDownloads).stream(target, pullOptions(request, target.feed));
+    if (length !== undefined) reply.header("Content-Length", String(length));
+    return reply.code(200).send(body);
+  }
 
   app.route({
     method: ["GET", "HEAD"],
@@ -97,7 +138,10 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
       summary: "Download a package",
       description:
         `${PACKAGE_PATH_DOC} Without \`contentOnly\`: the stored .upack unchanged, with ETag, Last-Modified ` +
-        "and Range support. `contentOnly` (empty or `zip`, or `tgz`): the `package/` contents as a new archive.",
+        "and Range support. `contentOnly` (empty or `zip`, or `tgz`): the `package/` contents as a new archive. " +
+        "On a feed with connectors, a version it does not store is streamed from the first connector that has it " +
+        "(and kept when the feed caches connectors and the caller has Feeds_PullPackage); 502/504 naming the " +
+        "connector when its upstream fails.",
       tags: TAGS,
       querystring: queryDoc({ latest: LATEST_DOC, contentOnly: "`zip` (also when empty) or `tgz`" }),
       response: { 200: z.unknown().describe("The package or its contents"), ...errors },
@@ -106,9 +150,11 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     handler: async (request, reply) => {
       const query = request.query as QueryLike;
       const format = formatOf(query);
-      const { feed, target } = await downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
-      const file = await downloads.packageFile(feed, target);
-      const disposition = attachment(packageFileName(target.name, target.version, format));
+      const located = await locate(request);
+      if (located.remote !== undefined && format === "upack") return sendRemote(request, reply, located.remote);
+      const file = await fileOf(request, reply, located);
+      const named = located.target ?? located.remote;
+      const disposition = attachment(packageFileName(named.name, named.version, format));
       if (format === "upack") {
         await sendBlob(
           request,
@@ -127,7 +173,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
           .header("X-Content-Type-Options", "nosniff")
           .send(contents);
       }
-      await countDownload(downloads, request, reply, target);
+      if (located.target !== undefined) await countDownload(downloads, request, reply, located.target);
       return reply;
     },
   });
@@ -150,8 +196,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     config: download,
     handler: async (request, reply) => {
       const path = parsePackageFilePath(param(request.query as QueryLike, "path"));
-      const { feed, target } = await downloads.resolve(feedOf(request), tailOf(request), latestOf(request));
-      const found = await downloads.openFile(await downloads.packageFile(feed, target), path);
+      const found = await downloads.openFile(await fileOf(request, reply, await locate(request)), path);
       const leaf = found.entry.name.slice(found.entry.name.lastIndexOf("/") + 1);
       reply
         .header("Content-Type", contentTypeFor(leaf))

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ContentAreaDeps } from "../content-area-deps.js";
+import type { ConnectorUpstreams } from "../connectors/index.js";
 import type { AssetService } from "../endpoints/index.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
 import { upackImportRoutes } from "./import-routes.js";
@@ -17,6 +18,11 @@ export interface UpackAreaOptions extends ContentAreaDeps {
   readonly assets?: AssetService;
   /** The app's one set of universal feed services (services.ts); built here when absent. */
   readonly services?: UpackServices;
+  /**
+   * Feeds' connectors (the connectors area, built once in app.ts: one circuit breaker per
+   * upstream); absent: feeds serve only what they store, whatever connectors they name.
+   */
+  readonly upstreams?: ConnectorUpstreams;
 }
 
 /**
@@ -32,5 +38,6 @@ export const upackArea: FastifyPluginAsync<UpackAreaOptions> = async (app, optio
     downloads: services.downloads,
     downloadBlobs: services.downloadBlobs,
     virtualPackages: services.virtualPackages,
+    remoteDownloads: services.remote,
   });
 };

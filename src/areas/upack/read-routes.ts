@@ -12,6 +12,8 @@ import type { UpackAreaOptions } from "./index.js";
 import { feedMetadataSchema, packageDataSchema, versionDataSchema } from "./present.js";
 import { createUpackQueryRepository } from "./query-repository.js";
 import { createUpackQueryService, MAX_LIST_COUNT } from "./query-service.js";
+import type { RemoteDownloads } from "./remote-downloads.js";
+import { withConnectors } from "./remote-listings.js";
 
 /**
  * Universal feed reads (seed-api.md area A: list packages, list versions, search, feed metadata,
@@ -25,6 +27,8 @@ export interface UpackReadOptions extends UpackAreaOptions {
   readonly virtualPackages: boolean;
   /** Where whole-file downloads read from: the store with the shared small-blob cache (services.ts). */
   readonly downloadBlobs: BlobStore;
+  /** Versions of feeds' connectors (services.ts); undefined: feeds serve only what they store. */
+  readonly remoteDownloads?: RemoteDownloads | undefined;
 }
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
@@ -52,12 +56,15 @@ function countParam(query: QueryLike): number {
 export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app, options) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const repository = createUpackQueryRepository(options.db);
-  const queries = createUpackQueryService({
+  const local = createUpackQueryService({
     repository,
     feeds: options.feeds,
     virtualPackages: options.virtualPackages,
     ...(options.deployments ? { deploymentCounts: options.deployments.countsByVersion } : {}),
   });
+  const queries = options.upstreams
+    ? withConnectors(local, { feeds: options.feeds, upstreams: options.upstreams })
+    : local;
   const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
 
   api.get("/upack/:feed/packages", {
@@ -65,7 +72,8 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       summary: "List packages, or get one package",
       description:
         "With `name`: one PackageData object (404 when missing); otherwise an array ordered by group and name. " +
-        "Matching is case-insensitive (seed-api.md A, compat.md 2.2).",
+        "Matching is case-insensitive (seed-api.md A, compat.md 2.2). A feed with connectors also lists their " +
+        "packages (`isLocal: false`); its own versions shadow theirs.",
       tags: TAGS,
       querystring: queryDoc({ group: GROUP_DOC, name: "Package name: answer one object", count: COUNT_DOC }),
       response: { 200: z.union([packageDataSchema, z.array(packageDataSchema)]), ...errors },
@@ -146,7 +154,11 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
   });
 
   // Only what download routes send whole goes through the memory cache; archive reads use the store.
-  await app.register(upackDownloadRoutes, { downloads: options.downloads, blobs: options.downloadBlobs });
+  await app.register(upackDownloadRoutes, {
+    downloads: options.downloads,
+    blobs: options.downloadBlobs,
+    remote: options.remoteDownloads,
+  });
   // Batched download counts are written before the database closes (main.ts closes it after the app).
   app.addHook("onClose", async () => {
     try {

@@ -50,6 +50,8 @@ export interface NewVersion extends VersionIdentity {
   readonly isVirtual: boolean;
   readonly publishedAt: string;
   readonly publishedBy: string | undefined;
+  /** Pulled from a connector and kept (migration 0004 `is_cached`); uploads and imports are not. */
+  readonly isCached?: boolean;
 }
 
 export interface SaveOutcome {
@@ -75,13 +77,13 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
   );
   const insertVersion = db.prepare<VersionColumns, { id: number }>(
     `INSERT INTO upack_versions (package_id, version, version_key, sort_key, manifest, blob_sha256, sha1, md5, sha512,
-                                 size, file_list, is_virtual, published_at, published_by)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+                                 size, file_list, is_virtual, published_at, published_by, is_cached)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   );
   const replaceVersion = db.prepare<[...VersionColumns, number]>(
     `UPDATE upack_versions SET package_id = ?, version = ?, version_key = ?, sort_key = ?, manifest = ?,
             blob_sha256 = ?, sha1 = ?, md5 = ?, sha512 = ?, size = ?, file_list = ?, is_virtual = ?,
-            published_at = ?, published_by = ?, is_cached = 0
+            published_at = ?, published_by = ?, is_cached = ?
       WHERE id = ?`,
   );
   const deleteVersionRow = db.prepare<[number]>("DELETE FROM upack_versions WHERE id = ?");
@@ -178,6 +180,7 @@ type VersionColumns = [
   number,
   string,
   string | null,
+  number,
 ];
 
 function versionColumns(packageId: number, v: NewVersion): VersionColumns {
@@ -196,6 +199,7 @@ function versionColumns(packageId: number, v: NewVersion): VersionColumns {
     v.isVirtual ? 1 : 0,
     v.publishedAt,
     v.publishedBy ?? null,
+    v.isCached ? 1 : 0,
   ];
 }
 

@@ -11,6 +11,7 @@ import { createUpackImportService, type UpackImportService } from "./import-serv
 import type { UpackAreaOptions } from "./index.js";
 import { createUpackQueryRepository } from "./query-repository.js";
 import { createUpackWriteRepository } from "./repository.js";
+import { createRemoteDownloads, type RemoteDownloads } from "./remote-downloads.js";
 import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
 import { createVirtualDownloads } from "./vpack-download.js";
 
@@ -28,6 +29,8 @@ export interface UpackServices {
   readonly virtualPackages: boolean;
   /** The blob store for whole-file downloads, with one shared memory cache of small blobs. */
   readonly downloadBlobs: BlobStore;
+  /** Downloads of versions feeds' connectors serve; undefined without `upstreams`. */
+  readonly remote: RemoteDownloads | undefined;
 }
 
 /** Redirects followed by a server-side fetch: enough for CDNs and release pages, few enough to stay cheap. */
@@ -76,7 +79,19 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     changeWatchOf(options.db),
   );
   const imports = createUpackImportService({ write, assets: options.assets, importRoot: config.importRoot });
-  return { write, imports, downloads, virtualPackages: true, downloadBlobs: withSmallBlobCache(options.blobs) };
+  const remote =
+    options.upstreams &&
+    createRemoteDownloads({
+      downloads,
+      feeds: options.feeds,
+      upstreams: options.upstreams,
+      blobs: options.blobs,
+      keeper: options.keeper,
+      write,
+      maxBytes: config.maxUploadBytes,
+    });
+  const downloadBlobs = withSmallBlobCache(options.blobs);
+  return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote };
 }
 
 function contentUrlFetcher(fetch: GuardedFetch) {

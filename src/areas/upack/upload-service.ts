@@ -68,11 +68,29 @@ export interface ImportCommand extends SaveTarget {
   readonly source: { readonly blob: BlobInfo } | { readonly open: () => Readable };
 }
 
+/**
+ * A package file pulled from a connector's upstream (remote-downloads.ts), already stored as a
+ * blob whose SHA-1 matched the one the upstream lists.
+ */
+export interface CachePullCommand extends Pick<SaveTarget, "feedId" | "principal"> {
+  readonly blob: BlobInfo;
+  /** The version the download asked for: the file's upack.json must name exactly this one. */
+  readonly group: string;
+  readonly name: string;
+  readonly version: string;
+}
+
 /** Uploads, imports and deletes of universal packages (seed-api.md area A); throws DomainError, knows no HTTP. */
 export interface UpackWriteService {
   upload(command: UploadCommand): Promise<UploadResult>;
   /** Stores the version an imported file holds; a .vpack JSON text is wrapped as an upload's is (a new blob). */
   importPackage(command: ImportCommand): Promise<UploadResult>;
+  /**
+   * Keeps a pulled package as a cached version (`isCached`), validated and saved like an upload of
+   * the same bytes, which must be a complete .upack (nothing is converted: the bytes are the
+   * upstream's, served unchanged). Never replaces a version the feed has: 409 then.
+   */
+  cachePulled(command: CachePullCommand): Promise<UploadResult>;
   /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (compat.md 2.8, 2.12). */
   deleteVersion(feedId: number, tail: string): Promise<void>;
 }
@@ -141,6 +159,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     target: SaveTarget,
     params: UploadParams,
     obtain: () => Promise<BlobInfo>,
+    options: { readonly pulled?: boolean } = {},
   ): Promise<UploadResult> {
     // Every blob this save touches is held until the end, then deleted unless something uses it.
     const releases: Array<() => void> = [];
@@ -160,6 +179,12 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         params,
       );
       const { manifest, blob } = file;
+      if (options.pulled && blob.sha256 !== uploaded.sha256) {
+        throw invalid(
+          "PULLED_NOT_A_PACKAGE",
+          "The upstream's file is not a universal package (.upack with upack.json).",
+        );
+      }
       const version = formatVersion(manifest.version);
       const replace = await target.canOverwrite();
       const publishedBy = publisherName(target.principal);
@@ -181,6 +206,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
           isVirtual: manifest.isVirtual,
           publishedAt: deps.clock.now().toISOString(),
           publishedBy,
+          isCached: options.pulled === true,
         },
         { replace },
       );
@@ -236,6 +262,12 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         }
         throw error;
       }
+    },
+
+    async cachePulled(command) {
+      const { group, name, version, blob } = command;
+      const target = { feedId: command.feedId, principal: command.principal, canOverwrite: async () => false };
+      return savePackage(target, { group, name, version, metadata: {} }, async () => blob, { pulled: true });
     },
 
     async deleteVersion(feedId, tail) {

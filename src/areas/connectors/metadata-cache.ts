@@ -1,0 +1,65 @@
+import type { Db } from "../../storage/database.js";
+
+/**
+ * SQL for `connector_metadata` (migration 0007): connectors' metadata answers (packages,
+ * versions, search), kept to be served again while fresh and, after that, while the upstream is
+ * down. Every method is one transaction and returns a Promise, so that another database can
+ * implement the same interface. Freshness is the caller's business: the rows only say when.
+ */
+export interface MetadataCacheRepository {
+  find(connectorId: number, requestKey: string): Promise<CachedAnswer | undefined>;
+  /**
+   * Stores (or replaces) the answer to `requestKey`, keeping at most `keep` answers for the
+   * connector: the least recently fetched others go first.
+   */
+  store(connectorId: number, requestKey: string, answer: CachedAnswer, keep: number): Promise<void>;
+}
+
+export interface CachedAnswer {
+  /** 200, or 404 for a negative entry. */
+  readonly status: number;
+  /** The upstream's JSON text (empty for a 404). */
+  readonly body: string;
+  /** yyyy-MM-ddTHH:mm:ss.fffZ, from the app's clock. */
+  readonly fetchedAt: string;
+}
+
+interface Row {
+  status: number;
+  body: string;
+  fetched_at: string;
+}
+
+export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
+  const one = db.prepare<[number, string], Row>(
+    "SELECT status, body, fetched_at FROM connector_metadata WHERE connector_id = ? AND request_key = ?",
+  );
+  const upsert = db.prepare<[number, string, number, string, string]>(
+    `INSERT INTO connector_metadata (connector_id, request_key, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (connector_id, request_key)
+     DO UPDATE SET status = excluded.status, body = excluded.body, fetched_at = excluded.fetched_at`,
+  );
+  const count = db.prepare<[number], number>("SELECT count(*) FROM connector_metadata WHERE connector_id = ?").pluck();
+  // Ties on fetched_at (a coarse or frozen clock) are broken by key, so the bound always holds.
+  const trim = db.prepare<{ id: number; key: string; others: number }>(
+    `DELETE FROM connector_metadata WHERE connector_id = @id AND request_key <> @key AND request_key NOT IN (
+       SELECT request_key FROM connector_metadata WHERE connector_id = @id AND request_key <> @key
+       ORDER BY fetched_at DESC, request_key LIMIT @others)`,
+  );
+
+  const storeTx = db.transaction((id: number, key: string, answer: CachedAnswer, keep: number) => {
+    // Counting first: the trim's sort is only paid when the bound is actually passed.
+    if ((count.get(id) ?? 0) >= keep) trim.run({ id, key, others: Math.max(0, keep - 1) });
+    upsert.run(id, key, answer.status, answer.body, answer.fetchedAt);
+  });
+
+  return {
+    async find(connectorId, requestKey) {
+      const row = one.get(connectorId, requestKey);
+      return row && { status: row.status, body: row.body, fetchedAt: row.fetched_at };
+    },
+    async store(connectorId, requestKey, answer, keep) {
+      storeTx.immediate(connectorId, requestKey, answer, keep);
+    },
+  };
+}

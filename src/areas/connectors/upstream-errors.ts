@@ -1,0 +1,60 @@
+import { STATUS_CODES } from "node:http";
+import { DomainError } from "../../domain/errors.js";
+import type { Admission } from "./circuit.js";
+import type { Connector } from "./model.js";
+
+/**
+ * The errors of requests to a connector's upstream (upstream.ts): every one a 502 or 504 naming
+ * the connector, so that a client (and the administrator reading its log) knows which upstream
+ * failed. Never a 500: upstream trouble is not Wharf's.
+ */
+
+const MAX_MESSAGE_LENGTH = 500;
+
+export function timedOut(connector: Connector, ms: number): DomainError {
+  return new DomainError(
+    "gateway_timeout",
+    "CONNECTOR_TIMEOUT",
+    `Connector '${connector.name}' did not answer within ${ms / 1000} s.`,
+  );
+}
+
+export function circuitOpen(connector: Connector, admission: Admission & { admitted: false }): DomainError {
+  const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
+  return new DomainError(
+    "bad_gateway",
+    "CONNECTOR_UNAVAILABLE",
+    `Connector '${connector.name}' is unavailable: its last ${admission.failures} requests failed; ` +
+      `it is asked again in ${seconds} s at the earliest.`,
+  );
+}
+
+export function httpError(connector: Connector, status: number): DomainError {
+  const reason = STATUS_CODES[status] ?? "";
+  return new DomainError(
+    "bad_gateway",
+    "CONNECTOR_HTTP_ERROR",
+    `Connector '${connector.name}': the upstream answered HTTP ${status} ${reason}`.trim() + ".",
+  );
+}
+
+export function invalidAnswer(connector: Connector, what: string): DomainError {
+  return new DomainError(
+    "bad_gateway",
+    "CONNECTOR_INVALID_ANSWER",
+    `Connector '${connector.name}': the answer ${what}.`,
+  );
+}
+
+/**
+ * Any failure of a request to the upstream as a 502 or 504 naming the connector. The guard's
+ * messages (a refused address, a timeout, a connection error) are kept: they say what went wrong.
+ */
+export function connectorError(connector: Connector, error: unknown): DomainError {
+  if (error instanceof DomainError && error.message.startsWith(`Connector '${connector.name}'`)) return error;
+  const kind = error instanceof DomainError && error.kind === "gateway_timeout" ? "gateway_timeout" : "bad_gateway";
+  const code = error instanceof DomainError ? error.code : "CONNECTOR_FAILED";
+  const detail = error instanceof DomainError ? error.message : "the request to the upstream failed.";
+  const text = detail.length > MAX_MESSAGE_LENGTH ? `${detail.slice(0, MAX_MESSAGE_LENGTH)}...` : detail;
+  return new DomainError(kind, code, `Connector '${connector.name}': ${text}`);
+}

@@ -1,0 +1,237 @@
+import { DomainError } from "../../domain/errors.js";
+import { compilePatterns } from "../../domain/patterns.js";
+import type { Connector, ConnectorUpstreams, MetadataRequest } from "../connectors/index.js";
+import type { FeedService } from "../management/index.js";
+import { getUniversalFeed } from "./feed-lookup.js";
+import {
+  filterSubject,
+  remotePackageOf,
+  remotePackagesOf,
+  remoteVersionOf,
+  remoteVersionsOf,
+  type Visible,
+} from "./remote-entries.js";
+import { byPackage, byVersion, type Json, mergePackages, mergeVersions, type Source } from "./remote-merge.js";
+import {
+  packageNotFound,
+  type PackagesQuery,
+  type UpackQueryService,
+  versionKeyOf,
+  versionNotFound,
+  type VersionsQuery,
+} from "./query-service.js";
+
+/**
+ * Listings of a universal feed with connectors (seed-api.md area A; compat.md 2.2, 2.3, 2.11,
+ * 5.3): the feed's own answer (the local query service, with its caches, unchanged) merged with
+ * what each connector's upstream answers, so that remote packages look like the feed's own.
+ *
+ * - Local shadows remote: a version the feed stores (uploaded, or pulled and cached) is listed as
+ *   stored, never as the upstream describes it; after local, connectors in the feed's order, so
+ *   the first connector that lists a version wins it. A package entry (`packages`, `search`)
+ *   comes from the feed when it stores the package, else from the first connector listing it;
+ *   its `versions` and `latestVersion` are those of every source, so a client choosing from
+ *   `packages?name=` sees what `versions?name=` lists and downloads can serve.
+ * - Connector filters decide which remote packages are visible at all.
+ * - Remote entries carry `isLocal: false, isCached: false`; pulled versions are local rows with
+ *   `isLocal: false, isCached: true` (present.ts).
+ * - Upstream trouble: each connector's answer may come from its metadata cache, fresh or, when
+ *   the upstream fails, stale (upstream.ts). A connector that fails without a cached answer is
+ *   left out, and the answer is what the others gave; but when nothing at all was found, the
+ *   failure is the answer (502/504 naming the connector), never an empty list or a 404 that
+ *   only the failed upstream could have contradicted.
+ * - `count` applies to the merged list; merged answers are not kept in the local response cache
+ *   (the metadata cache keeps the remote halves).
+ */
+export interface RemoteListingDeps {
+  readonly feeds: FeedService;
+  readonly upstreams: ConnectorUpstreams;
+}
+
+/** What the connectors answered: entries in the feed's connector order, and who failed. */
+interface Gathered<T> {
+  readonly sources: Source<T>[];
+  readonly failures: DomainError[];
+}
+
+export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps): UpackQueryService {
+  const { upstreams } = deps;
+
+  async function connectorsOf(feedName: string): Promise<Connector[]> {
+    const feed = await getUniversalFeed(deps.feeds, feedName);
+    return feed.settings.connectors.length === 0 ? [] : upstreams.connectorsOf(feed.settings.connectors);
+  }
+
+  async function gather<T>(
+    connectors: readonly Connector[],
+    request: MetadataRequest,
+    read: (body: unknown, visible: Visible) => T[],
+  ): Promise<Gathered<T>> {
+    const sources: Source<T>[] = [];
+    const failures: DomainError[] = [];
+    const results = await Promise.all(
+      connectors.map(async (connector): Promise<Source<T> | DomainError> => {
+        try {
+          const answer = await upstreams.metadata(connector, request);
+          return { connector, entries: answer.found ? read(answer.body, visibleThrough(connector)) : [] };
+        } catch (error) {
+          // upstream.ts turns every upstream failure into a DomainError; anything else is a bug.
+          if (!(error instanceof DomainError)) throw error;
+          return error;
+        }
+      }),
+    );
+    for (const result of results) {
+      if (result instanceof DomainError) failures.push(result);
+      else sources.push(result);
+    }
+    return { sources, failures };
+  }
+
+  return {
+    ...local,
+
+    async listPackages(feedName, query) {
+      const connectors = await connectorsOf(feedName);
+      if (connectors.length === 0) return local.listPackages(feedName, query);
+      if (query.name !== undefined) {
+        const group = query.group ?? "";
+        const [own, remote] = await Promise.all([
+          localOrUndefined(() => local.listPackages(feedName, query)),
+          gather(connectors, { endpoint: "packages", query: { group, name: query.name } }, (body, visible) => {
+            const found = remotePackageOf(body, visible);
+            return found ? [found] : [];
+          }),
+        ]);
+        const [merged] = mergePackages(own === undefined ? [] : [parseObject(own)], remote.sources);
+        if (merged === undefined) throw remote.failures[0] ?? packageNotFound(group, query.name);
+        return toBuffer(merged);
+      }
+      const [own, remote] = await Promise.all([
+        local.listPackages(feedName, query),
+        gather(connectors, { endpoint: "packages", query: packagesQuery(query) }, remotePackagesOf),
+      ]);
+      const merged = mergePackages(parseArray(own), remote.sources).sort(byPackage).slice(0, query.count);
+      throwWhenNothing(merged, remote.failures);
+      return toBuffer(merged);
+    },
+
+    async search(feedName, term, count) {
+      const connectors = await connectorsOf(feedName);
+      if (connectors.length === 0) return local.search(feedName, term, count);
+      const trimmed = term.trim();
+      const request: MetadataRequest =
+        trimmed === ""
+          ? { endpoint: "packages", query: { count: String(count) } }
+          : { endpoint: "search", query: { term: trimmed, count: String(count) } };
+      const [own, remote] = await Promise.all([
+        local.search(feedName, term, count),
+        gather(connectors, request, remotePackagesOf),
+      ]);
+      // Ranked already, locally and upstream: the order is kept, local matches first.
+      const merged = mergePackages(parseArray(own), remote.sources);
+      if (trimmed === "") merged.sort(byPackage);
+      throwWhenNothing(merged, remote.failures);
+      return toBuffer(merged.slice(0, count));
+    },
+
+    async listVersions(feedName, query) {
+      const connectors = await connectorsOf(feedName);
+      if (connectors.length === 0) return local.listVersions(feedName, query);
+      if (query.version !== undefined) return oneVersion(feedName, query, connectors);
+      const [own, remote] = await Promise.all([
+        local.listVersions(feedName, query),
+        gather(connectors, { endpoint: "versions", query: versionsQuery(query) }, (body, visible) =>
+          remoteVersionsOf(body, visible, query.includeFileList),
+        ),
+      ]);
+      let merged = mergeVersions(parseArray(own), remote.sources).sort(byVersion);
+      // With a name, `count` does not apply (seed-api.md A), as locally.
+      if (query.name === undefined) merged = merged.slice(0, query.count);
+      throwWhenNothing(merged, remote.failures);
+      return toBuffer(merged.map((entry) => entry.json));
+    },
+  };
+
+  /**
+   * One version: the feed's own when it has it (no upstream is asked), else the first connector,
+   * in the feed's order, that knows it.
+   */
+  async function oneVersion(feedName: string, query: VersionsQuery, connectors: Connector[]): Promise<Buffer> {
+    const own = await localOrUndefined(() => local.listVersions(feedName, query));
+    if (own !== undefined) return own;
+    const group = query.group ?? "";
+    const name = query.name ?? "";
+    const version = query.version ?? "";
+    const canonical = versionKeyOf(version) === undefined ? undefined : version;
+    const failures: DomainError[] = [];
+    for (const connector of canonical === undefined ? [] : connectors) {
+      try {
+        const request = {
+          endpoint: "versions",
+          query: { group, name, version: canonical, includeFileList: query.includeFileList ? "true" : undefined },
+        } as const;
+        const answer = await upstreams.metadata(connector, request);
+        const found = answer.found
+          ? remoteVersionOf(answer.body, visibleThrough(connector), query.includeFileList)
+          : undefined;
+        if (found !== undefined && versionKeyOf(found.versionText) === versionKeyOf(version))
+          return toBuffer(found.json);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        failures.push(error);
+      }
+    }
+    throw failures[0] ?? versionNotFound(group, name, version);
+  }
+}
+
+/** Nothing found anywhere and an upstream could not be asked: that upstream's error is the answer. */
+function throwWhenNothing(merged: readonly unknown[], failures: readonly DomainError[]): void {
+  const [failure] = failures;
+  if (merged.length === 0 && failure !== undefined) throw failure;
+}
+
+/** Connector filters (domain/patterns.ts) matched against `group/name`, or `name` in the empty group. */
+export function visibleThrough(connector: Connector): Visible {
+  if (connector.filters.length === 0) return () => true;
+  const patterns = compilePatterns(connector.filters);
+  return (group, name) => patterns.matches(filterSubject(group, name));
+}
+
+function packagesQuery(query: PackagesQuery): Record<string, string | undefined> {
+  // Inedo.UPack's "*" (any group) is not passed on: an upstream may take it literally.
+  return { group: query.group === "*" ? undefined : query.group, count: String(query.count) };
+}
+
+function versionsQuery(query: VersionsQuery): Record<string, string | undefined> {
+  const files = query.includeFileList ? "true" : undefined;
+  if (query.name !== undefined) return { group: query.group ?? "", name: query.name, includeFileList: files };
+  const group = query.group === "*" ? undefined : query.group;
+  return { group, count: String(query.count), includeFileList: files };
+}
+
+function parseArray(json: Buffer): Json[] {
+  const parsed = JSON.parse(json.toString("utf8")) as unknown;
+  return Array.isArray(parsed) ? (parsed as Json[]) : [];
+}
+
+function parseObject(json: Buffer): Json {
+  return JSON.parse(json.toString("utf8")) as Json;
+}
+
+function toBuffer(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value));
+}
+
+/** The local answer, or undefined for the local "not found" (a connector may still have it). */
+async function localOrUndefined(read: () => Promise<Buffer>): Promise<Buffer | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof DomainError && (error.code === "PACKAGE_NOT_FOUND" || error.code === "VERSION_NOT_FOUND")) {
+      return undefined;
+    }
+    throw error;
+  }
+}
