@@ -163,6 +163,7 @@ describe("an upstream that lies about sha1", () => {
   beforeAll(async () => {
     small.claimed = await buildUpack({ name: "liar", version: "1.0.0" });
     small.honest = await buildUpack({ name: "honest", version: "1.0.0" });
+    const chunked = await buildUpack({ name: "chunked", version: "1.0.0" });
     small.served = await buildUpack({ name: "liar", version: "1.0.0", files: { "readme.txt": "tampered" } });
     // Random content does not compress: several chunks on the wire.
     large = await buildUpack({ name: "big-liar", version: "1.0.0", files: { "blob.bin": randomBytes(2 << 20) } });
@@ -172,6 +173,7 @@ describe("an upstream that lies about sha1", () => {
       honest: { bytes: small.honest, sha1: sha1Hex(small.honest) },
       // Its sha1 is right, but its upack.json names another package.
       impostor: { bytes: small.claimed, sha1: sha1Hex(small.claimed) },
+      chunked: { bytes: chunked, sha1: sha1Hex(chunked) },
     };
     fake = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? "/", "http://x");
@@ -180,6 +182,12 @@ describe("an upstream that lies about sha1", () => {
       if (claim === undefined) return void response.writeHead(404).end();
       if (url.pathname.endsWith("/versions")) {
         return sendJson(response, 200, { name, version: "1.0.0", sha1: claim.sha1, size: claim.bytes.length });
+      }
+      if (name === "chunked") {
+        // No Content-Length: the body ends with the last chunk.
+        response.writeHead(200, { "content-type": "application/zip" });
+        response.write(claim.bytes.subarray(0, 100));
+        return void setTimeout(() => response.end(claim.bytes.subarray(100)), 20);
       }
       response.writeHead(200, { "content-type": "application/zip", "content-length": claim.bytes.length });
       response.end(claim.bytes);
@@ -229,5 +237,13 @@ describe("an upstream that lies about sha1", () => {
     const res = await down.get("/upack/proxy/download/honest/1.0.0");
     expect(res.rawPayload.equals(small.honest)).toBe(true);
     await eventually(() => expect(cachedRow(down, "honest", "1.0.0")?.isCached).toBe(1));
+  });
+
+  it("streams and keeps a file the upstream sends without a Content-Length", async () => {
+    const res = await down.get("/upack/proxy/download/chunked/1.0.0");
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-length"]).toBeUndefined();
+    expect(res.rawPayload.subarray(0, 2).toString("latin1")).toBe("PK");
+    await eventually(() => expect(cachedRow(down, "chunked", "1.0.0")?.isCached).toBe(1));
   });
 });

@@ -203,7 +203,8 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
         throw httpError(connector, response.status);
       }
       circuit.succeeded(circuitKey);
-      const declared = Number(response.headers.get("content-length") ?? "");
+      const header = response.headers.get("content-length");
+      const declared = header === null ? Number.NaN : Number(header);
       return {
         body: namedBody(connector, response.body, timeoutMs),
         length: Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined,

@@ -63,7 +63,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     ...(options.deployments ? { deploymentCounts: options.deployments.countsByVersion } : {}),
   });
   const queries = options.upstreams
-    ? withConnectors(local, { feeds: options.feeds, upstreams: options.upstreams })
+    ? withConnectors(local, { feeds: options.feeds, upstreams: options.upstreams, log: app.log })
     : local;
   const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
 

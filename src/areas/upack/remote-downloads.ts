@@ -29,7 +29,9 @@ export type { Located, RemoteTarget } from "./remote-lookup.js";
  * - A version whose upstream lists no valid `sha1`, or a virtual one (its `sha1` is that of the
  *   manifest, not of the package the upstream assembles), cannot be verified: it is streamed but
  *   never kept.
- * - The download that pulls a version is not counted: the version was not the feed's yet.
+ * - A download served from the upstream is not counted, records no deployment it announces
+ *   (X-ProGet-Deployment-*) and ignores Range (the whole file is sent): the version is not the
+ *   feed's yet. Once kept, it is served like any other version.
  */
 export interface RemoteDownloads {
   /** The version a download URL names, the feed's own or a connector's (remote-lookup.ts). */

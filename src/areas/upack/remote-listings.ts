@@ -46,6 +46,8 @@ import {
 export interface RemoteListingDeps {
   readonly feeds: FeedService;
   readonly upstreams: ConnectorUpstreams;
+  /** Where a connector left out of an answer is reported (the answer itself does not say so). */
+  readonly log?: { warn(fields: object, message: string): void };
 }
 
 /** What the connectors answered: entries in the feed's connector order, and who failed. */
@@ -86,6 +88,17 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       else sources.push(result);
     }
     return { sources, failures };
+  }
+
+  /**
+   * Nothing found anywhere and an upstream could not be asked: that upstream's error is the
+   * answer. Otherwise the answer goes out without it, and the administrator hears of it.
+   */
+  function throwWhenNothing(merged: readonly unknown[], failures: readonly DomainError[]): void {
+    const [failure] = failures;
+    if (merged.length === 0 && failure !== undefined) throw failure;
+    for (const { code, message } of failures)
+      deps.log?.warn({ code }, `listing answered without a connector: ${message}`);
   }
 
   return {
@@ -184,12 +197,6 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
     }
     throw failures[0] ?? versionNotFound(group, name, version);
   }
-}
-
-/** Nothing found anywhere and an upstream could not be asked: that upstream's error is the answer. */
-function throwWhenNothing(merged: readonly unknown[], failures: readonly DomainError[]): void {
-  const [failure] = failures;
-  if (merged.length === 0 && failure !== undefined) throw failure;
 }
 
 /** Connector filters (domain/patterns.ts) matched against `group/name`, or `name` in the empty group. */
