@@ -88,10 +88,13 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
     }
   }
 
-  async function openBlob(sha256: string, range?: { start: number; end: number }) {
+  /**
+   * Opens the blob's file and runs `use` on it; undefined when the blob is absent. Opening first
+   * turns "absent" into undefined instead of a later stream error, and keeps the bytes readable
+   * even if the blob is deleted meanwhile. If `use` throws, the handle is closed.
+   */
+  async function withOpenBlob<T>(sha256: string, use: (handle: FileHandle) => Promise<T>): Promise<T | undefined> {
     if (!ADDRESS.test(sha256)) return undefined;
-    // Opening before creating the stream turns "absent" into undefined instead of a later
-    // stream error, and keeps the bytes readable even if the blob is deleted meanwhile.
     let handle: FileHandle;
     try {
       handle = await open(blobPath(sha256), "r");
@@ -100,38 +103,30 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
       throw error;
     }
     try {
-      // Large reads for throughput; an explicit end keeps a small blob's read buffer small too.
-      const end = range ? range.end : (await handle.stat()).size - 1;
-      const start = range ? range.start : 0;
-      if (end < start) return handle.createReadStream(); // an empty blob: nothing to read
-      return handle.createReadStream({ start, end, highWaterMark: Math.min(READ_CHUNK_BYTES, end - start + 1) });
+      return await use(handle);
     } catch (error) {
-      // An impossible range throws here, before the stream owns (and would close) the handle.
       await handle.close();
       throw error;
     }
   }
 
-  async function openReader(sha256: string): Promise<BlobReader | undefined> {
-    if (!ADDRESS.test(sha256)) return undefined;
-    let handle: FileHandle;
-    try {
-      handle = await open(blobPath(sha256), "r");
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
-    try {
-      const { size } = await handle.stat();
-      return {
-        size,
-        read: async (target, position) => (await handle.read(target, 0, target.length, position)).bytesRead,
-        close: () => handle.close(),
-      };
-    } catch (error) {
-      await handle.close();
-      throw error;
-    }
+  function openBlob(sha256: string, range?: { start: number; end: number }) {
+    return withOpenBlob(sha256, async (handle) => {
+      // Large reads for throughput; an explicit end keeps a small blob's read buffer small too.
+      const end = range ? range.end : (await handle.stat()).size - 1;
+      const start = range ? range.start : 0;
+      if (end < start) return handle.createReadStream(); // an empty blob: nothing to read
+      // An impossible range throws here, before the stream owns (and would close) the handle.
+      return handle.createReadStream({ start, end, highWaterMark: Math.min(READ_CHUNK_BYTES, end - start + 1) });
+    });
+  }
+
+  function openReader(sha256: string): Promise<BlobReader | undefined> {
+    return withOpenBlob(sha256, async (handle) => ({
+      size: (await handle.stat()).size,
+      read: async (target, position) => (await handle.read(target, 0, target.length, position)).bytesRead,
+      close: () => handle.close(),
+    }));
   }
 
   async function deleteBlob(sha256: string) {

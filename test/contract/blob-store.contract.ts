@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
-import type { BlobInfo, BlobStore } from "../../src/storage/blob-store.js";
+import { type BlobInfo, type BlobStore, canOpenReader } from "../../src/storage/blob-store.js";
 
 export interface BlobStoreFixture {
   store: BlobStore;
@@ -510,6 +510,34 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         expect(await store.open(digest("sha256", randomBytes(8)))).toBeUndefined();
         expect(await store.open(digest("sha256", randomBytes(8)), { start: 0, end: 10 })).toBeUndefined();
         expect(await store.stat(digest("sha256", randomBytes(8)))).toBeUndefined();
+      });
+    });
+
+    describe("openReader, where a store offers positional reads", () => {
+      it("reads at any position, reports the size, and follows open's rules for absent and invalid addresses", async (context) => {
+        const raw = fixture.store;
+        if (!canOpenReader(raw)) return context.skip();
+        const content = randomBytes(100_000);
+        const info = await store.put(chunksOf(content));
+        const reader = await raw.openReader(info.sha256);
+        if (reader === undefined) throw new Error("the stored blob has no reader");
+        try {
+          expect(reader.size).toBe(content.length);
+          const target = Buffer.alloc(1000);
+          expect(await reader.read(target, 65_000)).toBe(1000);
+          expectSameBytes(target, content.subarray(65_000, 66_000));
+          expect(await reader.read(target, 99_500)).toBe(500);
+          expect(await reader.read(target, 100_000)).toBe(0);
+          // The bytes stay readable when the blob is deleted meanwhile, as with open.
+          await store.delete(info.sha256);
+          expect(await reader.read(target, 0)).toBe(1000);
+          expectSameBytes(target, content.subarray(0, 1000));
+        } finally {
+          await reader.close();
+        }
+        expect(await raw.openReader(info.sha256)).toBeUndefined();
+        expect(await raw.openReader("../etc/passwd")).toBeUndefined();
+        expect(await raw.openReader(info.sha256.toUpperCase())).toBeUndefined();
       });
     });
 
