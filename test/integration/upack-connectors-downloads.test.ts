@@ -117,6 +117,27 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
     await eventually(() => expect(cachedRow(down, "viewer-pkg", "1.0.0")?.isCached).toBe(1));
   });
 
+  it("records the deployment a remote download announces in X-ProGet-Deployment-* headers", async () => {
+    const admin = { "x-apikey": down.t.adminKey };
+    const res = await down.get("/upack/proxy/download/viewer-pkg/1.0.0", {
+      ...admin,
+      "x-proget-deployment-application": "Ansible",
+      "x-proget-deployment-description": "nightly",
+      "x-proget-deployment-target": "web-01",
+    });
+    expect(res.statusCode).toBe(200);
+    const records = await down.get("/api/package-deployment/?feed=proxy&name=viewer-pkg", admin);
+    expect(records.statusCode).toBe(200);
+    expect(records.json()).toEqual([
+      expect.objectContaining({
+        packageName: "viewer-pkg",
+        version: "1.0.0",
+        application: "Ansible",
+        target: "web-01",
+      }),
+    ]);
+  });
+
   it("?latest takes the highest version of the feed and its connectors", async () => {
     const res = await down.get("/upack/proxy/download/shared?latest");
     expect(res.statusCode, res.body).toBe(200);

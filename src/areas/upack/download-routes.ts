@@ -85,8 +85,29 @@ export async function countDownload(
   } catch (error) {
     request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
   }
-  const announced = recordAnnouncedDeployment(request, target, downloads.recordDeployment);
+  await announceDeployment(downloads, request, target);
+}
+
+/** Records the deployment a download's X-ProGet-Deployment-* headers announce (compat.md 2.4): stored or remote versions. */
+async function announceDeployment(
+  downloads: UpackDownloadService,
+  request: FastifyRequest,
+  version: { feedId: number; group: string; name: string; version: string },
+): Promise<void> {
+  const announced = recordAnnouncedDeployment(request, version, downloads.recordDeployment);
   if (announced !== undefined) await announced;
+}
+
+/** After a remote version's download: not counted (the feed does not store it), but its deployment is recorded. */
+async function afterRemoteDownload(
+  downloads: UpackDownloadService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: RemoteTarget,
+): Promise<void> {
+  if (!startsDownload(request, reply)) return;
+  const { group, name, version } = target;
+  await announceDeployment(downloads, request, { feedId: target.feed.id, group, name, version });
 }
 
 function pullOptions(request: FastifyRequest, feed: { name: string }): PullOptions {
@@ -151,7 +172,11 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
       const query = request.query as QueryLike;
       const format = formatOf(query);
       const located = await locate(request);
-      if (located.remote !== undefined && format === "upack") return sendRemote(request, reply, located.remote);
+      if (located.remote !== undefined && format === "upack") {
+        await sendRemote(request, reply, located.remote);
+        await afterRemoteDownload(downloads, request, reply, located.remote);
+        return reply;
+      }
       const file = await fileOf(request, reply, located);
       const named = located.target ?? located.remote;
       const disposition = attachment(packageFileName(named.name, named.version, format));
@@ -174,6 +199,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
           .send(contents);
       }
       if (located.target !== undefined) await countDownload(downloads, request, reply, located.target);
+      else if (located.remote !== undefined) await afterRemoteDownload(downloads, request, reply, located.remote);
       return reply;
     },
   });
