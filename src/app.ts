@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import formbody from "@fastify/formbody";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { ciBadgesArea } from "./areas/ci-badges/index.js";
 import {
   connectorExists,
   connectorsArea,
@@ -13,6 +14,7 @@ import { healthRoutes } from "./areas/health/routes.js";
 import { packagesApiArea } from "./areas/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
+import { createReleasesServices, releasesArea } from "./areas/releases/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
 import { securityArea } from "./areas/security/index.js";
@@ -106,6 +108,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(packagesApiArea, { ...upack, services: upackServices });
   await app.register(endpointsArea, { ...shared, ...endpoints });
   await app.register(packageDeploymentArea, { deployments });
+  // One releases service: its API, the CI badges that read builds, and (later) the job runner.
+  const releases = createReleasesServices({ db: deps.db, clock });
+  await app.register(releasesArea, { services: releases });
+  await app.register(ciBadgesArea, { releases: releases.releases, config });
   await registerOpenApiRoutes(app);
   return app;
 }

@@ -1,0 +1,56 @@
+import { invalid } from "../../domain/errors.js";
+import type { Build, BuildFilter, Deployment, ReleaseService } from "../releases/index.js";
+import type { Inputs } from "../releases/params.js";
+import type { BadgeState } from "./badge-svg.js";
+
+/**
+ * The build a badge or link is about (compat.md 7.6): the newest build matching every filter,
+ * AND-combined. `$ApplicationName`, `$ApplicationId`, `$ReleaseNumber` and `$BuildNumber` select
+ * by those fields; any other `$Name=value` matches a build variable.
+ */
+export interface SelectedBuild {
+  readonly build: Build;
+  /** Its latest deployment (the "latest execution"), if it has one. */
+  readonly deployment: Deployment | undefined;
+}
+
+const FIELD_FILTERS: ReadonlyMap<string, "applicationName" | "applicationId" | "releaseNumber" | "buildNumber"> =
+  new Map([
+    ["applicationname", "applicationName"],
+    ["applicationid", "applicationId"],
+    ["releasenumber", "releaseNumber"],
+    ["buildnumber", "buildNumber"],
+  ] as const);
+
+export function buildFilterOf(inputs: Inputs): BuildFilter {
+  const filter: BuildFilter & { variables: Map<string, string> } = { variables: new Map(), limit: 1 };
+  for (const [name, value] of inputs.variables) {
+    const field = FIELD_FILTERS.get(name.toLowerCase());
+    if (field === undefined) filter.variables.set(name, value);
+    else if (field === "applicationId") {
+      if (!/^\d{1,15}$/.test(value)) throw invalid("INVALID_APPLICATION_ID", "'$ApplicationId' must be a number.");
+      filter.applicationId = Number(value);
+    } else filter[field] = value;
+  }
+  return filter;
+}
+
+export async function selectBuild(releases: ReleaseService, inputs: Inputs): Promise<SelectedBuild | undefined> {
+  const [build] = await releases.listBuilds(buildFilterOf(inputs));
+  if (build === undefined) return undefined;
+  return { build, deployment: await releases.latestDeploymentOf(build.id) };
+}
+
+const STATE_OF_DEPLOYMENT: Record<Deployment["status"], BadgeState> = {
+  pending: "pending",
+  executing: "running",
+  succeeded: "success",
+  warned: "warning",
+  failed: "error",
+};
+
+/** No matching build, or a build never deployed: `unknown` (compat.md 7.6). */
+export function badgeStateOf(selected: SelectedBuild | undefined): BadgeState {
+  const status = selected?.deployment?.status;
+  return status === undefined ? "unknown" : STATE_OF_DEPLOYMENT[status];
+}

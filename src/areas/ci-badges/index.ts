@@ -1,0 +1,1 @@
+export { type CiBadgeOptions, ciBadgeRoutes as ciBadgesArea } from "./routes.js";

@@ -1,0 +1,146 @@
+import type { Clock } from "../../domain/clock.js";
+import { DomainError, invalid, notFound } from "../../domain/errors.js";
+import type { CatalogRepository } from "./catalog-repository.js";
+import {
+  type Application,
+  type ApplicationDraft,
+  BUILD_NUMBER_SCHEMES,
+  type Environment,
+  type EnvironmentDraft,
+  type Pipeline,
+  type PipelineDraft,
+  RELEASE_USAGES,
+} from "./model.js";
+import { isVariableName } from "./params.js";
+
+/** Applications, environments and pipelines: the operators' management additions (compat.md 7.8, 8.2). */
+export interface CatalogService {
+  listApplications(): Promise<Application[]>;
+  createApplication(draft: ApplicationDraft): Promise<Application>;
+  /** Identified by id, or by name when no id is given; missing fields are left unchanged. */
+  updateApplication(ref: { id?: number; name?: string }, change: Partial<ApplicationDraft>): Promise<Application>;
+  listEnvironments(name?: string): Promise<Environment[]>;
+  createEnvironment(draft: EnvironmentDraft): Promise<Environment>;
+  updateEnvironment(name: string, change: Partial<EnvironmentDraft>): Promise<Environment>;
+  deleteEnvironment(name: string): Promise<void>;
+  listPipelines(): Promise<Pipeline[]>;
+  getPipeline(name: string): Promise<Pipeline>;
+  createPipeline(draft: PipelineDraft): Promise<Pipeline>;
+  updatePipeline(name: string, draft: PipelineDraft): Promise<Pipeline>;
+  deletePipeline(name: string): Promise<void>;
+}
+
+/** compat.md 8.2: ≤ 50 letters, digits, `-`, `_`; starts with a letter; not ending in `-`/`_`. */
+const ENTITY_NAME = /^[A-Za-z]([A-Za-z0-9_-]{0,48}[A-Za-z0-9])?$/;
+
+export function parseReleaseUsage(text: string): Application["releaseUsage"] {
+  const value = text.toLowerCase() === "disabled" ? "none" : text.toLowerCase();
+  if (!(RELEASE_USAGES as readonly string[]).includes(value)) {
+    throw invalid("INVALID_RELEASE_USAGE", "'releaseUsage' must be Required, Optional or Disabled.");
+  }
+  return value as Application["releaseUsage"];
+}
+
+export function parseScheme(text: string): Application["buildNumberScheme"] {
+  const lowered = text.toLowerCase();
+  const value = lowered === "datetimebased" ? "date-based" : lowered;
+  if (!(BUILD_NUMBER_SCHEMES as readonly string[]).includes(value)) {
+    throw invalid("INVALID_BUILD_NUMBER_SCHEME", "'buildNumberScheme' must be Sequential, DateTimeBased or Unique.");
+  }
+  return value as Application["buildNumberScheme"];
+}
+
+function checkName(what: string, name: string, pattern: RegExp): void {
+  if (!pattern.test(name)) throw invalid("INVALID_NAME", `Invalid ${what} name '${name}'.`);
+}
+
+export function createCatalogService({ catalog, clock }: { catalog: CatalogRepository; clock: Clock }): CatalogService {
+  const now = () => clock.now().toISOString();
+  const validPipeline = async (draft: PipelineDraft) => {
+    checkName("pipeline", draft.name, /^[^\s].{0,99}$/);
+    if (draft.stages.length === 0) throw invalid("NO_STAGES", "A pipeline needs at least one stage.");
+    const seen = new Set<string>();
+    for (const stage of draft.stages) {
+      if (seen.has(stage.name.toLowerCase()))
+        throw invalid("DUPLICATE_STAGE", `The stage '${stage.name}' is listed twice.`);
+      seen.add(stage.name.toLowerCase());
+      if (stage.planName !== undefined && stage.plan !== undefined) {
+        throw invalid("PLAN_AMBIGUOUS", `Stage '${stage.name}': give either planName or plan, not both.`);
+      }
+      if (stage.planName !== undefined && !(await catalog.findPlan(stage.planName))) {
+        throw new DomainError(
+          "unprocessable",
+          "PLAN_NOT_FOUND",
+          `The deployment plan '${stage.planName}' does not exist.`,
+        );
+      }
+    }
+  };
+  const environmentNamed = async (name: string) => {
+    const environment = await catalog.findEnvironment(name);
+    if (!environment) throw notFound("ENVIRONMENT_NOT_FOUND", `The environment '${name}' was not found.`);
+    return environment;
+  };
+  const checkVariables = (variables: Readonly<Record<string, string>>) => {
+    for (const name of Object.keys(variables)) {
+      if (!isVariableName(name)) throw invalid("INVALID_VARIABLE_NAME", `Invalid variable name '${name}'.`);
+    }
+  };
+
+  return {
+    listApplications: () => catalog.listApplications(),
+    async createApplication(draft) {
+      checkName("application", draft.name, /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/);
+      return catalog.insertApplication(draft, now());
+    },
+    async updateApplication(ref, change) {
+      const current = await catalog.findApplication(ref.id ?? ref.name ?? "");
+      if (!current) throw notFound("APPLICATION_NOT_FOUND", "The specified application was not found.");
+      const { id, ...rest } = current;
+      const draft = { ...rest, ...change };
+      checkName("application", draft.name, /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/);
+      return catalog.updateApplication(id, draft);
+    },
+    async listEnvironments(name) {
+      if (name !== undefined) return [await environmentNamed(name)];
+      return catalog.listEnvironments();
+    },
+    async createEnvironment(draft) {
+      checkName("environment", draft.name, ENTITY_NAME);
+      checkVariables(draft.variables);
+      return catalog.insertEnvironment(draft);
+    },
+    async updateEnvironment(name, change) {
+      const { id, ...current } = await environmentNamed(name);
+      const draft = { ...current, ...change };
+      if (change.parentName === undefined && "parentName" in change)
+        delete (draft as { parentName?: string }).parentName;
+      checkName("environment", draft.name, ENTITY_NAME);
+      checkVariables(draft.variables);
+      return catalog.updateEnvironment(id, draft);
+    },
+    async deleteEnvironment(name) {
+      if (!(await catalog.deleteEnvironment(name)))
+        throw notFound("ENVIRONMENT_NOT_FOUND", `The environment '${name}' was not found.`);
+    },
+    listPipelines: () => catalog.listPipelines(),
+    async getPipeline(name) {
+      const pipeline = await catalog.findPipeline(name);
+      if (!pipeline) throw notFound("PIPELINE_NOT_FOUND", `The pipeline '${name}' was not found.`);
+      return pipeline;
+    },
+    async createPipeline(draft) {
+      await validPipeline(draft);
+      return catalog.insertPipeline(draft, now());
+    },
+    async updatePipeline(name, draft) {
+      const current = await this.getPipeline(name);
+      await validPipeline(draft);
+      return catalog.updatePipeline(current.id, draft, now());
+    },
+    async deletePipeline(name) {
+      if (!(await catalog.deletePipeline(name)))
+        throw notFound("PIPELINE_NOT_FOUND", `The pipeline '${name}' was not found.`);
+    },
+  };
+}

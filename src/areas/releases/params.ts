@@ -1,0 +1,117 @@
+import { Readable } from "node:stream";
+import type { FastifyRequest } from "fastify";
+import { invalid } from "../../domain/errors.js";
+import { parseBoolean } from "../../http/params.js";
+
+/**
+ * The lenient inputs of `/api/releases/...` (compat.md 7.1, 0.2): key/value pairs from the query
+ * string and/or a form or JSON body. Names match case-insensitively; empty values are absent; the
+ * same name given twice (query and body, or twice in one of them) is 400; `$Name` pairs are
+ * variables. The API key was already taken out of bodies by the auth hook; in the query it is
+ * skipped here.
+ */
+export interface Inputs {
+  /** The first of `names` given, trimmed. */
+  get(...names: string[]): string | undefined;
+  /** Like get(), but 400 when absent. */
+  require(name: string, ...aliases: string[]): string;
+  /** An integer id, 400 when not one. */
+  id(...names: string[]): number | undefined;
+  flag(name: string): boolean;
+  has(name: string): boolean;
+  /** `$Name` inputs, by name as spelled (without the `$`). */
+  readonly variables: ReadonlyMap<string, string>;
+}
+
+const KEY_NAMES = new Set(["key", "api_key"]);
+/** compat.md 7.1: ≤ 50 letters, digits, `-`, `_` or spaces, starting with a letter. */
+const VARIABLE_NAME = /^[A-Za-z][A-Za-z0-9_\- ]{0,49}$/;
+
+export function isVariableName(name: string): boolean {
+  return VARIABLE_NAME.test(name);
+}
+
+export function readInputs(request: FastifyRequest, aliases: Readonly<Record<string, string>> = {}): Inputs {
+  const values = new Map<string, string>();
+  const seen = new Set<string>();
+  const variables = new Map<string, string>();
+  const add = (rawName: string, raw: unknown) => {
+    const lower = rawName.toLowerCase();
+    if (KEY_NAMES.has(lower)) return;
+    const name = aliases[lower] ?? lower;
+    if (Array.isArray(raw)) throw repeated(rawName);
+    const value = scalar(rawName, raw);
+    if (value === undefined) return;
+    if (seen.has(name)) throw repeated(rawName);
+    seen.add(name);
+    if (name.startsWith("$")) {
+      const variable = rawName.slice(1);
+      if (!isVariableName(variable)) {
+        throw invalid(
+          "INVALID_VARIABLE_NAME",
+          `Invalid variable name '${variable}': use up to 50 letters, digits, '-', '_' or spaces, starting with a letter.`,
+        );
+      }
+      variables.set(variable, value);
+    } else {
+      values.set(name, value);
+    }
+  };
+  for (const [name, value] of Object.entries(asRecord(request.query))) add(name, value);
+  const body: unknown = request.body;
+  // BuildMaster.Net PUTs an empty text/plain body with everything in the query string (compat.md 0.2).
+  if (body instanceof Readable) body.resume();
+  else if (body !== undefined && body !== null) {
+    if (typeof body !== "object" || Array.isArray(body)) {
+      throw invalid("INVALID_BODY", "The body must be a JSON object or form fields.");
+    }
+    for (const [name, value] of Object.entries(body)) add(name, value);
+  }
+
+  const get = (...names: string[]) => {
+    for (const name of names) {
+      const value = values.get(name.toLowerCase());
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  };
+  return {
+    get,
+    require(name, ...more) {
+      const value = get(name, ...more);
+      if (value === undefined) throw invalid("MISSING_PARAMETER", `The parameter '${name}' is required.`);
+      return value;
+    },
+    id(...names) {
+      const value = get(...names);
+      if (value === undefined) return undefined;
+      if (!/^\d{1,15}$/.test(value)) throw invalid("INVALID_ID", `'${names[0]}' must be a whole number.`);
+      return Number(value);
+    },
+    flag: (name) => parseBoolean(get(name), false),
+    has: (name) => get(name) !== undefined,
+    variables,
+  };
+}
+
+function scalar(name: string, raw: unknown): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw === "number" || typeof raw === "boolean") return String(raw);
+  if (typeof raw !== "string") throw invalid("INVALID_PARAMETER", `The parameter '${name}' must be a single value.`);
+  const trimmed = raw.trim();
+  return trimmed === "" ? undefined : trimmed;
+}
+
+function repeated(name: string) {
+  return invalid("DUPLICATE_PARAMETER", `The parameter '${name}' is given more than once.`);
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value && typeof value === "object" ? (value as Record<string, unknown>) : {};
+}
+
+/** BuildMaster 5 names (compat.md 7.2 legacy `/api/releases/packages/...`). */
+export const LEGACY_PACKAGE_ALIASES: Readonly<Record<string, string>> = {
+  packageid: "buildid",
+  packagenumber: "buildnumber",
+};

@@ -1,0 +1,71 @@
+import type { FastifyRequest } from "fastify";
+import { forbidden, invalid } from "../../domain/errors.js";
+import type { Attribute } from "../../domain/attributes.js";
+import type { Inputs } from "./params.js";
+import type { ApplicationRef, BuildRef, ReleaseRef } from "./release-service.js";
+import { errorText } from "./schemas.js";
+
+export const errors = { 400: errorText, 403: errorText, 404: errorText, 409: errorText, 422: errorText } as const;
+
+/**
+ * Area E access (seed-api.md "Authentication" E; compat.md 7.1, 9): a System key with the
+ * `releases` scope, or a user granted the attribute. Every refusal, Anonymous included, is the
+ * seed's 403 sentence: Inedo's clients show it as is.
+ */
+export async function authorizeReleases(request: FastifyRequest, attribute: Attribute): Promise<void> {
+  if (!(await request.can({ api: "releases", attribute }))) throw forbidden();
+}
+
+/** compat.md 7.5: "application ids may be given as names". */
+export function applicationRef(inputs: Inputs): ApplicationRef {
+  const idText = inputs.get("applicationId");
+  const name = inputs.get("applicationName");
+  if (idText !== undefined && /^\d{1,15}$/.test(idText)) return { applicationId: Number(idText) };
+  const named = name ?? idText;
+  return named !== undefined ? { applicationName: named } : {};
+}
+
+export function releaseRef(inputs: Inputs): ReleaseRef {
+  const releaseId = inputs.id("releaseId");
+  const releaseNumber = inputs.get("releaseNumber");
+  return {
+    ...applicationRef(inputs),
+    ...(releaseId !== undefined && { releaseId }),
+    ...(releaseNumber !== undefined && { releaseNumber }),
+  };
+}
+
+export function buildRef(inputs: Inputs): BuildRef {
+  const buildId = inputs.id("buildId");
+  const buildNumber = inputs.get("buildNumber");
+  return {
+    ...releaseRef(inputs),
+    ...(buildId !== undefined && { buildId }),
+    ...(buildNumber !== undefined && { buildNumber }),
+  };
+}
+
+export function statusInput<T extends string>(inputs: Inputs, allowed: readonly T[]): T | undefined {
+  const value = inputs.get("status")?.toLowerCase();
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw invalid("INVALID_STATUS", `'status' must be one of: ${allowed.join(", ")}.`);
+  }
+  return value as T;
+}
+
+/** Filters shared by the three list endpoints; unknown names simply match nothing. */
+export function commonFilter(inputs: Inputs) {
+  const app = applicationRef(inputs);
+  const releaseId = inputs.id("releaseId");
+  const releaseNumber = inputs.get("releaseNumber");
+  const releaseName = inputs.get("releaseName");
+  const pipelineName = inputs.get("pipelineName");
+  return {
+    ...app,
+    ...(releaseId !== undefined && { releaseId }),
+    ...(releaseNumber !== undefined && { releaseNumber }),
+    ...(releaseName !== undefined && { releaseName }),
+    ...(pipelineName !== undefined && { pipelineName }),
+  };
+}

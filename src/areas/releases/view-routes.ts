@@ -1,0 +1,105 @@
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { notFound } from "../../domain/errors.js";
+import type { CatalogService } from "./catalog-service.js";
+import type { ReleaseService } from "./release-service.js";
+import { authorizeReleases, errors } from "./routes-common.js";
+import {
+  applicationInfo,
+  applicationInfoSchema,
+  buildInfo,
+  buildInfoSchema,
+  deploymentInfo,
+  deploymentInfoSchema,
+  releaseInfo,
+  releaseInfoSchema,
+} from "./schemas.js";
+
+/**
+ * The pages CI badge links point at (compat.md 7.6), as JSON until the web UI replaces them at the
+ * same addresses: `/applications/<id>`, `.../releases/<number>`, `.../builds/<id>` and
+ * `.../executions/<deployment id>` (with its log). Read access as for `/api/releases`.
+ */
+const TAGS = ["releases"];
+const idParam = z.string().regex(/^\d{1,15}$/);
+const params = z.object({ applicationId: idParam });
+
+const notFoundHere = (what: string) => notFound("NOT_FOUND", `The ${what} was not found.`);
+
+export const viewRoutes: FastifyPluginAsync<{ service: ReleaseService; catalog: CatalogService }> = async (
+  app,
+  { service, catalog },
+) => {
+  const config = { access: { inHandler: true } } as const;
+  const applicationIdOf = (request: FastifyRequest) =>
+    Number((request.params as { applicationId: string }).applicationId);
+
+  app.get("/applications/:applicationId", {
+    schema: {
+      summary: "Application page (JSON)",
+      tags: TAGS,
+      params,
+      response: { 200: applicationInfoSchema, ...errors },
+    },
+    config,
+    handler: async (request) => {
+      await authorizeReleases(request, "Applications_View");
+      const application = (await catalog.listApplications()).find((a) => a.id === applicationIdOf(request));
+      if (application === undefined) throw notFoundHere("application");
+      return applicationInfo(application);
+    },
+  });
+
+  app.get("/applications/:applicationId/releases/:releaseNumber", {
+    schema: {
+      summary: "Release page (JSON)",
+      tags: TAGS,
+      params: params.extend({ releaseNumber: z.string() }),
+      response: { 200: releaseInfoSchema, ...errors },
+    },
+    config,
+    handler: async (request) => {
+      await authorizeReleases(request, "Applications_View");
+      const { releaseNumber } = request.params as { releaseNumber: string };
+      const [release] = await service.listReleases({ applicationId: applicationIdOf(request), releaseNumber });
+      if (release === undefined) throw notFoundHere("release");
+      return releaseInfo(release);
+    },
+  });
+
+  app.get("/applications/:applicationId/builds/:buildId", {
+    schema: {
+      summary: "Build page (JSON)",
+      tags: TAGS,
+      params: params.extend({ buildId: idParam }),
+      response: { 200: buildInfoSchema, ...errors },
+    },
+    config,
+    handler: async (request) => {
+      await authorizeReleases(request, "Applications_View");
+      const buildId = Number((request.params as { buildId: string }).buildId);
+      const [build] = await service.listBuilds({ applicationId: applicationIdOf(request), buildId });
+      if (build === undefined) throw notFoundHere("build");
+      return buildInfo(build);
+    },
+  });
+
+  app.get("/applications/:applicationId/executions/:deploymentId", {
+    schema: {
+      summary: "Execution page (JSON): a deployment with its log",
+      tags: TAGS,
+      params: params.extend({ deploymentId: idParam }),
+      response: { 200: deploymentInfoSchema.extend({ log: z.string() }), ...errors },
+    },
+    config,
+    handler: async (request) => {
+      await authorizeReleases(request, "Applications_View");
+      const deploymentId = Number((request.params as { deploymentId: string }).deploymentId);
+      const deployment = await service.findDeployment(deploymentId);
+      if (deployment === undefined || deployment.applicationId !== applicationIdOf(request)) {
+        throw notFoundHere("execution");
+      }
+      return { ...deploymentInfo(deployment), log: deployment.log };
+    },
+  });
+};

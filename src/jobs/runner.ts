@@ -1,0 +1,382 @@
+/**
+ * The persistent job runner (PRODUCT.md "How the delivery half becomes real"; issue 6 section 1).
+ * Jobs are rows (migrations/0009-jobs.sql) moving pending -> executing -> succeeded | warned |
+ * failed; log lines are written as they happen. Restart rule: a job found executing when a runner
+ * starts was interrupted by a dead process, so it ends failed with a log line saying so, and is
+ * never run again (a half-done deployment must not silently run twice); pending jobs still run.
+ *
+ * One runner per database: the restart rule takes every executing row for an orphan.
+ */
+import type { Clock } from "../domain/clock.js";
+import { DomainError, invalid, notFound } from "../domain/errors.js";
+import type { Db } from "../storage/database.js";
+
+export type JobStatus = "pending" | "executing" | "succeeded" | "warned" | "failed";
+export type JobOutcome = "succeeded" | "warned" | "failed";
+export type JobLogLevel = "debug" | "info" | "warn" | "error";
+
+export interface Job {
+  readonly id: number;
+  readonly kind: string;
+  /** The JSON value given to enqueue, parsed again. */
+  readonly payload: unknown;
+  readonly status: JobStatus;
+  readonly createdAt: Date;
+  readonly startedAt: Date | undefined;
+  readonly endedAt: Date | undefined;
+  /** Set when cancel() ended the job; its status is then failed. */
+  readonly canceledAt: Date | undefined;
+  /** Not taken before this instant. */
+  readonly notBefore: Date | undefined;
+  readonly attempts: number;
+}
+
+export interface JobLogLine {
+  readonly level: JobLogLevel;
+  readonly message: string;
+  readonly loggedAt: Date;
+}
+
+export interface JobContext {
+  /** Aborted when the job is canceled, or when stop() gives up waiting for it. */
+  readonly signal: AbortSignal;
+  /** Persists one line at once (not buffered). Lines logged after the handler settled are dropped. */
+  log(level: JobLogLevel, message: string): void;
+}
+
+/**
+ * Runs one job. Resolving with an outcome records it; throwing (or resolving with anything else)
+ * records failed with the error's message in the job's log.
+ */
+export type JobHandler = (job: Job, context: JobContext) => Promise<JobOutcome>;
+
+/** Pino-shaped (app.log fits); for the runner's own troubles, not for job logs. */
+export interface JobRunnerLogger {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface JobRunnerOptions {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** Jobs executing at once (a positive integer). */
+  readonly concurrency: number;
+  readonly handlers: Readonly<Record<string, JobHandler>>;
+  readonly log: JobRunnerLogger;
+  /**
+   * Called once per job that reached a final status (including jobs the restart rule or cancel()
+   * ended), after the status is stored; its failures are logged and do not change the job.
+   */
+  readonly onFinished?: (job: Job) => void | Promise<void>;
+  /** How long stop() waits for executing jobs; default 30 s. */
+  readonly stopTimeoutMs?: number;
+}
+
+export interface JobRunner {
+  /**
+   * Stores a pending job and returns its id; it runs once the runner is started, there is room
+   * and `notBefore` (if given) has passed. invalid for a kind without a handler.
+   */
+  enqueue(kind: string, payload: unknown, options?: { readonly notBefore?: Date }): Promise<number>;
+  findJob(id: number): Promise<Job | undefined>;
+  /** Log lines in the order they were written; not_found for an unknown job. */
+  readLog(id: number): Promise<JobLogLine[]>;
+  /**
+   * Applies the restart rule, then takes pending jobs oldest first. Call once, before which
+   * enqueued jobs only wait.
+   */
+  start(): Promise<void>;
+  /**
+   * Takes no more jobs and waits up to stopTimeoutMs for the executing ones. Those still running
+   * then are aborted and left executing in the database, for the next start's restart rule; their
+   * late results are not recorded.
+   */
+  stop(): Promise<void>;
+  /**
+   * Ends a pending job (failed, canceled, never started) or aborts an executing one (it ends
+   * failed, canceled, once its handler returns). False when the job had already ended;
+   * not_found for an unknown job.
+   */
+  cancel(id: number): Promise<boolean>;
+}
+
+interface JobRow {
+  id: number;
+  kind: string;
+  payload: string;
+  status: JobStatus;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  canceled_at: string | null;
+  not_before: string | null;
+  attempts: number;
+}
+
+interface Running {
+  readonly controller: AbortController;
+  done: Promise<void>;
+  canceled: boolean;
+  /** Set when stop() gave up on it: nothing more is written for it. */
+  abandoned: boolean;
+}
+
+const MAX_LOG_MESSAGE = 64 * 1024;
+const MAX_WAKE_DELAY_MS = 60_000;
+const OUTCOMES: ReadonlySet<string> = new Set<JobOutcome>(["succeeded", "warned", "failed"]);
+export const INTERRUPTED_MESSAGE = "The Wharf process stopped while this job was executing; it did not finish.";
+
+const date = (text: string | null) => (text === null ? undefined : new Date(text));
+const toJob = (row: JobRow): Job => ({
+  id: row.id,
+  kind: row.kind,
+  payload: JSON.parse(row.payload) as unknown,
+  status: row.status,
+  createdAt: new Date(row.created_at),
+  startedAt: date(row.started_at),
+  endedAt: date(row.ended_at),
+  canceledAt: date(row.canceled_at),
+  notBefore: date(row.not_before),
+  attempts: row.attempts,
+});
+
+const errorMessage = (error: unknown) =>
+  error instanceof Error ? error.message || error.name : `Non-error value thrown: ${String(error)}`;
+
+export function createJobRunner(options: JobRunnerOptions): JobRunner {
+  const { db, clock, handlers, log } = options;
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
+    throw new RangeError("concurrency must be a positive integer");
+  }
+  const stopTimeoutMs = options.stopTimeoutMs ?? 30_000;
+  const now = () => clock.now().toISOString();
+
+  const sql = {
+    insert: db.prepare<[string, string, string, string | null], JobRow>(
+      "INSERT INTO jobs (kind, payload, status, created_at, not_before) VALUES (?, ?, 'pending', ?, ?) RETURNING *",
+    ),
+    get: db.prepare<[number], JobRow>("SELECT * FROM jobs WHERE id = ?"),
+    // ISO-8601 UTC text with milliseconds orders like the instants it names.
+    nextDue: db.prepare<[string], JobRow>(
+      "SELECT * FROM jobs WHERE status = 'pending' AND (not_before IS NULL OR not_before <= ?) ORDER BY id LIMIT 1",
+    ),
+    nextDeferred: db
+      .prepare<[string], string | null>("SELECT min(not_before) FROM jobs WHERE status = 'pending' AND not_before > ?")
+      .pluck(),
+    claim: db.prepare<[string, number], JobRow>(
+      "UPDATE jobs SET status = 'executing', started_at = ?, attempts = attempts + 1 " +
+        "WHERE id = ? AND status = 'pending' RETURNING *",
+    ),
+    finish: db.prepare<[JobOutcome, string, string | null, number], JobRow>(
+      "UPDATE jobs SET status = ?, ended_at = ?, canceled_at = coalesce(canceled_at, ?) " +
+        "WHERE id = ? AND status = 'executing' RETURNING *",
+    ),
+    cancelPending: db.prepare<[string, string, number], JobRow>(
+      "UPDATE jobs SET status = 'failed', ended_at = ?, canceled_at = ? WHERE id = ? AND status = 'pending' RETURNING *",
+    ),
+    orphans: db.prepare<[], JobRow>("SELECT * FROM jobs WHERE status = 'executing' ORDER BY id"),
+    addLog: db.prepare<[number, JobLogLevel, string, string]>(
+      "INSERT INTO job_log (job_id, level, message, logged_at) VALUES (?, ?, ?, ?)",
+    ),
+    readLog: db.prepare<[number], { level: JobLogLevel; message: string; logged_at: string }>(
+      "SELECT level, message, logged_at FROM job_log WHERE job_id = ? ORDER BY id",
+    ),
+  };
+
+  const running = new Map<number, Running>();
+  let state: "new" | "started" | "stopping" | "stopped" = "new";
+  let wakeTimer: NodeJS.Timeout | undefined;
+
+  const writeLog = (id: number, level: JobLogLevel, message: string) => {
+    const text = message.length > MAX_LOG_MESSAGE ? `${message.slice(0, MAX_LOG_MESSAGE)}… (truncated)` : message;
+    sql.addLog.run(id, level, text, now());
+  };
+
+  /** One transaction: the final status and the line explaining it land together. */
+  const end = db.transaction((id: number, outcome: JobOutcome, canceled: boolean, line?: [JobLogLevel, string]) => {
+    const at = now();
+    const row = sql.finish.get(outcome, at, canceled ? at : null, id);
+    if (row !== undefined && line !== undefined) writeLog(id, ...line);
+    return row;
+  });
+
+  const notify = async (row: JobRow) => {
+    try {
+      await options.onFinished?.(toJob(row));
+    } catch (error) {
+      log.error({ jobId: row.id, err: error }, "a job's onFinished callback failed");
+    }
+  };
+
+  async function execute(job: Job, entry: Running): Promise<void> {
+    const { controller } = entry;
+    let settled = false;
+    const context: JobContext = {
+      signal: controller.signal,
+      log(level, message) {
+        if (settled || entry.abandoned) return;
+        writeLog(job.id, level, message);
+      },
+    };
+    let outcome: JobOutcome = "failed";
+    try {
+      const handler = Object.hasOwn(handlers, job.kind) ? handlers[job.kind] : undefined;
+      if (handler === undefined) {
+        context.log("error", `No handler is registered for jobs of kind "${job.kind}".`);
+      } else {
+        const result: unknown = await handler(job, context);
+        if (typeof result === "string" && OUTCOMES.has(result)) outcome = result as JobOutcome;
+        else context.log("error", `The job's handler returned ${JSON.stringify(result) ?? "nothing"}, not an outcome.`);
+      }
+    } catch (error) {
+      context.log("error", errorMessage(error));
+    }
+    settled = true;
+    if (entry.abandoned) return;
+    // A canceled job is failed even if its handler finished anyway: someone asked for it not to be.
+    const final = entry.canceled ? "failed" : outcome;
+    const line: [JobLogLevel, string] = entry.canceled
+      ? ["error", "The job was canceled while it was executing."]
+      : [final === "failed" ? "error" : final === "warned" ? "warn" : "info", `The job ended: ${final}.`];
+    const row = end(job.id, final, entry.canceled, line);
+    if (row !== undefined) await notify(row);
+  }
+
+  /** Arms one timer for the earliest job waiting for its notBefore. */
+  function wakeForDeferred(at: string): void {
+    clearTimeout(wakeTimer);
+    const earliest = sql.nextDeferred.get(at);
+    if (earliest === undefined || earliest === null) return;
+    // Capped, so that a clock that jumps (or a test clock) is looked at again before long.
+    const delay = Math.min(Math.max(Date.parse(earliest) - Date.parse(at), 1), MAX_WAKE_DELAY_MS);
+    wakeTimer = setTimeout(pump, delay).unref();
+  }
+
+  /** Takes pending jobs while there is room; synchronous, so two calls cannot claim one job. */
+  function pump(): void {
+    while (state === "started" && running.size < options.concurrency) {
+      let row: JobRow | undefined;
+      try {
+        const at = now();
+        const next = sql.nextDue.get(at);
+        if (next === undefined) return wakeForDeferred(at);
+        row = sql.claim.get(at, next.id);
+      } catch (error) {
+        log.error({ err: error }, "the job runner could not take the next job");
+        return;
+      }
+      if (row === undefined) continue;
+      const job = toJob(row);
+      const entry: Running = {
+        controller: new AbortController(),
+        done: Promise.resolve(),
+        canceled: false,
+        abandoned: false,
+      };
+      running.set(job.id, entry);
+      // Started on the next tick: a handler that enqueues synchronously must not re-enter here.
+      entry.done = Promise.resolve()
+        .then(() => execute(job, entry))
+        .catch((error: unknown) => log.error({ jobId: job.id, err: error }, "the job runner could not record a job"))
+        .finally(() => {
+          running.delete(job.id);
+          pump();
+        });
+    }
+  }
+
+  return {
+    async enqueue(kind, payload, options = {}) {
+      if (!Object.hasOwn(handlers, kind)) {
+        throw invalid("JOB_KIND_UNKNOWN", `There is no handler for jobs of kind "${kind}".`);
+      }
+      const json = JSON.stringify(payload) as string | undefined;
+      if (json === undefined) throw invalid("JOB_PAYLOAD_INVALID", "A job's payload must be a JSON value.");
+      const { notBefore } = options;
+      if (notBefore !== undefined && Number.isNaN(notBefore.getTime())) {
+        throw invalid("JOB_NOT_BEFORE_INVALID", "A job's start time must be a valid date.");
+      }
+      const row = sql.insert.get(kind, json, now(), notBefore?.toISOString() ?? null) as JobRow;
+      queueMicrotask(pump);
+      return row.id;
+    },
+
+    async findJob(id) {
+      const row = sql.get.get(id);
+      return row === undefined ? undefined : toJob(row);
+    },
+
+    async readLog(id) {
+      if (sql.get.get(id) === undefined) throw notFound("JOB_NOT_FOUND", `There is no job ${id}.`);
+      return sql.readLog.all(id).map((r) => ({ level: r.level, message: r.message, loggedAt: new Date(r.logged_at) }));
+    },
+
+    async start() {
+      if (state !== "new") throw new Error("A job runner starts once.");
+      state = "started";
+      const orphans = sql.orphans.all();
+      for (const orphan of orphans) {
+        const row = end(orphan.id, "failed", false, ["error", INTERRUPTED_MESSAGE]);
+        if (row !== undefined) await notify(row);
+      }
+      pump();
+    },
+
+    async stop() {
+      if (state === "new" || state === "stopped") {
+        state = "stopped";
+        return;
+      }
+      state = "stopping";
+      clearTimeout(wakeTimer);
+      const all = Promise.all([...running.values()].map((entry) => entry.done));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), stopTimeoutMs);
+      });
+      const gaveUp = await Promise.race([all.then(() => false), timedOut]);
+      clearTimeout(timer);
+      if (gaveUp) {
+        for (const [id, entry] of running) {
+          entry.abandoned = true;
+          entry.controller.abort(new DomainError("unavailable", "JOB_RUNNER_STOPPED", "The job runner stopped."));
+          log.warn({ jobId: id }, "a job was still executing when the job runner stopped");
+        }
+      }
+      state = "stopped";
+    },
+
+    async cancel(id) {
+      const row = sql.get.get(id);
+      if (row === undefined) throw notFound("JOB_NOT_FOUND", `There is no job ${id}.`);
+      if (row.status === "pending") {
+        const at = now();
+        const ended = db.transaction(() => {
+          const updated = sql.cancelPending.get(at, at, id);
+          if (updated !== undefined) writeLog(id, "error", "The job was canceled before it started.");
+          return updated;
+        })();
+        if (ended !== undefined) {
+          await notify(ended);
+          return true;
+        }
+        return this.cancel(id); // it was taken meanwhile; cancel it as executing
+      }
+      if (row.status !== "executing") return false;
+      const entry = running.get(id);
+      if (entry === undefined || entry.abandoned) {
+        // Executing but not under this runner's control: left by a dead process (this runner has
+        // not started yet), or given up on by stop().
+        const ended = end(id, "failed", true, ["error", "The job was canceled; it was not executing anywhere."]);
+        if (ended !== undefined) await notify(ended);
+        return ended !== undefined;
+      }
+      if (!entry.canceled) {
+        entry.canceled = true;
+        writeLog(id, "warn", "Cancel requested.");
+        entry.controller.abort(new DomainError("conflict", "JOB_CANCELED", "The job was canceled."));
+      }
+      return true;
+    },
+  };
+}
