@@ -1,3 +1,4 @@
+import { CI_BADGES_SCENARIOS } from "./ci-badges-scenarios.js";
 import { ENDPOINTS_SCENARIOS } from "./endpoints-scenarios.js";
 import { UPACK_SCENARIOS } from "./upack-scenarios.js";
 
@@ -46,6 +47,7 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   ...UPACK_SCENARIOS,
   ...ENDPOINTS_SCENARIOS,
+  ...CI_BADGES_SCENARIOS,
 ];
 
 /** Creates `count` universal feeds through the feed management API, 10 requests at a time. */

@@ -30,8 +30,8 @@ CREATE TABLE environments (
   variables TEXT NOT NULL DEFAULT '{}'
 ) STRICT;
 
--- Named deployment plans: a JSON array of steps (log, warn, fail, sleep, set-variable, call-url,
--- deploy-package), validated on write by the releases area and executed by the job runner.
+-- Named deployment plans: a JSON array of steps (log, warn, fail, sleep, set-variable, http,
+-- deploy-package; src/jobs/plan-steps.ts), validated on write and executed by the job runner.
 CREATE TABLE deployment_plans (
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
@@ -110,6 +110,9 @@ CREATE TABLE builds (
 ) STRICT;
 CREATE UNIQUE INDEX builds_number ON builds(application_id, COALESCE(release_id, 0), number_key);
 CREATE INDEX builds_release ON builds(release_id);
+-- Builds of an application in id order (newest last): a badge or "latest build" query walks them
+-- newest first and stops at the first match instead of sorting them all.
+CREATE INDEX builds_application ON builds(application_id);
 
 -- A build sent to a pipeline stage. Pipeline, stage, plan and environment are copied, so that the
 -- record stays true when the pipeline changes. `execution_id` is filled by the job runner.
@@ -153,3 +156,6 @@ CREATE TABLE release_variables (
 ) STRICT;
 CREATE UNIQUE INDEX release_variables_owner
   ON release_variables(COALESCE(release_id, 0), COALESCE(build_id, 0), COALESCE(deployment_id, 0), name_key);
+-- A build's variables, covering what a badge filter (`$Branch=main`) compares: without it every
+-- candidate build scanned the whole table (150 ms per badge at 10,000 builds).
+CREATE INDEX release_variables_build ON release_variables(build_id, name_key, value) WHERE build_id IS NOT NULL;

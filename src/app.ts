@@ -11,10 +11,11 @@ import {
 } from "./areas/connectors/index.js";
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
+import { nativeArea } from "./areas/native/index.js";
 import { packagesApiArea } from "./areas/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
-import { createReleasesServices, releasesArea } from "./areas/releases/index.js";
+import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createAuthenticator } from "./areas/security/authenticator.js";
 import { securityArea } from "./areas/security/index.js";
@@ -108,10 +109,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(packagesApiArea, { ...upack, services: upackServices });
   await app.register(endpointsArea, { ...shared, ...endpoints });
   await app.register(packageDeploymentArea, { deployments });
-  // One releases service: its API, the CI badges that read builds, and (later) the job runner.
-  const releases = createReleasesServices({ db: deps.db, clock });
+  // One releases service: its API, the CI badges that read builds, and the runner of deployments
+  // (deploy-package steps read the universal feeds' stored packages).
+  const releases = createReleasesServices({
+    db: deps.db,
+    clock,
+    runner: { config, log: app.log, fetchPackage: packageOpener(upackServices) },
+  });
   await app.register(releasesArea, { services: releases });
-  await app.register(ciBadgesArea, { releases: releases.releases, config });
+  await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
+  await app.register(nativeArea, { releases });
   await registerOpenApiRoutes(app);
   return app;
 }

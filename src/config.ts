@@ -41,6 +41,15 @@ export interface Config {
    * upstream again (never longer than the connector's metadataCacheMinutes); 0 keeps none.
    */
   readonly connectorNegativeCacheMs: number;
+  /**
+   * The directory (absolute) under which deployment plans' deploy-package steps may write;
+   * undefined: such steps fail.
+   */
+  readonly deployRoot: string | undefined;
+  /** Deployments executing at once; 0: this process runs none (they stay pending). */
+  readonly deployConcurrency: number;
+  /** How long closing waits for executing deployments before leaving them to the restart rule. */
+  readonly deployStopTimeoutMs: number;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -116,6 +125,19 @@ const envSchema = z.object({
     .transform(Number)
     .refine((seconds) => seconds <= 86_400, "must be at most 86400 (a day)")
     .default(60),
+  WHARF_DEPLOY_ROOT: z.string().min(1).optional(),
+  WHARF_DEPLOY_CONCURRENCY: z
+    .string()
+    .regex(/^\d{1,2}$/, "must be a whole number from 0 to 64")
+    .transform(Number)
+    .refine((count) => count <= 64, "must be a whole number from 0 to 64")
+    .default(2),
+  WHARF_DEPLOY_STOP_SECONDS: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of seconds")
+    .transform(Number)
+    .refine((seconds) => seconds <= 3600, "must be at most 3600 (an hour)")
+    .default(10),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -149,6 +171,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     importRoot: v.WHARF_IMPORT_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_IMPORT_ROOT),
     connectorHealthIntervalMs: Math.round(v.WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES * 60_000),
     connectorNegativeCacheMs: v.WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS * 1000,
+    deployRoot: v.WHARF_DEPLOY_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_DEPLOY_ROOT),
+    deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
+    deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

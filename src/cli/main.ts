@@ -22,6 +22,9 @@ Commands:
   api-keys <subcommand>      manage API keys
   users <subcommand>         manage users and groups
   permissions <subcommand>   manage privileges and restrictions
+  applications <subcommand>  list and create applications
+  environments <subcommand>  list, create and delete environments
+  pipelines <subcommand>     list, show, create (from a JSON file) and delete pipelines
   help                       show this help
   --version                  show the version
 
@@ -55,6 +58,9 @@ const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
   "api-keys": async () => (await import("./api-keys.js")).apiKeysCommand,
   users: async () => (await import("./users.js")).usersCommand,
   permissions: async () => (await import("./permissions.js")).permissionsCommand,
+  applications: async () => (await import("./applications.js")).applicationsCommand,
+  environments: async () => (await import("./environments.js")).environmentsCommand,
+  pipelines: async () => (await import("./pipelines.js")).pipelinesCommand,
 };
 
 interface CliIo {

@@ -33,7 +33,11 @@ const MAX_STEPS = 500;
 const text = z.string().max(10_000);
 const variableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a letter or _ then letters, digits or _");
 
-const stepSchema = z.discriminatedUnion(
+/**
+ * One step; the single source of truth for plan steps (the releases area validates pipeline
+ * stages' inline steps and stored plans with it).
+ */
+export const planStepSchema = z.discriminatedUnion(
   "type",
   [
     z.strictObject({ type: z.literal("log"), message: text, level: z.enum(["debug", "info"]).default("info") }),
@@ -64,9 +68,10 @@ const stepSchema = z.discriminatedUnion(
   { error: "unknown step type; expected log, warn, fail, sleep, set-variable, http or deploy-package" },
 );
 
-const planSchema = z.strictObject({ steps: z.array(stepSchema).max(MAX_STEPS) });
+export const planStepsSchema = z.array(planStepSchema).max(MAX_STEPS);
+const planSchema = z.strictObject({ steps: planStepsSchema });
 
-export type PlanStep = z.infer<typeof stepSchema>;
+export type PlanStep = z.infer<typeof planStepSchema>;
 export type Plan = z.infer<typeof planSchema>;
 
 /** Validates a plan definition; invalid PLAN_INVALID naming the first problems (400). */
@@ -355,6 +360,13 @@ async function ensureDirectoryInside(root: string, parent: string, segment: stri
 async function resolveTarget(target: string, roots: readonly string[]): Promise<string> {
   if (!path.isAbsolute(target)) {
     throw invalid("PLAN_TARGET_NOT_ABSOLUTE", `The target directory ${target} is not an absolute path.`);
+  }
+  if (roots.length === 0) {
+    throw new DomainError(
+      "unavailable",
+      "PLAN_DEPLOY_DISABLED",
+      "Deploying packages is turned off on this Wharf server: no deployment root is configured (WHARF_DEPLOY_ROOT).",
+    );
   }
   const wanted = path.resolve(target);
   for (const root of roots) {

@@ -23,7 +23,8 @@ interface Created {
 }
 
 beforeAll(async () => {
-  t = await buildTestApp({ env: { WHARF_BASE_URL: "https://ci.example.com" } });
+  // Execution states are set by hand here: no deployment runner.
+  t = await buildTestApp({ env: { WHARF_BASE_URL: "https://ci.example.com", WHARF_DEPLOY_CONCURRENCY: "0" } });
   r = releasesFixtures(t);
   badgesKey = createSystemKey(t.db, ["ci-badges"]);
   appId = await r.setup("Web");

@@ -340,7 +340,7 @@ describe("deploy-package", () => {
       {},
       { deps: { deployRoots: [] } },
     );
-    expect(noRoots.lines.at(-1)).toMatch(/is not inside an allowed deployment root/);
+    expect(noRoots.lines.at(-1)).toMatch(/no deployment root is configured \(WHARF_DEPLOY_ROOT\)/);
   });
 });
 

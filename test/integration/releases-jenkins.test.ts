@@ -12,7 +12,8 @@ let f: ReleasesFixtures;
 let appId: number;
 
 beforeAll(async () => {
-  t = await buildTestApp();
+  // Deployments are driven by hand here (startDeployment/completeDeployment): no runner.
+  t = await buildTestApp({ env: { WHARF_DEPLOY_CONCURRENCY: "0" } });
   f = releasesFixtures(t);
   appId = await f.setup("Jenkins App");
   f.ok(
@@ -172,5 +173,52 @@ describe("Jenkins BuildMaster plugin (compat.md 7.5)", () => {
       ]),
     );
     expect(releases).toHaveLength(2);
+  });
+});
+
+describe("Jenkins BuildMaster plugin with the job runner running deployments", () => {
+  it("sees the deployment it started succeed on its own while polling every few moments", async () => {
+    const live = await buildTestApp();
+    try {
+      const g = releasesFixtures(live);
+      const id = await g.setup("Live App");
+      g.ok(
+        await g.json("POST", "/api/releases/create", {
+          applicationId: id,
+          releaseNumber: "2.0",
+          pipelineName: "Live App-pipeline",
+        }),
+      );
+      const form = (method: "PUT" | "POST", url: string, pairs: Array<[string, string]>) =>
+        g.form(method, url, [
+          ["key", live.adminKey],
+          ["applicationId", String(id)],
+          ["releaseNumber", "2.0"],
+          ...pairs,
+        ]);
+      const build = g.ok<{ number: string }>(
+        await form("PUT", "/api/releases/builds/create", [["$JenkinsBuild", "7"]]),
+      );
+      const deployed = g.ok<Array<{ id: number }>>(
+        await form("PUT", "/api/releases/builds/deploy", [
+          ["buildNumber", build.number],
+          ["toStage", "Testing"],
+          ["force", "true"],
+        ]),
+      );
+      const target = deployed[0]?.id;
+      // The plugin treats null, "", pending and executing as still running, and polls every 7 s.
+      let latest: { id?: number; status?: string } = {};
+      for (let attempt = 0; attempt < 100; attempt++) {
+        [latest = {}] = g.ok<Array<{ id: number; status: string }>>(
+          await form("POST", "/api/releases/builds/deployments", [["buildNumber", build.number]]),
+        );
+        if (latest.id === target && !["pending", "executing", "", undefined].includes(latest.status)) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(latest).toMatchObject({ id: target, status: "succeeded" });
+    } finally {
+      await live.close();
+    }
   });
 });

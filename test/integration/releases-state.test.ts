@@ -9,7 +9,8 @@ let f: ReleasesFixtures;
 type Json = Record<string, unknown>;
 
 beforeAll(async () => {
-  t = await buildTestApp();
+  // Deployments are driven by hand here (startDeployment/completeDeployment): no runner.
+  t = await buildTestApp({ env: { WHARF_DEPLOY_CONCURRENCY: "0" } });
   f = releasesFixtures(t);
   await f.setup("Rules");
   await f.setup("Keepers", { rejectOlderBuilds: false });

@@ -31,6 +31,9 @@ describe("loadConfig", () => {
       importRoot: undefined,
       connectorHealthIntervalMs: 3_600_000,
       connectorNegativeCacheMs: 60_000,
+      deployRoot: undefined,
+      deployConcurrency: 2,
+      deployStopTimeoutMs: 10_000,
       logLevel: "info",
     });
   });
@@ -52,6 +55,9 @@ describe("loadConfig", () => {
         WHARF_IMPORT_ROOT: "imports",
         WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES: "5",
         WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS: "0",
+        WHARF_DEPLOY_ROOT: "deployments",
+        WHARF_DEPLOY_CONCURRENCY: "0",
+        WHARF_DEPLOY_STOP_SECONDS: "0.5",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -71,6 +77,9 @@ describe("loadConfig", () => {
       importRoot: path.join(CWD, "imports"),
       connectorHealthIntervalMs: 300_000,
       connectorNegativeCacheMs: 0,
+      deployRoot: path.join(CWD, "deployments"),
+      deployConcurrency: 0,
+      deployStopTimeoutMs: 500,
       logLevel: "debug",
     });
   });

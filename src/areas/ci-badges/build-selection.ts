@@ -35,6 +35,11 @@ export function buildFilterOf(inputs: Inputs): BuildFilter {
   return filter;
 }
 
+/** The filters as a cache key: names case-insensitive, order irrelevant. */
+export function filterKey(inputs: Inputs): string {
+  return JSON.stringify([...inputs.variables].map(([name, value]) => [name.toLowerCase(), value]).sort());
+}
+
 export async function selectBuild(releases: ReleaseService, inputs: Inputs): Promise<SelectedBuild | undefined> {
   const [build] = await releases.listBuilds(buildFilterOf(inputs));
   if (build === undefined) return undefined;

@@ -36,6 +36,11 @@ export interface CatalogRepository {
   findPlan(name: string): Promise<DeploymentPlan | undefined>;
   /** Inserts or replaces the plan of that name. */
   savePlan(name: string, steps: readonly PlanStep[], now: string): Promise<DeploymentPlan>;
+  /** Throws conflict when the name is taken. */
+  insertPlan(name: string, steps: readonly PlanStep[], now: string): Promise<DeploymentPlan>;
+  /** Replaces the steps of an existing plan; undefined when there is none of that name. */
+  updatePlan(name: string, steps: readonly PlanStep[], now: string): Promise<DeploymentPlan | undefined>;
+  /** False when there is no such plan; throws conflict PLAN_IN_USE while a pipeline stage names it. */
   deletePlan(name: string): Promise<boolean>;
 
   listPipelines(): Promise<Pipeline[]>;
@@ -104,7 +109,10 @@ function toStage(row: StageRow): PipelineStage {
 }
 
 function nameTaken(what: string, name: string) {
-  return conflict(`${what.toUpperCase()}_EXISTS`, `A ${what} named '${name}' already exists.`);
+  return conflict(
+    `${what.toUpperCase()}_EXISTS`,
+    `${/^[aeiou]/i.test(what) ? "An" : "A"} ${what} named '${name}' already exists.`,
+  );
 }
 
 export function createCatalogRepository(db: Db): CatalogRepository {
@@ -147,7 +155,18 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       `INSERT INTO deployment_plans (name, name_key, steps, created_at, modified_at) VALUES (@name, @nameKey, @steps, @now, @now)
        ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, steps = excluded.steps, modified_at = excluded.modified_at`,
     ),
+    insert: db.prepare(
+      "INSERT INTO deployment_plans (name, name_key, steps, created_at, modified_at) VALUES (@name, @nameKey, @steps, @now, @now)",
+    ),
+    update: db.prepare<[string, string, string], { id: number; name: string }>(
+      "UPDATE deployment_plans SET steps = ?, modified_at = ? WHERE name_key = ? RETURNING id, name",
+    ),
     delete: db.prepare<[string]>("DELETE FROM deployment_plans WHERE name_key = ?"),
+    // Stages name plans as typed; the comparison is made on keys, like every name.
+    users: db.prepare<[], { pipeline: string; plan_name: string }>(
+      `SELECT p.name AS pipeline, s.plan_name FROM pipeline_stages s JOIN pipelines p ON p.id = s.pipeline_id
+       WHERE s.plan_name IS NOT NULL ORDER BY p.name_key`,
+    ),
   };
   const pipe = {
     all: db.prepare<[], { id: number; name: string; reject_older_builds: number }>(
@@ -290,7 +309,35 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       const row = plan.byName.get(key(name)) as { id: number; name: string };
       return { id: row.id, name: row.name, steps };
     },
-    deletePlan: async (name) => plan.delete.run(key(name)).changes > 0,
+    insertPlan: async (name, steps, now) =>
+      unique("plan", name, () => {
+        const id = Number(
+          plan.insert.run({ name, nameKey: key(name), steps: JSON.stringify(steps), now }).lastInsertRowid,
+        );
+        return { id, name, steps };
+      }),
+    updatePlan: async (name, steps, now) => {
+      const row = plan.update.get(JSON.stringify(steps), now, key(name));
+      return row && { id: row.id, name: row.name, steps };
+    },
+    deletePlan: async (name) =>
+      db.transaction(() => {
+        const users = [
+          ...new Set(
+            plan.users
+              .all()
+              .filter((u) => key(u.plan_name) === key(name))
+              .map((u) => u.pipeline),
+          ),
+        ];
+        if (users.length > 0) {
+          throw conflict(
+            "PLAN_IN_USE",
+            `The deployment plan '${name}' is used by the pipeline(s) ${users.join(", ")}.`,
+          );
+        }
+        return plan.delete.run(key(name)).changes > 0;
+      })(),
 
     listPipelines: async () => pipe.all.all().map((row) => readPipeline(row) as Pipeline),
     findPipeline: async (idOrName) =>

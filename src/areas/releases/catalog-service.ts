@@ -5,6 +5,7 @@ import {
   type Application,
   type ApplicationDraft,
   BUILD_NUMBER_SCHEMES,
+  type DeploymentPlan,
   type Environment,
   type EnvironmentDraft,
   type Pipeline,
@@ -12,6 +13,7 @@ import {
   RELEASE_USAGES,
 } from "./model.js";
 import { isVariableName } from "./params.js";
+import { parseSteps } from "./plan-steps.js";
 
 /** Applications, environments and pipelines: the operators' management additions (compat.md 7.8, 8.2). */
 export interface CatalogService {
@@ -28,7 +30,19 @@ export interface CatalogService {
   createPipeline(draft: PipelineDraft): Promise<Pipeline>;
   updatePipeline(name: string, draft: PipelineDraft): Promise<Pipeline>;
   deletePipeline(name: string): Promise<void>;
+  listPlans(): Promise<DeploymentPlan[]>;
+  getPlan(name: string): Promise<DeploymentPlan>;
+  /** `steps` as a client sent them: validated by the executor's schema (invalid PLAN_INVALID). */
+  createPlan(name: string, steps: unknown): Promise<DeploymentPlan>;
+  /** Replaces the steps; deployments already created keep the steps they copied. */
+  updatePlan(name: string, steps: unknown): Promise<DeploymentPlan>;
+  /** conflict PLAN_IN_USE while a pipeline stage names the plan. */
+  deletePlan(name: string): Promise<void>;
 }
+
+/** Plans are named like pipelines, and stages refer to them by that name (≤ 100 characters). */
+const PLAN_NAME = /^[^\s].{0,99}$/;
+const planNotFound = (name: string) => notFound("PLAN_NOT_FOUND", `The deployment plan '${name}' was not found.`);
 
 /** compat.md 8.2: ≤ 50 letters, digits, `-`, `_`; starts with a letter; not ending in `-`/`_`. */
 const ENTITY_NAME = /^[A-Za-z]([A-Za-z0-9_-]{0,48}[A-Za-z0-9])?$/;
@@ -141,6 +155,24 @@ export function createCatalogService({ catalog, clock }: { catalog: CatalogRepos
     async deletePipeline(name) {
       if (!(await catalog.deletePipeline(name)))
         throw notFound("PIPELINE_NOT_FOUND", `The pipeline '${name}' was not found.`);
+    },
+    listPlans: () => catalog.listPlans(),
+    async getPlan(name) {
+      const plan = await catalog.findPlan(name);
+      if (!plan) throw planNotFound(name);
+      return plan;
+    },
+    async createPlan(name, steps) {
+      checkName("plan", name, PLAN_NAME);
+      return catalog.insertPlan(name, parseSteps(steps), now());
+    },
+    async updatePlan(name, steps) {
+      const plan = await catalog.updatePlan(name, parseSteps(steps), now());
+      if (!plan) throw planNotFound(name);
+      return plan;
+    },
+    async deletePlan(name) {
+      if (!(await catalog.deletePlan(name))) throw planNotFound(name);
     },
   };
 }

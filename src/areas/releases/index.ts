@@ -5,8 +5,10 @@ import { applicationRoutes } from "./application-routes.js";
 import { buildRoutes } from "./build-routes.js";
 import { createCatalogRepository } from "./catalog-repository.js";
 import { type CatalogService, createCatalogService } from "./catalog-service.js";
+import { createDeploymentRunner, type DeploymentRunner, type DeploymentRunnerDeps } from "./deployment-runner.js";
 import { environmentRoutes } from "./environment-routes.js";
 import { pipelineRoutes } from "./pipeline-routes.js";
+import { planRoutes } from "./plan-routes.js";
 import { createReleaseRepository } from "./release-repository.js";
 import { releaseRoutes } from "./release-routes.js";
 import { createReleaseService, type ReleaseService } from "./release-service.js";
@@ -16,27 +18,52 @@ export type { Build, Deployment, DeploymentOutcome, DeploymentStatus, Release } 
 export type { PlanStep } from "./plan-steps.js";
 export type { BuildFilter, DeploymentFilter } from "./release-repository.js";
 export type { ReleaseService } from "./release-service.js";
+export { packageOpener } from "./deployment-runner.js";
 
 export interface ReleasesServices {
   readonly releases: ReleaseService;
   readonly catalog: CatalogService;
+  /** Runs deployments; absent when the caller gave no runner deps (tests that drive deployments by hand). */
+  readonly runner?: DeploymentRunner;
 }
 
-/** Wires repositories -> services; app.ts shares `releases` with the job runner and badges. */
-export function createReleasesServices(deps: { db: Db; clock: Clock }): ReleasesServices {
+/** Wires repositories -> services (and the deployment runner); app.ts shares `releases` with the badges. */
+export function createReleasesServices(deps: {
+  db: Db;
+  clock: Clock;
+  runner?: Omit<DeploymentRunnerDeps, "db" | "clock" | "releases">;
+}): ReleasesServices {
   const catalog = createCatalogRepository(deps.db);
+  const releases = createReleaseService({
+    releases: createReleaseRepository(deps.db),
+    catalog,
+    clock: deps.clock,
+    onDeploymentsCreated: () => runner?.wake(),
+  });
+  const runner = deps.runner && createDeploymentRunner({ ...deps.runner, db: deps.db, clock: deps.clock, releases });
   return {
-    releases: createReleaseService({ releases: createReleaseRepository(deps.db), catalog, clock: deps.clock }),
+    releases,
     catalog: createCatalogService({ catalog, clock: deps.clock }),
+    ...(runner && { runner }),
   };
 }
 
 /** Area E `/api/releases/...` (compat.md 7.2) and the management additions (compat.md 7.8, 8.2). */
 export const releasesArea: FastifyPluginAsync<{ services: ReleasesServices }> = async (app, { services }) => {
+  const { runner } = services;
+  if (runner) {
+    app.addHook("onReady", () => runner.start());
+    app.addHook("onClose", () => runner.stop());
+  }
   await app.register(releaseRoutes, { service: services.releases });
   await app.register(buildRoutes, { service: services.releases });
   await app.register(applicationRoutes, { catalog: services.catalog });
   await app.register(pipelineRoutes, { catalog: services.catalog });
+  await app.register(planRoutes, { catalog: services.catalog });
   await app.register(environmentRoutes, { catalog: services.catalog });
-  await app.register(viewRoutes, { service: services.releases, catalog: services.catalog });
+  await app.register(viewRoutes, {
+    service: services.releases,
+    catalog: services.catalog,
+    logOf: runner ? (deployment) => runner.logOf(deployment) : async (deployment) => deployment.log,
+  });
 };

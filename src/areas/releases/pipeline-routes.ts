@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CatalogService } from "./catalog-service.js";
 import type { PipelineDraft } from "./model.js";
-import { planStepsSchema } from "./plan-steps.js";
+import { parseSteps } from "./plan-steps.js";
 import { errors } from "./routes-common.js";
 import { pipelineJson, pipelineSchema } from "./schemas.js";
 
@@ -16,9 +16,11 @@ const stage = z.strictObject({
   name: z.string().min(1).max(50),
   environmentName: z.string().min(1).max(50).optional(),
   planName: z.string().min(1).max(100).optional(),
-  plan: planStepsSchema
+  // Checked by parseSteps (the executor's schema) for messages that name the stage and step.
+  plan: z
+    .array(z.record(z.string(), z.unknown()))
     .optional()
-    .describe("Inline steps: log, warn, fail, sleep, set-variable, call-url, deploy-package"),
+    .describe("Inline steps: log, warn, fail, sleep, set-variable, http, deploy-package (as /api/plans)"),
 });
 const body = z.strictObject({
   name: z.string().min(1).max(100),
@@ -38,7 +40,7 @@ function draft(input: z.infer<typeof body>): PipelineDraft {
       name: s.name,
       ...(s.environmentName !== undefined && { environmentName: s.environmentName }),
       ...(s.planName !== undefined && { planName: s.planName }),
-      ...(s.plan !== undefined && { plan: s.plan }),
+      ...(s.plan !== undefined && { plan: parseSteps(s.plan, `Stage '${s.name}'`) }),
     })),
   };
 }

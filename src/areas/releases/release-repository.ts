@@ -115,7 +115,14 @@ export interface ReleaseRepository {
   findDeployment(id: number): Promise<Deployment | undefined>;
   /** Pending deployments whose start time has come, oldest first. */
   pendingDeployments(now: string, limit: number): Promise<Deployment[]>;
-  /** pending -> executing; false when it was not pending any more. */
+  /** Pending deployments without an execution yet, whatever their start time, oldest first. */
+  unassignedDeployments(limit: number): Promise<Deployment[]>;
+  /** Records the execution of a pending deployment that has none; false otherwise. */
+  assignExecution(id: number, executionId: number): Promise<boolean>;
+  /**
+   * pending -> executing; false when it was not pending any more, or when `executionId` is given
+   * and another execution was assigned to it.
+   */
   startDeployment(id: number, executionId: number | undefined, now: string): Promise<boolean>;
   /**
    * Ends a pending or executing deployment. When it succeeded (or warned) in the final stage, the
@@ -427,10 +434,21 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         `${DEPLOYMENT_SELECT} WHERE d.status = 'pending' AND (d.start_after IS NULL OR d.start_after <= ?) ORDER BY d.id LIMIT ?`,
         [now, limit],
       ).map(toDeployment),
+    unassignedDeployments: async (limit) =>
+      query<DeploymentRow>(
+        `${DEPLOYMENT_SELECT} WHERE d.status = 'pending' AND d.execution_id IS NULL ORDER BY d.id LIMIT ?`,
+        [limit],
+      ).map(toDeployment),
+    assignExecution: async (id, executionId) =>
+      query(
+        "UPDATE deployments SET execution_id = ? WHERE id = ? AND status = 'pending' AND execution_id IS NULL RETURNING id",
+        [executionId, id],
+      ).length > 0,
     startDeployment: async (id, executionId, now) =>
       query(
-        "UPDATE deployments SET status = 'executing', started_at = ?, execution_id = COALESCE(?, execution_id) WHERE id = ? AND status = 'pending' RETURNING id",
-        [now, executionId ?? null, id],
+        `UPDATE deployments SET status = 'executing', started_at = ?, execution_id = COALESCE(?, execution_id)
+         WHERE id = ? AND status = 'pending' AND (? IS NULL OR execution_id IS NULL OR execution_id = ?) RETURNING id`,
+        [now, executionId ?? null, id, executionId ?? null, executionId ?? null],
       ).length > 0,
     finishDeployment: async (id, outcome, log, finalStage, now) =>
       db.transaction(() => {

@@ -65,7 +65,14 @@ export interface ReleaseService {
   latestDeploymentOf(buildId: number): Promise<Deployment | undefined>;
   /** Pending deployments whose start time has come, oldest first (for the job runner). */
   pendingDeployments(limit: number): Promise<Deployment[]>;
-  /** pending -> executing, recording the runner's execution id; false when no longer pending. */
+  /** Pending deployments without an execution (job) yet, whatever their start time, oldest first. */
+  unassignedDeployments(limit: number): Promise<Deployment[]>;
+  /** Records the execution (job) that is to run a pending deployment; false when it has one or ended. */
+  assignExecution(id: number, executionId: number): Promise<boolean>;
+  /**
+   * pending -> executing, recording the runner's execution id; false when no longer pending or
+   * when another execution was assigned to it.
+   */
   startDeployment(id: number, executionId?: number): Promise<boolean>;
   /**
    * Ends a pending or executing deployment with the runner's outcome, appending `log`. Success
@@ -81,12 +88,19 @@ export interface ReleaseServiceDeps {
   readonly releases: ReleaseRepository;
   readonly catalog: CatalogRepository;
   readonly clock: Clock;
+  /** Called after deployments were created (the runner dispatches them at once); must not throw. */
+  readonly onDeploymentsCreated?: () => void;
 }
 
 const SUCCESS = new Set(["succeeded", "warned"]);
 
-export function createReleaseService({ releases, catalog, clock }: ReleaseServiceDeps): ReleaseService {
+export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
+  const { releases, catalog, clock } = deps;
   const now = () => clock.now().toISOString();
+  const created = <T>(result: T): T => {
+    deps.onDeploymentsCreated?.();
+    return result;
+  };
 
   async function application(ref: ApplicationRef): Promise<Application> {
     const found =
@@ -253,7 +267,7 @@ export function createReleaseService({ releases, catalog, clock }: ReleaseServic
             : undefined;
       const first =
         pipeline && pipeline.stages.length > 0 ? await stageEntry(pipeline, 0, false, new Map()) : undefined;
-      return releases.insertBuild(
+      const inserted = await releases.insertBuild(
         {
           applicationId: app.id,
           ...(release && { releaseId: release.id }),
@@ -266,6 +280,7 @@ export function createReleaseService({ releases, catalog, clock }: ReleaseServic
         first,
         { by, now: now() },
       );
+      return inserted.deployments.length > 0 ? created(inserted) : inserted;
     },
     async deployBuild(input, by) {
       const build = await getBuild(input);
@@ -303,7 +318,7 @@ export function createReleaseService({ releases, catalog, clock }: ReleaseServic
         startAfter = time.toISOString();
       }
       const entry = await stageEntry(pipeline, position, input.force, input.variables, startAfter);
-      return [await releases.enterStage(build.id, entry, { by, now: now() })];
+      return created([await releases.enterStage(build.id, entry, { by, now: now() })]);
     },
     async rejectBuild(ref, by) {
       const build = await getBuild(ref);
@@ -316,6 +331,8 @@ export function createReleaseService({ releases, catalog, clock }: ReleaseServic
     findDeployment: (id) => releases.findDeployment(id),
     latestDeploymentOf: async (buildId) => (await releases.listDeployments({ buildId, limit: 1 }))[0],
     pendingDeployments: (limit) => releases.pendingDeployments(now(), limit),
+    unassignedDeployments: (limit) => releases.unassignedDeployments(limit),
+    assignExecution: (id, executionId) => releases.assignExecution(id, executionId),
     startDeployment: (id, executionId) => releases.startDeployment(id, executionId, now()),
     async completeDeployment(id, status, log) {
       const deployment = await releases.findDeployment(id);

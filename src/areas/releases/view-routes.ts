@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { notFound } from "../../domain/errors.js";
 import type { CatalogService } from "./catalog-service.js";
+import type { Deployment } from "./model.js";
 import type { ReleaseService } from "./release-service.js";
 import { authorizeReleases, errors } from "./routes-common.js";
 import {
@@ -26,10 +27,14 @@ const params = z.object({ applicationId: idParam });
 
 const notFoundHere = (what: string) => notFound("NOT_FOUND", `The ${what} was not found.`);
 
-export const viewRoutes: FastifyPluginAsync<{ service: ReleaseService; catalog: CatalogService }> = async (
-  app,
-  { service, catalog },
-) => {
+export interface ViewRoutesOptions {
+  readonly service: ReleaseService;
+  readonly catalog: CatalogService;
+  /** The execution's log: final once it ended, so far while it runs (the deployment runner's). */
+  readonly logOf: (deployment: Deployment) => Promise<string>;
+}
+
+export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { service, catalog, logOf }) => {
   const config = { access: { inHandler: true } } as const;
   const applicationIdOf = (request: FastifyRequest) =>
     Number((request.params as { applicationId: string }).applicationId);
@@ -99,7 +104,7 @@ export const viewRoutes: FastifyPluginAsync<{ service: ReleaseService; catalog: 
       if (deployment === undefined || deployment.applicationId !== applicationIdOf(request)) {
         throw notFoundHere("execution");
       }
-      return { ...deploymentInfo(deployment), log: deployment.log };
+      return { ...deploymentInfo(deployment), log: await logOf(deployment) };
     },
   });
 };

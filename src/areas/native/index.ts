@@ -1,0 +1,16 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ReleasesServices } from "../releases/index.js";
+import { NATIVE_METHODS } from "./methods.js";
+import { createNativeRegistry } from "./registry.js";
+import { nativeRoutes } from "./routes.js";
+
+export { NATIVE_METHODS } from "./methods.js";
+export type { NativeMethod, NativeParameter, NativeRegistry } from "./registry.js";
+
+/**
+ * Native API (seed-api.md area H; compat.md 7.7): one method table (registry.ts, methods.ts)
+ * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
+ */
+export const nativeArea: FastifyPluginAsync<{ releases: ReleasesServices }> = async (app, { releases }) => {
+  await app.register(nativeRoutes, { services: releases, registry: createNativeRegistry(NATIVE_METHODS) });
+};
