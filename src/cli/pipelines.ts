@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import { z } from "zod";
 import { createReleasesServices } from "../areas/releases/index.js";
 import type { PipelineDraft } from "../areas/releases/model.js";
-import { parseSteps } from "../areas/releases/plan-steps.js";
+import { pipelineDraft, pipelineInputSchema } from "../areas/releases/pipeline-input.js";
 import { pipelineJson } from "../areas/releases/schemas.js";
 import type { Clock } from "../domain/clock.js";
 import { invalid } from "../domain/errors.js";
@@ -44,23 +44,7 @@ same shape; a pipeline that releases or builds use cannot be deleted.`;
 const OPTIONS = { file: { type: "string" } } as const;
 
 /** The body of `POST /api/pipelines/create`, checked as strictly; an `id` (as `show` prints) is ignored. */
-const pipelineFile = z.strictObject({
-  id: z.unknown().optional(),
-  name: z.string().min(1).max(100),
-  stages: z
-    .array(
-      z.strictObject({
-        name: z.string().min(1).max(50),
-        environmentName: z.string().min(1).max(50).optional(),
-        planName: z.string().min(1).max(100).optional(),
-        // checked by parseSteps, the executor's schema, as the HTTP API checks it
-        plan: z.array(z.record(z.string(), z.unknown())).optional(),
-      }),
-    )
-    .min(1)
-    .max(50),
-  rejectOlderBuilds: z.boolean().optional(),
-});
+const pipelineFile = pipelineInputSchema.extend({ id: z.unknown().optional() });
 
 /** Runs one pipelines subcommand; returns the exit code (0 ok, 1 refused by Wharf, 2 bad arguments). */
 export function pipelinesCommand(args: string[], ctx: PipelinesCommandContext): Promise<number> {
@@ -154,15 +138,5 @@ function parsePipeline(text: string, file: string): PipelineDraft {
     const where = issue?.path.length ? issue.path.map(String).join(".") : "(top level)";
     throw invalid("INVALID_PIPELINE_FILE", `${file}: ${where}: ${issue?.message ?? "invalid"}`);
   }
-  const input = parsed.data;
-  return {
-    name: input.name,
-    rejectOlderBuilds: input.rejectOlderBuilds ?? true,
-    stages: input.stages.map((s) => ({
-      name: s.name,
-      ...(s.environmentName !== undefined && { environmentName: s.environmentName }),
-      ...(s.planName !== undefined && { planName: s.planName }),
-      ...(s.plan !== undefined && { plan: parseSteps(s.plan, `Stage '${s.name}'`) }),
-    })),
-  };
+  return pipelineDraft(parsed.data);
 }

@@ -6,7 +6,16 @@ import { actorName } from "./actor.js";
 import { BUILD_STATUSES, DEPLOYMENT_STATUSES } from "./model.js";
 import { LEGACY_PACKAGE_ALIASES, readInputs } from "./params.js";
 import type { ReleaseService } from "./release-service.js";
-import { authorizeReleases, buildRef, commonFilter, errors, releaseRef, statusInput } from "./routes-common.js";
+import {
+  authorizeReleases,
+  buildRef,
+  commonFilter,
+  errors,
+  releaseRef,
+  statusInput,
+  INPUT_NOTE,
+  TAGS,
+} from "./routes-common.js";
 import { buildInfo, buildInfoSchema, deploymentInfo, deploymentInfoSchema } from "./schemas.js";
 
 /**
@@ -14,10 +23,6 @@ import { buildInfo, buildInfoSchema, deploymentInfo, deploymentInfoSchema } from
  * BuildMaster 5 aliases `/api/releases/packages/...` that take `packageId`/`packageNumber`
  * (BuildMaster.Net: everything in the query string, PUT with an empty text/plain body).
  */
-const TAGS = ["releases"];
-const INPUT_NOTE =
-  "Inputs in the query string and/or a form or JSON body; names case-insensitive; a name given twice is 400; " +
-  "`$Name` inputs set variables. Key: X-ApiKey, key (query/form), JSON API_Key, Basic api:<key>.";
 const addressing = {
   applicationId: "Application id (or name)",
   applicationName: "Application name",

@@ -2,48 +2,18 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CatalogService } from "./catalog-service.js";
-import type { PipelineDraft } from "./model.js";
-import { parseSteps } from "./plan-steps.js";
+import { pipelineDraft, pipelineInputSchema } from "./pipeline-input.js";
 import { errors } from "./routes-common.js";
 import { pipelineJson, pipelineSchema } from "./schemas.js";
 
 /**
- * `/api/pipelines/create|get|list|update|delete` (a Wharf management addition; JSON bodies).
- * Stages are ordered; each names its environment and either a stored plan or inline steps.
+ * `/api/pipelines/create|get|list|update|delete` (a Wharf management addition; JSON bodies of
+ * pipeline-input.ts).
  */
 const TAGS = ["pipelines"];
-const stage = z.strictObject({
-  name: z.string().min(1).max(50),
-  environmentName: z.string().min(1).max(50).optional(),
-  planName: z.string().min(1).max(100).optional(),
-  // Checked by parseSteps (the executor's schema) for messages that name the stage and step.
-  plan: z
-    .array(z.record(z.string(), z.unknown()))
-    .optional()
-    .describe("Inline steps: log, warn, fail, sleep, set-variable, http, deploy-package (as /api/plans)"),
-});
-const body = z.strictObject({
-  name: z.string().min(1).max(100),
-  stages: z.array(stage).min(1).max(50),
-  rejectOlderBuilds: z
-    .boolean()
-    .optional()
-    .describe("A newer build entering a stage rejects older ones (default true)"),
-});
+const body = pipelineInputSchema;
 const nameParam = z.object({ name: z.string() });
-
-function draft(input: z.infer<typeof body>): PipelineDraft {
-  return {
-    name: input.name,
-    rejectOlderBuilds: input.rejectOlderBuilds ?? true,
-    stages: input.stages.map((s) => ({
-      name: s.name,
-      ...(s.environmentName !== undefined && { environmentName: s.environmentName }),
-      ...(s.planName !== undefined && { planName: s.planName }),
-      ...(s.plan !== undefined && { plan: parseSteps(s.plan, `Stage '${s.name}'`) }),
-    })),
-  };
-}
+const draft = pipelineDraft;
 
 export const pipelineRoutes: FastifyPluginAsync<{ catalog: CatalogService }> = async (app, { catalog }) => {
   const api = app.withTypeProvider<ZodTypeProvider>();

@@ -6,17 +6,22 @@ import { actorName } from "./actor.js";
 import { RELEASE_STATUSES } from "./model.js";
 import { readInputs } from "./params.js";
 import type { ReleaseService } from "./release-service.js";
-import { applicationRef, authorizeReleases, commonFilter, errors, releaseRef, statusInput } from "./routes-common.js";
+import {
+  applicationRef,
+  authorizeReleases,
+  commonFilter,
+  errors,
+  releaseRef,
+  statusInput,
+  INPUT_NOTE,
+  TAGS,
+} from "./routes-common.js";
 import { releaseInfo, releaseInfoSchema } from "./schemas.js";
 
 /**
  * `/api/releases`, `/create`, `/create-from-template`, `/cancel`, `/restore` (compat.md 7.1, 7.2).
  * Inputs come from the query string and/or a form or JSON body (params.ts).
  */
-const TAGS = ["releases"];
-const INPUT_NOTE =
-  "Inputs in the query string and/or a form or JSON body; names case-insensitive; a name given twice is 400; " +
-  "`$Name` inputs set variables. Key: X-ApiKey, key (query/form), JSON API_Key, Basic api:<key>.";
 const addressing = {
   applicationId: "Application id (or name)",
   applicationName: "Application name",

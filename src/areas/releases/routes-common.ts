@@ -5,6 +5,12 @@ import type { Inputs } from "./params.js";
 import type { ApplicationRef, BuildRef, ReleaseRef } from "./release-service.js";
 import { errorText } from "./schemas.js";
 
+export const TAGS = ["releases"];
+/** How every `/api/releases/...` operation reads its inputs (compat.md 7.1), for the API description. */
+export const INPUT_NOTE =
+  "Inputs in the query string and/or a form or JSON body; names case-insensitive; a name given twice is 400; " +
+  "`$Name` inputs set variables. Key: X-ApiKey, key (query/form), JSON API_Key, Basic api:<key>.";
+
 export const errors = { 400: errorText, 403: errorText, 404: errorText, 409: errorText, 422: errorText } as const;
 
 /**
