@@ -267,9 +267,8 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
       if (f.pipelineName !== undefined) push(w, "p.name_key = ?", lower(f.pipelineName));
       if (f.status !== undefined) push(w, "r.status = ?", f.status);
       const where = w.clauses.length ? ` WHERE ${w.clauses.join(" AND ")}` : "";
-      return query<ReleaseRow>(`${RELEASE_SELECT}${where} ORDER BY r.sequence DESC, r.id DESC`, w.params).map(
-        toRelease,
-      );
+      // Ids grow with creation: newest first across applications too (sequence counts per application).
+      return query<ReleaseRow>(`${RELEASE_SELECT}${where} ORDER BY r.id DESC`, w.params).map(toRelease);
     },
     findRelease: async (id) => releaseById(id),
     insertRelease: async (draft, actor) => {
