@@ -58,7 +58,7 @@ export function childPath(folder: AssetPath, name: string): string {
 }
 
 /** Every ancestor folder of a path, outermost first, without the root: 'a/b/c' gives 'a', 'a/b'. */
-export function ancestorPaths(path: AssetPath): AssetPath[] {
+export function ancestorPaths(path: Pick<AssetPath, "path">): AssetPath[] {
   const segments = path.path.split("/");
   const ancestors: AssetPath[] = [];
   for (let i = 1; i < segments.length; i++) {

@@ -201,6 +201,21 @@ describe("asset directory files (compat.md 4.2)", () => {
     expect((await get("/endpoints/site/content/blobs/two.txt")).body).toBe(shared);
   });
 
+  it("deletes the stored bytes of an upload that loses a race to create the same file", async () => {
+    const bodies = ["first racer's bytes", "second racer's bytes"];
+    const results = await Promise.all(
+      bodies.map((payload) =>
+        t.app.inject({ method: "PUT", url: "/endpoints/site/content/race/one.txt", headers: admin(), payload }),
+      ),
+    );
+    expect(results.map((r) => r.statusCode).sort()).toEqual([201, 400]);
+    const winner = (await get("/endpoints/site/content/race/one.txt")).body;
+    const loser = bodies.find((body) => body !== winner) as string;
+    const blobs = await blobFiles(t.dataDir);
+    expect(blobs).toContain(sha("sha256", winner));
+    expect(blobs).not.toContain(sha("sha256", loser));
+  });
+
   it("keeps names with spaces and non-ASCII characters, and links to them escaped", async () => {
     const created = await putAsset(t, "site", "my%20docs/%C3%BCber%20uns.txt", "ü");
     expect(created.statusCode).toBe(201);

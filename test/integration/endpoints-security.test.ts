@@ -52,6 +52,11 @@ describe("hostile paths, over a real socket (nothing normalises the URL on the w
     ["POST", "delete", "?recursive=true"],
     ["GET", "metadata"],
     ["POST", "metadata"],
+    ["GET", "export"],
+    ["HEAD", "export"],
+    ["POST", "import"],
+    ["POST", "content", "?multipart=upload&id=u&index=0&offset=0&totalSize=20&partSize=20&totalParts=1"],
+    ["POST", "content", "?multipart=complete&id=u"],
   ];
   let port: number;
   beforeAll(async () => {
@@ -170,8 +175,122 @@ describe("privileges (compat.md 4.6)", () => {
     expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", badges)).statusCode).toBe(403);
   });
 
+  it("refuses anonymous callers (401), unknown keys and other directories' keys (403) on every route", async () => {
+    const other = { "x-apikey": createFeedKey(t.db, "public", ["view", "add", "delete"]) };
+    const multipart = "id=m&index=0&offset=0&totalSize=1&partSize=1&totalParts=1";
+    const routes: Array<[InjectOptions["method"], string]> = [
+      ["GET", "content/docs/secret.txt"],
+      ["HEAD", "content/docs/secret.txt"],
+      ["POST", "content/docs/new.txt"],
+      ["PUT", "content/docs/new.txt"],
+      ["PATCH", "content/docs/secret.txt"],
+      ["DELETE", "content/docs/secret.txt"],
+      ["POST", `content/docs/m.bin?multipart=upload&${multipart}`],
+      ["POST", "content/docs/m.bin?multipart=complete&id=m"],
+      ["GET", "dir/docs"],
+      ["POST", "dir/newdir"],
+      ["POST", "delete/docs?recursive=true"],
+      ["GET", "metadata/docs/secret.txt"],
+      ["POST", "metadata/docs/secret.txt"],
+      ["GET", "export/docs"],
+      ["POST", "import/docs"],
+    ];
+    const tree = async () => (await ask("GET", "/endpoints/vault/dir/?recursive=true", admin())).body;
+    const before = await tree();
+    for (const [method, route] of routes) {
+      const url = `/endpoints/vault/${route}`;
+      for (const [headers, status, code] of [
+        [{}, 401, "AUTHENTICATION_REQUIRED"],
+        [{ "x-apikey": "not-a-real-key" }, 403, "PERMISSION_DENIED"],
+        [other, 403, "PERMISSION_DENIED"],
+      ] as const) {
+        const res = await ask(method, url, headers, "x");
+        expect(res.statusCode, `${method} ${url} ${JSON.stringify(headers)}`).toBe(status);
+        expect(res.headers["x-wharf-error"], `${method} ${url}`).toBe(code);
+        if (method !== "HEAD") {
+          expect(res.body).toBe(status === 401 ? "Authentication is required." : PERMISSION_DENIED_MESSAGE);
+        }
+      }
+    }
+    expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", admin())).body).toBe("top secret");
+    expect(await tree()).toBe(before);
+  });
+
   it("refuses an unknown key with 403", async () => {
     const res = await ask("GET", "/endpoints/vault/content/docs/secret.txt", { "x-apikey": "not-a-real-key" });
     expect(res.statusCode).toBe(403);
+  });
+});
+
+describe("malformed and oversized bodies", () => {
+  const json = { "content-type": "application/json" };
+  const setMeta = (payload: string) =>
+    t.app.inject({
+      method: "POST",
+      url: "/endpoints/vault/metadata/docs/secret.txt",
+      headers: { ...admin(), ...json },
+      payload,
+    });
+
+  it("refuses metadata that is not JSON (400), a JSON array (415) and an oversized JSON body (413)", async () => {
+    const broken = await setMeta("{not json");
+    expect(broken.statusCode).toBe(400);
+    expect(broken.headers["content-type"]).toBe("text/plain");
+    expect(broken.body).toContain("not valid JSON");
+    const array = await setMeta('[{"userMetadata":{"a":"b"}}]');
+    expect(array.statusCode).toBe(415);
+    expect(array.body).toBe("Send the metadata as a JSON object (application/json).");
+    const huge = await setMeta(JSON.stringify({ userMetadata: { a: "x".repeat(2 * 1024 * 1024) } }));
+    expect(huge.statusCode).toBe(413);
+    expect(huge.headers["content-type"]).toBe("text/plain");
+    const long = await setMeta(JSON.stringify({ userMetadata: { a: "x".repeat(9000) } }));
+    expect(long.statusCode).toBe(400);
+    expect(long.body).toBe("Metadata 'a' is longer than 8192 characters.");
+    const item = await t.app.inject({
+      method: "GET",
+      url: "/endpoints/vault/metadata/docs/secret.txt",
+      headers: admin(),
+    });
+    expect(item.json()).toMatchObject({ userMetadata: {} });
+  });
+
+  it("refuses an import of something that is not an archive (400), writing nothing", async () => {
+    for (const format of ["zip", "tgz"]) {
+      const res = await t.app.inject({
+        method: "POST",
+        url: `/endpoints/vault/import/imported?format=${format}`,
+        headers: admin(),
+        payload: "this is not an archive",
+      });
+      expect(res.statusCode, format).toBe(400);
+      expect(res.headers["x-wharf-error"], format).toBe("ARCHIVE_INVALID");
+      expect(res.body, format).toMatch(/^The archive is not a valid /);
+    }
+    const imported = await t.app.inject({ method: "GET", url: "/endpoints/vault/metadata/imported", headers: admin() });
+    expect(imported.statusCode).toBe(404);
+    expect((await fs.readdir(path.join(t.dataDir, "tmp"))).length).toBe(0);
+  });
+
+  describe("over WHARF_MAX_UPLOAD_BYTES", () => {
+    let small: TestApp;
+    beforeAll(async () => {
+      small = await buildTestApp({ env: { WHARF_MAX_UPLOAD_BYTES: "4096" } });
+      await createAssetDirectory(small, "tiny");
+    });
+    afterAll(async () => small.close());
+
+    it("refuses a file, a multipart upload and an import with 413 and stores nothing", async () => {
+      const headers = { "x-apikey": small.adminKey };
+      const big = Buffer.alloc(5000);
+      const multipart = "multipart=upload&id=big&index=0&offset=0&totalSize=8000&partSize=4000&totalParts=2";
+      for (const url of ["content/big.bin", `content/big.bin?${multipart}`, "import"]) {
+        const res = await small.app.inject({ method: "POST", url: `/endpoints/tiny/${url}`, headers, payload: big });
+        expect(res.statusCode, url).toBe(413);
+        expect(res.headers["x-wharf-error"], url).toBe("UPLOAD_TOO_LARGE");
+        expect(res.body, url).toContain("exceeds the limit of 4096 bytes");
+      }
+      const listing = await small.app.inject({ method: "GET", url: "/endpoints/tiny/dir?recursive=true", headers });
+      expect(listing.json()).toEqual([]);
+    });
   });
 });

@@ -3,7 +3,6 @@ import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
 import { DomainError, invalid } from "../../domain/errors.js";
 import { quote } from "../../domain/upack-manifest.js";
 import { DEFAULT_ARCHIVE_LIMITS } from "../../storage/archives.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Feed } from "../management/index.js";
 import { folderArchive } from "./archive-export.js";
@@ -38,14 +37,13 @@ export interface AssetArchives {
 export interface ArchiveDeps {
   readonly assets: AssetService;
   readonly blobs: BlobStore;
-  readonly keeper: BlobKeeper;
   /** Where uploaded archives are spooled before reading (ZIP needs random access); the blob store's tmp/. */
   readonly tempDir: string;
   readonly maxUploadBytes: number;
 }
 
 export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
-  const { assets, blobs, keeper } = deps;
+  const { assets, blobs } = deps;
 
   /** Refuses, before the body is read, an import into a file or below one. */
   async function checkTargetFolder(directory: Feed, folder: AssetPath): Promise<void> {
@@ -69,18 +67,14 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
     data: Readable | AsyncIterable<Buffer>,
     write: { mode: WriteMode; mayReplace: boolean },
   ): Promise<boolean> {
-    const { content, release } = await assets.storeContent(data, { maxBytes: entry.size });
-    let stored = false;
+    const held = await assets.storeContent(data, { maxBytes: entry.size });
     try {
-      await assets.putStoredFile(directory, entry.path, content, { contentType: undefined, ...write });
-      stored = true;
+      await assets.putStoredFile(directory, entry.path, held, { contentType: undefined, ...write });
+      return true;
     } catch (error) {
-      if (!(error instanceof DomainError && error.code === "ASSET_EXISTS")) throw error;
-    } finally {
-      release();
+      if (error instanceof DomainError && error.code === "ASSET_EXISTS") return false;
+      throw error;
     }
-    if (!stored) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
-    return stored;
   }
 
   return {

@@ -38,8 +38,6 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
   const multipart = createMultipartUploads({
     db: deps.db,
     assets,
-    blobs: deps.blobs,
-    keeper: deps.keeper,
     clock: deps.clock,
     spoolDir: path.join(deps.config.dataDir, "multipart"),
     maxUploadBytes: deps.config.maxUploadBytes,
@@ -48,7 +46,6 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
   const archives = createAssetArchives({
     assets,
     blobs: deps.blobs,
-    keeper: deps.keeper,
     tempDir: path.join(deps.config.dataDir, "tmp"),
     maxUploadBytes: deps.config.maxUploadBytes,
   });

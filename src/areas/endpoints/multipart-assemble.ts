@@ -31,16 +31,11 @@ export async function assemble(
   const mayReplace = needsPermission && (await options.mayReplace());
   if (needsPermission && !mayReplace) throw replaceForbidden(existing?.path ?? "");
   const source = await deps.spool.read(upload.spool, upload.totalSize);
-  const { content, release } = await deps.assets.storeContent(source);
-  try {
-    // ProGetAutomation first creates the file empty with its Content-Type, then sends the parts.
-    const contentType = options.contentType ?? existing?.contentType;
-    return await deps.assets.putStoredFile(directory, path, content, {
-      contentType,
-      mode: "create-or-replace",
-      mayReplace,
-    });
-  } finally {
-    release();
-  }
+  const held = await deps.assets.storeContent(source);
+  // ProGetAutomation first creates the file empty with its Content-Type, then sends the parts.
+  return deps.assets.putStoredFile(directory, path, held, {
+    contentType: options.contentType ?? existing?.contentType,
+    mode: "create-or-replace",
+    mayReplace,
+  });
 }

@@ -3,8 +3,6 @@ import type { AssetPath } from "../../domain/asset-path.js";
 import type { Clock } from "../../domain/clock.js";
 import { conflict, notFound } from "../../domain/errors.js";
 import type { QueryLike } from "../../http/params.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
-import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
 import type { Feed } from "../management/index.js";
 import { assemble, type CompletionOptions } from "./multipart-assemble.js";
@@ -50,8 +48,6 @@ export interface MultipartUploads {
 export interface MultipartDeps {
   readonly db: Db;
   readonly assets: AssetService;
-  readonly blobs: BlobStore;
-  readonly keeper: BlobKeeper;
   readonly clock: Clock;
   /** Where part bytes are spooled: survives restarts (unlike the blob store's tmp/). */
   readonly spoolDir: string;

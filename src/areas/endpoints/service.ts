@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import mime from "mime-types";
 import { mergeUserMetadata, parseUserMetadata } from "../../domain/asset-metadata.js";
-import { type AssetPath, ancestorPaths, parseAssetPath } from "../../domain/asset-path.js";
+import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
 import { type CacheHeader, effectiveCacheControl, INHERIT, parseCacheHeader } from "../../domain/cache-header.js";
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
@@ -69,7 +69,7 @@ export interface AssetService {
   putStoredFile(
     directory: Feed,
     path: AssetPath,
-    content: StoredContent,
+    held: HeldContent,
     options: { contentType: string | undefined; mode: WriteMode; mayReplace: boolean },
   ): Promise<AssetItem>;
   /** Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. */
@@ -87,8 +87,6 @@ export interface AssetService {
    */
   storeContent(source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
   updateMetadata(directory: Feed, path: AssetPath, input: MetadataUpdateInput): Promise<AssetItem>;
-  /** The cache setting an item inherits when its own is Inherit (its folders', then the directory's). */
-  inheritedCacheHeader(directory: Feed, path: AssetPath): Promise<CacheHeader>;
 }
 
 export interface AssetServiceDeps {
@@ -141,8 +139,9 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
   const { repository, blobs, keeper, clock } = deps;
   const now = () => clock.now().toISOString();
 
-  async function inheritedCacheHeader(directory: Feed, path: AssetPath): Promise<CacheHeader> {
-    const folders = ancestorPaths(path).reverse(); // innermost first
+  /** The settings an item inherits when its own is Inherit: its folders' (innermost first), then the directory's. */
+  async function inheritedCacheHeaders(directory: Feed, item: AssetItem): Promise<CacheHeader[]> {
+    const folders = ancestorPaths(item).reverse();
     const found = new Map(
       (
         await repository.findAll(
@@ -151,11 +150,7 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
         )
       ).map((i) => [i.key, i]),
     );
-    const settings = [
-      ...folders.map((f) => found.get(f.key)?.cacheHeader ?? INHERIT),
-      directory.settings.cacheHeader ?? INHERIT,
-    ];
-    return settings.find((setting) => setting.type !== "Inherit") ?? INHERIT;
+    return [...folders.map((f) => found.get(f.key)?.cacheHeader ?? INHERIT), directory.settings.cacheHeader ?? INHERIT];
   }
 
   async function getItem(directory: Feed, path: AssetPath): Promise<AssetItem> {
@@ -187,9 +182,10 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
   async function putStoredFile(
     directory: Feed,
     path: AssetPath,
-    content: StoredContent,
+    held: HeldContent,
     options: { contentType: string | undefined; mode: WriteMode; mayReplace: boolean },
   ): Promise<AssetItem> {
+    const { content } = held;
     let committed = false;
     try {
       const { replaced } = await repository.writeFile(directory.id, { path, content, ...options, now: now() });
@@ -198,6 +194,8 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
         await keeper.discardIfUnused(replaced.sha256).catch(() => undefined);
       }
     } finally {
+      // Released first: a blob still held is never discarded, so a refused write would leave it behind.
+      held.release();
       if (!committed) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
     }
     return getItem(directory, path);
@@ -214,14 +212,12 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
 
     async serve(directory, item) {
       if (item.file === undefined) throw isFolder(item.path);
-      const setting =
-        item.cacheHeader.type === "Inherit"
-          ? await inheritedCacheHeader(directory, parseAssetPath(item.path))
-          : item.cacheHeader;
+      const settings =
+        item.cacheHeader.type === "Inherit" ? await inheritedCacheHeaders(directory, item) : [item.cacheHeader];
       return {
         item: item as ServedFile["item"],
         contentType: contentTypeOf(item),
-        cacheControl: effectiveCacheControl([setting]),
+        cacheControl: effectiveCacheControl(settings),
         staticSite: directory.settings.staticSite,
       };
     },
@@ -234,21 +230,17 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       if (existing === undefined && upload.mode === "replace") throw assetNotFound();
       const mayReplace = replacingNeedsPermission(existing) ? await upload.mayReplace() : false;
       if (replacingNeedsPermission(existing) && !mayReplace) throw replaceForbidden(existing?.path ?? "");
-      const { content, release } = await storeContent(
+      // A file that appears meanwhile may be replaced only by a caller allowed to.
+      const allowed = replacingNeedsPermission(existing) ? mayReplace : await upload.mayReplace();
+      const held = await storeContent(
         upload.body?.() ?? Readable.from([]),
         upload.digests ? { expected: upload.digests } : {},
       );
-      try {
-        // A file that appeared meanwhile may be replaced only by a caller allowed to.
-        const allowed = replacingNeedsPermission(existing) ? mayReplace : await upload.mayReplace();
-        return await putStoredFile(directory, path, content, {
-          contentType: upload.contentType,
-          mode: upload.mode,
-          mayReplace: allowed,
-        });
-      } finally {
-        release();
-      }
+      return putStoredFile(directory, path, held, {
+        contentType: upload.contentType,
+        mode: upload.mode,
+        mayReplace: allowed,
+      });
     },
 
     putStoredFile,
@@ -293,10 +285,5 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       });
       return getItem(directory, path);
     },
-
-    inheritedCacheHeader,
   };
 }
-
-/** Parses the path of a route's wildcard; the root is allowed where a folder is meant. */
-export const assetPathOf = (raw: string | undefined, allowRoot: boolean) => parseAssetPath(raw ?? "", { allowRoot });
