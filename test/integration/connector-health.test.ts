@@ -414,8 +414,9 @@ describe("health endpoints: shapes and statuses", () => {
     }
   });
 
-  it("404 for an unknown, zero, negative or non-numeric id", async () => {
-    for (const id of ["99999", "0", "-1", "abc", "1.0", "mid", "99999999999999999999"]) {
+  it("404 for an unknown, zero, negative or non-numeric id, or one with ../ or %2e%2e", async () => {
+    const traversal = ["..", "%2e%2e", `..%2f${ids.mid}`, `%2e%2e%2f${ids.mid}`, `${ids.mid}%2f..`];
+    for (const id of ["99999", "0", "-1", "abc", "1.0", "mid", "99999999999999999999", ...traversal]) {
       expectText(await h.call("GET", `${HEALTH}/${id}`), 404);
     }
   });

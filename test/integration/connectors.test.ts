@@ -177,6 +177,36 @@ describe("connector management: a connector's life", () => {
     expectText(text, 415, "JSON");
   });
 
+  it("refuses malformed JSON (400) and a body far larger than a connector (413) before reading it as one", async () => {
+    const raw = (method: Method, url: string, payload: string) =>
+      t.app.inject({ method, url, headers: { "x-apikey": t.adminKey, "content-type": "application/json" }, payload });
+    expectText(await raw("POST", `${CONNECTORS}/create`, '{"name": "half'), 400, "JSON");
+    expectText(await raw("PATCH", `${CONNECTORS}/update/upstream`, "[1, 2"), 400, "JSON");
+    const huge = JSON.stringify({
+      name: "huge",
+      url: "https://x.example.com/upack/f",
+      feedType: "universal",
+      pad: "x".repeat(5_000_000),
+    });
+    expectText(await raw("POST", `${CONNECTORS}/create`, huge), 413);
+    expectText(await call("GET", `${CONNECTORS}/get/huge`), 404);
+  });
+
+  it("a name with ../ or %2e%2e in the path names no connector and reaches no other route", async () => {
+    const before = (await call("GET", `${CONNECTORS}/list`)).body;
+    for (const name of ["..%2fupstream", "%2e%2e%2fupstream", "%2E%2E", "upstream%2f..%2f", "..%5cupstream"]) {
+      for (const method of ["GET", "DELETE"] as const) {
+        const url = `${CONNECTORS}/${method === "GET" ? "get" : "delete"}/${name}`;
+        expectText(await call(method, url), 404);
+      }
+      expectText(await call("POST", `${CONNECTORS}/update/${name}`, { timeout: 5 }), 404);
+    }
+    // Unencoded dot segments are resolved before routing, never past the connector's own name.
+    expectText(await call("GET", `${CONNECTORS}/get/..`), 404, "No endpoint");
+    expectText(await call("DELETE", `${CONNECTORS}/delete/%2e%2e/feeds/delete/proxy`), 404, "No endpoint");
+    expect((await call("GET", `${CONNECTORS}/list`)).body).toBe(before);
+  });
+
   it("updates partially (POST and PATCH): omitted members keep, the password stays until replaced or cleared", async () => {
     const updated = expectJson(await call("POST", `${CONNECTORS}/update/upstream`, { timeout: 60 }), 200);
     expect(updated).toMatchObject({

@@ -156,6 +156,17 @@ describe("POST /api/package-deployment/: the record in every encoding", () => {
     expectText(await post(Readable.from([Buffer.from(big)]), { ...admin, "transfer-encoding": "chunked" }), 413);
     // JSON and forms are bounded the same way, by the route's bodyLimit.
     expect((await postForm({ ...RECORD, Description: "x".repeat(70_000) })).statusCode).toBe(413);
+    const stored = (await list("feed=main&name=pkg")).length;
+    expectText(await postJson({ ...RECORD, Description: "x".repeat(70_000) }), 413);
+    expect(await list("feed=main&name=pkg")).toHaveLength(stored);
+  });
+
+  it("400 for malformed JSON; feed names with ../ or %2e%2e are names like any other (404)", async () => {
+    expectText(await post('{"Application": "x"', { ...admin, "content-type": "application/json" }), 400, "JSON");
+    for (const feed of ["../main", "%2e%2e%2fmain", "..", "main/.."]) {
+      expectText(await postJson({ ...RECORD, FeedName: decodeURIComponent(feed) }), 404, "was not found");
+      expectText(await t.app.inject({ url: `${URL}?feed=${encodeURIComponent(feed)}&name=pkg`, headers: admin }), 404);
+    }
   });
 });
 

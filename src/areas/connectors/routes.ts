@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AccessNeed } from "../../domain/principal.js";
-import { requireJsonBody, sendJson, wantsIndent } from "../management/http.js";
+import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import { errorText, managementQuery } from "../management/schemas.js";
 import { connectorHealthSchema, connectorInputSchema, connectorNameParams, connectorSchema } from "./schemas.js";
 import type { ConnectorService } from "./service.js";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { AccessNeed, FeedScope } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
 import { requestBaseUrl } from "../../http/base-url.js";
-import { requireJsonBody, sendJson, wantsIndent } from "./http.js";
+import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
 import type { FeedService } from "./service.js";
 

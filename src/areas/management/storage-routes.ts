@@ -4,7 +4,7 @@ import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { param } from "../../http/params.js";
-import { requireJsonBody, sendJson, wantsIndent } from "./http.js";
+import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import {
   errorText,
   storageConfigInputSchema,

@@ -51,7 +51,7 @@ export interface RemoteListingDeps {
 }
 
 /** What the connectors answered: entries in the feed's connector order, and who failed. */
-interface Gathered<T> {
+export interface Gathered<T> {
   readonly sources: Source<T>[];
   readonly failures: DomainError[];
 }
@@ -62,32 +62,6 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
   async function connectorsOf(feedName: string): Promise<Connector[]> {
     const feed = await getUniversalFeed(deps.feeds, feedName);
     return feed.settings.connectors.length === 0 ? [] : upstreams.connectorsOf(feed.settings.connectors);
-  }
-
-  async function gather<T>(
-    connectors: readonly Connector[],
-    request: MetadataRequest,
-    read: (body: unknown, visible: Visible) => T[],
-  ): Promise<Gathered<T>> {
-    const sources: Source<T>[] = [];
-    const failures: DomainError[] = [];
-    const results = await Promise.all(
-      connectors.map(async (connector): Promise<Source<T> | DomainError> => {
-        try {
-          const answer = await upstreams.metadata(connector, request);
-          return { connector, entries: answer.found ? read(answer.body, visibleThrough(connector)) : [] };
-        } catch (error) {
-          // upstream.ts turns every upstream failure into a DomainError; anything else is a bug.
-          if (!(error instanceof DomainError)) throw error;
-          return error;
-        }
-      }),
-    );
-    for (const result of results) {
-      if (result instanceof DomainError) failures.push(result);
-      else sources.push(result);
-    }
-    return { sources, failures };
   }
 
   /**
@@ -111,10 +85,15 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
         const group = query.group ?? "";
         const [own, remote] = await Promise.all([
           localOrUndefined(() => local.listPackages(feedName, query)),
-          gather(connectors, { endpoint: "packages", query: { group, name: query.name } }, (body, visible) => {
-            const found = remotePackageOf(body, visible);
-            return found ? [found] : [];
-          }),
+          gather(
+            upstreams,
+            connectors,
+            { endpoint: "packages", query: { group, name: query.name } },
+            (body, visible) => {
+              const found = remotePackageOf(body, visible);
+              return found ? [found] : [];
+            },
+          ),
         ]);
         const [merged] = mergePackages(own === undefined ? [] : [parseObject(own)], remote.sources);
         if (merged === undefined) throw remote.failures[0] ?? packageNotFound(group, query.name);
@@ -122,7 +101,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       }
       const [own, remote] = await Promise.all([
         local.listPackages(feedName, query),
-        gather(connectors, { endpoint: "packages", query: packagesQuery(query) }, remotePackagesOf),
+        gather(upstreams, connectors, { endpoint: "packages", query: packagesQuery(query) }, remotePackagesOf),
       ]);
       const merged = mergePackages(parseArray(own), remote.sources).sort(byPackage).slice(0, query.count);
       throwWhenNothing(merged, remote.failures);
@@ -139,7 +118,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
           : { endpoint: "search", query: { term: trimmed, count: String(count) } };
       const [own, remote] = await Promise.all([
         local.search(feedName, term, count),
-        gather(connectors, request, remotePackagesOf),
+        gather(upstreams, connectors, request, remotePackagesOf),
       ]);
       // Ranked already, locally and upstream: the order is kept, local matches first.
       const merged = mergePackages(parseArray(own), remote.sources);
@@ -154,7 +133,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       if (query.version !== undefined) return oneVersion(feedName, query, connectors);
       const [own, remote] = await Promise.all([
         local.listVersions(feedName, query),
-        gather(connectors, { endpoint: "versions", query: versionsQuery(query) }, (body, visible) =>
+        gather(upstreams, connectors, { endpoint: "versions", query: versionsQuery(query) }, (body, visible) =>
           remoteVersionsOf(body, visible, query.includeFileList),
         ),
       ]);
@@ -199,6 +178,34 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
   }
 }
 
+/** Asks every connector at once; a connector that fails is a failure, not an exception. */
+export async function gather<T>(
+  upstreams: ConnectorUpstreams,
+  connectors: readonly Connector[],
+  request: MetadataRequest,
+  read: (body: unknown, visible: Visible) => T[],
+): Promise<Gathered<T>> {
+  const sources: Source<T>[] = [];
+  const failures: DomainError[] = [];
+  const results = await Promise.all(
+    connectors.map(async (connector): Promise<Source<T> | DomainError> => {
+      try {
+        const answer = await upstreams.metadata(connector, request);
+        return { connector, entries: answer.found ? read(answer.body, visibleThrough(connector)) : [] };
+      } catch (error) {
+        // upstream.ts turns every upstream failure into a DomainError; anything else is a bug.
+        if (!(error instanceof DomainError)) throw error;
+        return error;
+      }
+    }),
+  );
+  for (const result of results) {
+    if (result instanceof DomainError) failures.push(result);
+    else sources.push(result);
+  }
+  return { sources, failures };
+}
+
 /** Connector filters (domain/patterns.ts) matched against `group/name`, or `name` in the empty group. */
 export function visibleThrough(connector: Connector): Visible {
   if (connector.filters.length === 0) return () => true;
@@ -231,14 +238,17 @@ function toBuffer(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value));
 }
 
-/** The local answer, or undefined for the local "not found" (a connector may still have it). */
+/** The feed's own "not found": a connector may still have it. */
+export function isLocalMiss(error: unknown): error is DomainError {
+  return error instanceof DomainError && (error.code === "PACKAGE_NOT_FOUND" || error.code === "VERSION_NOT_FOUND");
+}
+
+/** The local answer, or undefined for the local "not found". */
 async function localOrUndefined(read: () => Promise<Buffer>): Promise<Buffer | undefined> {
   try {
     return await read();
   } catch (error) {
-    if (error instanceof DomainError && (error.code === "PACKAGE_NOT_FOUND" || error.code === "VERSION_NOT_FOUND")) {
-      return undefined;
-    }
+    if (isLocalMiss(error)) return undefined;
     throw error;
   }
 }

@@ -7,7 +7,7 @@ import type { DownloadTarget, UpackDownloadService } from "./download-service.js
 import { getUniversalFeed } from "./feed-lookup.js";
 import { versionNotFound } from "./query-service.js";
 import { packageKey, type RemoteVersion, remoteVersionOf, remoteVersionsOf } from "./remote-entries.js";
-import { visibleThrough } from "./remote-listings.js";
+import { gather, isLocalMiss, visibleThrough } from "./remote-listings.js";
 
 /**
  * Which version a download URL names on a feed with connectors (compat.md 2.4, 2.12, 5.3): the
@@ -48,8 +48,6 @@ export interface RemoteLookupDeps {
  */
 export type LocateVersion = (feedName: string, tail: string, latest: boolean) => Promise<Located>;
 
-const LOCAL_MISSES: ReadonlySet<string> = new Set(["PACKAGE_NOT_FOUND", "VERSION_NOT_FOUND"]);
-
 export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
   const { upstreams } = deps;
 
@@ -59,7 +57,7 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
     try {
       local = await deps.downloads.resolve(feedName, tail, latest);
     } catch (error) {
-      if (!(error instanceof DomainError && LOCAL_MISSES.has(error.code))) throw error;
+      if (!isLocalMiss(error)) throw error;
       miss = error;
     }
     const feed = local?.feed ?? (await getUniversalFeed(deps.feeds, feedName));
@@ -108,33 +106,19 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
   /** The highest version any connector lists; on a tie, the earlier connector's. */
   async function highest(connectors: readonly Connector[], path: PackagePath): Promise<Found> {
     const request = { endpoint: "versions", query: { group: path.group, name: path.name } } as const;
-    const answers = await Promise.all(
-      connectors.map(async (connector): Promise<{ connector: Connector; versions: RemoteVersion[] } | DomainError> => {
-        try {
-          const answer = await upstreams.metadata(connector, request);
-          const versions = answer.found ? remoteVersionsOf(answer.body, visibleThrough(connector), false) : [];
-          return { connector, versions };
-        } catch (error) {
-          if (!(error instanceof DomainError)) throw error;
-          return error;
-        }
-      }),
+    const { sources, failures } = await gather(upstreams, connectors, request, (body, visible) =>
+      remoteVersionsOf(body, visible, false),
     );
-    let best: Found = { failures: [] };
-    const failures: DomainError[] = [];
-    for (const answer of answers) {
-      if (answer instanceof DomainError) {
-        failures.push(answer);
-        continue;
-      }
-      for (const version of answer.versions) {
+    let best: Found = { failures };
+    for (const { connector, entries } of sources) {
+      for (const version of entries) {
         if (version.key !== packageKey(path.group, path.name)) continue;
         if (best.version === undefined || compareVersions(version.version, best.version.version) > 0) {
-          best = { connector: answer.connector, version, failures };
+          best = { connector, version, failures };
         }
       }
     }
-    return { ...best, failures };
+    return best;
   }
 }
 

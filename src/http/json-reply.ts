@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
-import { DomainError } from "../../domain/errors.js";
-import { hasParam, param, parseBoolean } from "../../http/params.js";
+import { DomainError } from "../domain/errors.js";
+import { hasParam, param, parseBoolean } from "./params.js";
 
-/** Small HTTP helpers shared by the feed and storage routes of this area. */
+/** JSON replies and bodies of the management APIs (feeds, storage, connectors). */
 
 /** `?indent`, `?indent=true`, `?Indent=1` pretty-print; `?indent=false` does not (old feed-management doc). */
 export function wantsIndent(query: unknown): boolean {
@@ -26,7 +26,7 @@ export function sendJson<T>(reply: FastifyReply, status: number, schema: z.ZodTy
 
 /**
  * Bodies arrive through a catch-all parser as a raw stream when they are not JSON or a form
- * (http/body-parsers.ts); such a body cannot be a feed, and must not be mistaken for an object.
+ * (http/body-parsers.ts); such a body cannot be a feed or a connector, and must not be mistaken for an object.
  */
 export async function requireJsonBody(request: FastifyRequest): Promise<void> {
   const body = request.body as { pipe?: unknown } | null | undefined;
