@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -7,18 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { canReadSmall, withSmallBlobCache } from "../../src/storage/blob-cache.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
-import { describeBlobStoreContract } from "./blob-store.contract.js";
+import { countEntries, describeBlobStoreContract } from "./blob-store.contract.js";
 
 const makeRoot = () => mkdtemp(path.join(tmpdir(), "wharf-blob-cache-"));
-
-async function countEntries(dir: string) {
-  try {
-    return (await readdir(dir)).length;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw error;
-  }
-}
 
 // The wrapper is a BlobStore like any other: the whole contract holds for it unchanged.
 describeBlobStoreContract("file, with the small-blob cache", async () => {

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { readdir } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
@@ -59,6 +60,16 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * takes even on a loaded machine, and well below the test timeout, so that a put that never
  * settles fails its test with a message saying so instead of stalling the run.
  */
+/** Entries in a directory; 0 when it does not exist (yet): what `tempFileCount` fixtures report. */
+export async function countEntries(dir: string) {
+  try {
+    return (await readdir(dir)).length;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+}
+
 export const SETTLE_MS = 10_000;
 /** Per test and hook: a hang anywhere else (a read, a listing) still fails well before 30 s. */
 const TEST_TIMEOUT_MS = 20_000;

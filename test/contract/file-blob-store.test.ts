@@ -6,16 +6,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
-import { describeBlobStoreContract, SETTLE_MS, settlesWithin } from "./blob-store.contract.js";
-
-async function countEntries(dir: string) {
-  try {
-    return (await readdir(dir)).length;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw error;
-  }
-}
+import { countEntries, describeBlobStoreContract, SETTLE_MS, settlesWithin } from "./blob-store.contract.js";
 
 const makeRoot = () => mkdtemp(path.join(tmpdir(), "wharf-blobs-"));
 

@@ -302,6 +302,9 @@ describe("import from an asset directory", () => {
     const anonymous = await importInto("main", body, {});
     expectText(anonymous, 401);
     expect(anonymous.headers["www-authenticate"]).toMatch(/^Basic/);
+    // A key that does not exist is refused as ProGet refuses it, and nothing is imported.
+    expectText(await importInto("main", body, { "x-apikey": "no-such-key" }), 403, PERMISSION_DENIED_MESSAGE);
+    expect((await getAsset("guarded.upack")).statusCode).toBe(200);
   });
 
   it("answers 404 for an unknown feed, directory or asset, and 400 for a folder", async () => {
@@ -322,6 +325,17 @@ describe("import from an asset directory", () => {
     );
     expectText(await importInto("main", { assetDirectory: "dir", from: "folder" }), 400, "is a folder");
     expectText(await importInto("main", { assetDirectory: "dir", from: "folder/../inner.upack" }), 400, "'..'");
+    expectText(await importInto("main", { assetDirectory: "dir", from: "folder\\..\\..\\x.upack" }), 400, "'..'");
+    expectText(await importInto("main", { assetDirectory: "dir", from: "%2e%2e/folder/inner.upack" }), 400, "'..'");
+    expectText(await importInto("main", { assetDirectory: "../dir", from: "folder/inner.upack" }), 404);
+    // Traversal in the URL reaches no feed.
+    const encoded = await t.app.inject({
+      method: "POST",
+      url: "/upack/%2e%2e/import",
+      headers: { ...admin(), "content-type": "application/json" },
+      payload: JSON.stringify({ assetDirectory: "dir", from: "folder/inner.upack" }),
+    });
+    expectText(encoded, 404);
     expect((await getAsset("folder/inner.upack")).statusCode).toBe(200);
   });
 });
@@ -345,6 +359,21 @@ describe("the request body", () => {
       payload: "from=x.upack",
     });
     expectText(text, 415, "JSON");
+  });
+
+  it("refuses a body far larger than a request: 413 for JSON, 415 unread for anything else", async () => {
+    const huge = { assetDirectory: "dir", from: "a".repeat(2 * 1024 * 1024) };
+    expectText(await importInto("main", huge), 413, "too large");
+    // Anonymous too: the key could be in the JSON, so the body is read up to the JSON limit only.
+    expectText(await importInto("main", huge, {}), 413, "too large");
+    const raw = await t.app.inject({
+      method: "POST",
+      url: "/upack/main/import",
+      headers: { ...admin(), "content-type": "application/octet-stream" },
+      payload: Buffer.alloc(2 * 1024 * 1024),
+    });
+    expectText(raw, 415, "JSON");
+    expect(raw.headers.connection).toBe("close");
   });
 
   it("is described in /openapi.json with its 200 answer", async () => {

@@ -1,14 +1,9 @@
 import type { FastifyRequest } from "fastify";
 import type { AccessNeed } from "../../domain/principal.js";
-import { errorText } from "../upack/download-routes.js";
-
-export { errorText } from "../upack/download-routes.js";
+export { errors, errorText } from "../upack/download-routes.js";
 export { queryDoc } from "../../http/query-doc.js";
 
 export const TAGS = ["common packages API"];
-
-/** Every error is a plain-text message (compat.md 0.3). */
-export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
 export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
 

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
-import { invalid } from "../../domain/errors.js";
 import type { QueryLike } from "../../http/params.js";
 import type { FeedService } from "../management/index.js";
-import { getUniversalFeed } from "../upack/feed-lookup.js";
+import { assertFeedAcceptsPackages, getUniversalFeed } from "../upack/feed-lookup.js";
 import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import type { UpackWriteService } from "../upack/upload-service.js";
@@ -56,8 +55,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
 
   async function uploadHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const feed = await getUniversalFeed(feeds, feedOf(request));
-    if (!feed.settings.active)
-      throw invalid("FEED_INACTIVE", "The feed is not active; packages cannot be added to it.");
+    assertFeedAcceptsPackages(feed);
     const result = await write.upload({
       feedId: feed.id,
       // The package names itself in its upack.json: no path, query or body metadata applies here.
@@ -98,9 +96,3 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
     },
   });
 };
-
-/**
- * The body as a stream the blob store may abandon without destroying the request (so that the
- * error still reaches the client); undefined when there is none (the service then answers 400).
- * A declared length past the limit is refused before anything is read. As in upack/write-routes.ts.
- */

@@ -41,7 +41,8 @@ export const errorText = z.string().describe("Plain-text error message");
 export const TAGS = ["universal feed"];
 
 const LATEST_DOC = "Present (bare or with any value) when the path names no version";
-const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
+/** Every error is a plain-text message (compat.md 0.3): the statuses every feed route can answer. */
+export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 const PACKAGE_PATH_DOC =
   "Path `<group...>/<name>/<version>`, or `<group...>/<name>` with `?latest` (the highest version, " +
   "prereleases included). The group may contain '/' or `%2F`.";

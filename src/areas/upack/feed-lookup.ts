@@ -1,4 +1,4 @@
-import { notFound } from "../../domain/errors.js";
+import { invalid, notFound } from "../../domain/errors.js";
 import type { Feed, FeedService } from "../management/index.js";
 
 /** Feed types served under `/upack/<feed>` (compat.md 5.2 endpointUrl). */
@@ -14,4 +14,9 @@ export async function getUniversalFeed(feeds: FeedService, name: string): Promis
   const feed = await feeds.findFeed(name);
   if (!feed || !UPACK_FEED_TYPES.has(feed.feedType)) throw notFound("FEED_NOT_FOUND", "feed not found");
   return feed;
+}
+
+/** Uploads and imports add packages only to an active feed (400 FEED_INACTIVE otherwise). */
+export function assertFeedAcceptsPackages(feed: Feed): void {
+  if (!feed.settings.active) throw invalid("FEED_INACTIVE", "The feed is not active; packages cannot be added to it.");
 }

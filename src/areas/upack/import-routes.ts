@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { z } from "zod";
 import { DomainError, invalid } from "../../domain/errors.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
 import { param, parseBoolean } from "../../http/params.js";
 import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
-import { getUniversalFeed } from "./feed-lookup.js";
+import { assertFeedAcceptsPackages, getUniversalFeed } from "./feed-lookup.js";
 import type { AssetImport, ImportOutcome, UpackImportService } from "./import-service.js";
 import type { UpackAreaOptions } from "./index.js";
+import { errors, errorText, TAGS } from "./download-routes.js";
 import { uploadResult } from "./write-routes.js";
 
 /**
@@ -19,9 +19,6 @@ import { uploadResult } from "./write-routes.js";
 export interface UpackImportOptions extends UpackAreaOptions {
   readonly imports: UpackImportService;
 }
-
-const TAGS = ["universal feed"];
-const errorText = z.string().describe("Plain-text error message");
 
 interface ImportRequest {
   readonly from: string;
@@ -53,10 +50,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
       tags: TAGS,
       response: {
         200: uploadResult,
-        400: errorText,
-        401: errorText,
-        403: errorText,
-        404: errorText,
+        ...errors,
         409: errorText,
         413: errorText,
         415: errorText,
@@ -65,9 +59,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
     handler: async (request, reply) => {
       const feed = await getUniversalFeed(options.feeds, feedNameOf(request));
       const input = readImportRequest(request.body);
-      if (!feed.settings.active) {
-        throw invalid("FEED_INACTIVE", "The feed is not active; packages cannot be added to it.");
-      }
+      assertFeedAcceptsPackages(feed);
       const target = {
         feedId: feed.id,
         principal: request.principal,

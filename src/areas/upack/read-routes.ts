@@ -6,7 +6,7 @@ import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params
 import type { BlobStore } from "../../storage/blob-store.js";
 import { downloadCounterOf } from "./download-counts.js";
 import { queryDoc } from "../../http/query-doc.js";
-import { errorText, feedNeed, feedOf, TAGS, upackDownloadRoutes } from "./download-routes.js";
+import { errors, feedNeed, feedOf, TAGS, upackDownloadRoutes } from "./download-routes.js";
 import type { UpackDownloadService } from "./download-service.js";
 import type { UpackAreaOptions } from "./index.js";
 import { feedMetadataSchema, packageDataSchema, versionDataSchema } from "./present.js";
@@ -30,8 +30,6 @@ export interface UpackReadOptions extends UpackAreaOptions {
   /** Versions of feeds' connectors (services.ts); undefined: feeds serve only what they store. */
   readonly remoteDownloads?: RemoteDownloads | undefined;
 }
-
-const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
 const GROUP_DOC = "Exact group; `group=` is the empty group; absent: every group (the empty group with `name`)";
 const COUNT_DOC = `Maximum entries, default and cap ${MAX_LIST_COUNT}; ignored with \`name\``;

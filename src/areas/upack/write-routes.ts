@@ -5,7 +5,8 @@ import { invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
 import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
-import { getUniversalFeed } from "./feed-lookup.js";
+import { errors, errorText, TAGS } from "./download-routes.js";
+import { assertFeedAcceptsPackages, getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import { collectUploadParams } from "./upload-params.js";
@@ -26,8 +27,6 @@ export interface UpackWriteOptions extends UpackAreaOptions {
 /** JSON and form bodies are parsed in memory, so base64 content there is capped; raw bodies stream. */
 const MAX_JSON_OR_FORM_BYTES = 64 * 1024 * 1024;
 
-const TAGS = ["universal feed"];
-const errorText = z.string().describe("Plain-text error message");
 /** What an upload (201) and an import (200) answer: the stored version. */
 export const uploadResult = z.object({
   group: z.string(),
@@ -65,10 +64,7 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
       tags: TAGS,
       response: {
         201: uploadResult,
-        400: errorText,
-        401: errorText,
-        403: errorText,
-        404: errorText,
+        ...errors,
         409: errorText,
         413: errorText,
       },
@@ -87,7 +83,7 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
         "Path `<group...>/<name>/<version>`; the group may contain '/' or `%2F`. 200 with an empty body; " +
         "404 'package was not found' when there is no such version (compat.md 2.8).",
       tags: TAGS,
-      response: { 400: errorText, 401: errorText, 403: errorText, 404: errorText },
+      response: errors,
     },
     handler: async (request, reply) => {
       const { feed: feedName, "*": tail = "" } = paramsOf(request);
@@ -109,7 +105,7 @@ async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: F
   const { service, config } = deps;
   const { feed: feedName, "*": tail } = paramsOf(request);
   const feed = await getUniversalFeed(deps.feeds, feedName);
-  if (!feed.settings.active) throw invalid("FEED_INACTIVE", "The feed is not active; packages cannot be added to it.");
+  assertFeedAcceptsPackages(feed);
   const type = request.headers["content-type"]?.toLowerCase() ?? "";
   const bodyKind = type.startsWith("application/json")
     ? "json"
@@ -135,9 +131,3 @@ async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: F
   // 201 for every client: Go upack and proget-updater accept nothing else (compat.md 2.7).
   return reply.code(201).send(result);
 }
-
-/**
- * Opens the raw body as a stream the blob store may abandon without destroying the request (so
- * that the error still reaches the client); undefined when the request has none. Nothing is read
- * until it is opened, and a declared length past the limit is refused before that.
- */
