@@ -28,7 +28,7 @@ import { openZip, type ZipReader } from "../storage/zip.js";
 import type { JobLogLevel, JobOutcome } from "./runner.js";
 
 /** A step holds a job slot while it sleeps; longer waits belong to scheduling, not to a plan. */
-export const MAX_SLEEP_SECONDS = 600;
+const MAX_SLEEP_SECONDS = 600;
 const MAX_STEPS = 500;
 const text = z.string().max(10_000);
 const variableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a letter or _ then letters, digits or _");
@@ -37,7 +37,7 @@ const variableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a let
  * One step; the single source of truth for plan steps (the releases area validates pipeline
  * stages' inline steps and stored plans with it).
  */
-export const planStepSchema = z.discriminatedUnion(
+const planStepSchema = z.discriminatedUnion(
   "type",
   [
     z.strictObject({ type: z.literal("log"), message: text, level: z.enum(["debug", "info"]).default("info") }),

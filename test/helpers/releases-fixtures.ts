@@ -14,6 +14,8 @@ export interface ReleasesFixtures {
     pairs: ReadonlyArray<[string, string]>,
   ): Promise<LightMyRequestResponse>;
   ok<T = unknown>(res: LightMyRequestResponse): T;
+  /** Creates a release through `/api/releases/create` and returns it. */
+  release(applicationId: number, releaseNumber: string, pipelineName: string): Promise<Record<string, unknown>>;
   /** Application, pipeline (stages Integration -> Testing -> Production) and environments. */
   setup(
     app: string,
@@ -53,6 +55,8 @@ export function releasesFixtures(t: TestApp): ReleasesFixtures {
     json,
     form,
     ok,
+    release: async (applicationId, releaseNumber, pipelineName) =>
+      ok(await json("POST", "/api/releases/create", { applicationId, releaseNumber, pipelineName })),
     async setup(app, options = {}) {
       if (!environments) {
         for (const name of ["Integration", "Testing", "Production"]) {

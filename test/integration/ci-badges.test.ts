@@ -28,13 +28,7 @@ beforeAll(async () => {
   r = releasesFixtures(t);
   badgesKey = createSystemKey(t.db, ["ci-badges"]);
   appId = await r.setup("Web");
-  r.ok(
-    await r.json("POST", "/api/releases/create", {
-      applicationId: appId,
-      releaseNumber: "1.0",
-      pipelineName: "Web-pipeline",
-    }),
-  );
+  await r.release(appId, "1.0", "Web-pipeline");
 });
 afterAll(async () => t.close());
 

@@ -220,13 +220,7 @@ describe("Releases_GetRelease", () => {
 
 describe("Releases_CancelRelease", () => {
   it("cancels (BuildMasterAutomation: JSON body, X-ApiKey), visible through /api/releases", async () => {
-    r.ok(
-      await r.json("POST", "/api/releases/create", {
-        applicationId: apiId,
-        releaseNumber: "3.0",
-        pipelineName: "Api-pipeline",
-      }),
-    );
+    await r.release(apiId, "3.0", "Api-pipeline");
     const res = await postJson(
       "/api/json/Releases_CancelRelease",
       { Application_Id: apiId, Release_Number: "3.0", CancelledReason_Text: "superseded" },
@@ -255,20 +249,8 @@ describe("Releases_CancelRelease", () => {
   });
 
   it("takes Reason, a null CancelledReason_Text, and form arguments; 404 for an unknown release", async () => {
-    r.ok(
-      await r.json("POST", "/api/releases/create", {
-        applicationId: apiId,
-        releaseNumber: "4.0",
-        pipelineName: "Api-pipeline",
-      }),
-    );
-    r.ok(
-      await r.json("POST", "/api/releases/create", {
-        applicationId: apiId,
-        releaseNumber: "5.0",
-        pipelineName: "Api-pipeline",
-      }),
-    );
+    await r.release(apiId, "4.0", "Api-pipeline");
+    await r.release(apiId, "5.0", "Api-pipeline");
     const byForm = await postForm(
       "/api/json/releases_cancelrelease",
       `key=${nativeKey}&application_id=${apiId}&release_number=4.0&Reason=old`,

@@ -16,20 +16,8 @@ beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_DEPLOY_CONCURRENCY: "0" } });
   f = releasesFixtures(t);
   appId = await f.setup("Jenkins App");
-  f.ok(
-    await f.json("POST", "/api/releases/create", {
-      applicationId: appId,
-      releaseNumber: "1.0.0",
-      pipelineName: "Jenkins App-pipeline",
-    }),
-  );
-  f.ok(
-    await f.json("POST", "/api/releases/create", {
-      applicationId: appId,
-      releaseNumber: "1.1.0",
-      pipelineName: "Jenkins App-pipeline",
-    }),
-  );
+  await f.release(appId, "1.0.0", "Jenkins App-pipeline");
+  await f.release(appId, "1.1.0", "Jenkins App-pipeline");
 });
 afterAll(async () => t.close());
 
@@ -182,13 +170,7 @@ describe("Jenkins BuildMaster plugin with the job runner running deployments", (
     try {
       const g = releasesFixtures(live);
       const id = await g.setup("Live App");
-      g.ok(
-        await g.json("POST", "/api/releases/create", {
-          applicationId: id,
-          releaseNumber: "2.0",
-          pipelineName: "Live App-pipeline",
-        }),
-      );
+      await g.release(id, "2.0", "Live App-pipeline");
       const form = (method: "PUT" | "POST", url: string, pairs: Array<[string, string]>) =>
         g.form(method, url, [
           ["key", live.adminKey],

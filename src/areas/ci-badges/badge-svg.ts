@@ -26,7 +26,7 @@ const MARK_COLOURS = ["#f37326", "#f6a52b"] as const;
  * Geometry in viewBox units. The height is Inedo's (56); the font size makes the text about 11 px
  * when the badge is shown 20 px high (shields.io's size) and 21 px at 2x.
  */
-export const BADGE_HEIGHT = 56;
+const BADGE_HEIGHT = 56;
 export const BADGE_FONT_SIZE = 30;
 export const BADGE_PADDING_X = 18;
 const RADIUS = 6;
@@ -44,7 +44,7 @@ const MEASURED_SIZE = 10;
 const FONT_FAMILY = "Verdana,DejaVu Sans,sans-serif";
 
 /** Width of `text` in viewBox units at the badge's font size, as the badge text is drawn. */
-export function measureBadgeText(text: string): number {
+function measureBadgeText(text: string): number {
   return round2((measureText(text, { font: MEASURED_FONT }) * BADGE_FONT_SIZE) / MEASURED_SIZE);
 }
 

@@ -22,7 +22,7 @@ const FIELD_FILTERS: ReadonlyMap<string, "applicationName" | "applicationId" | "
     ["buildnumber", "buildNumber"],
   ] as const);
 
-export function buildFilterOf(inputs: Inputs): BuildFilter {
+function buildFilterOf(inputs: Inputs): BuildFilter {
   const filter: BuildFilter & { variables: Map<string, string> } = { variables: new Map(), limit: 1 };
   for (const [name, value] of inputs.variables) {
     const field = FIELD_FILTERS.get(name.toLowerCase());

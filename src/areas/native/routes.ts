@@ -5,7 +5,8 @@ import { forbidden, notFound } from "../../domain/errors.js";
 import { queryDoc } from "../../http/query-doc.js";
 import type { ReleasesServices } from "../releases/index.js";
 import { actorName } from "../releases/actor.js";
-import { bindArguments, collectHttpArguments } from "./arguments.js";
+import { collectPairs } from "../releases/params.js";
+import { bindArguments } from "./arguments.js";
 import type { NativeRegistry } from "./registry.js";
 
 /**
@@ -51,7 +52,7 @@ export const nativeRoutes: FastifyPluginAsync<NativeRoutesOptions> = async (app,
         throw notFound("UNKNOWN_NATIVE_METHOD", `The native API method '${request.params.method}' does not exist.`);
       }
       if (!(await request.can({ api: "native", attribute: method.attribute }))) throw forbidden();
-      const args = bindArguments(method, collectHttpArguments(request));
+      const args = bindArguments(method, collectPairs(request));
       const result = await method.invoke(args, { services, actor: actorName(request.principal) });
       if (method.result === undefined) return reply.code(200).send();
       return reply.code(200).type("application/json; charset=utf-8").send(result);

@@ -12,7 +12,7 @@ const id = z.number().int();
 const text = z.string();
 const date = z.string().describe("ISO 8601, UTC");
 
-export const applicationExtendedSchema = z
+const applicationExtendedSchema = z
   .object({
     Application_Id: id,
     Application_Name: text,
@@ -25,7 +25,7 @@ export const applicationExtendedSchema = z
   })
   .describe("Applications_Extended row");
 
-export const releaseExtendedSchema = z
+const releaseExtendedSchema = z
   .object({
     Release_Id: id,
     Application_Id: id,

@@ -67,13 +67,13 @@ export interface DeploymentRunnerDeps {
   readonly log: JobRunnerLogger;
 }
 
-export const DEPLOYMENT_JOB = "deployment";
+const DEPLOYMENT_JOB = "deployment";
 const POLL_MS = 1_000;
 const BATCH = 100;
 const MAX_REDIRECTS = 5;
 
 /** One line per job log line: `<ISO time> <LEVEL> <message>`. */
-export function formatJobLog(lines: readonly JobLogLine[]): string {
+function formatJobLog(lines: readonly JobLogLine[]): string {
   return lines.map((l) => `${l.loggedAt.toISOString()} ${l.level.toUpperCase().padEnd(5)} ${l.message}\n`).join("");
 }
 

@@ -31,17 +31,48 @@ export function isVariableName(name: string): boolean {
   return VARIABLE_NAME.test(name);
 }
 
+/** One input as given: its name as spelled and its trimmed, non-empty value. */
+export interface RawPair {
+  readonly name: string;
+  readonly value: string;
+}
+
+/**
+ * The pairs of the query string and of a form or JSON body, by lower-cased name. The key (`key`,
+ * `api_key`) is skipped, empty and null values are absent, and a name given twice, in one place
+ * or in both, is 400. Shared with the native API's JSON transport (native/arguments.ts).
+ */
+export function collectPairs(request: FastifyRequest): Map<string, RawPair> {
+  const pairs = new Map<string, RawPair>();
+  const add = (name: string, raw: unknown) => {
+    const lower = name.toLowerCase();
+    if (KEY_NAMES.has(lower)) return;
+    if (Array.isArray(raw)) throw repeated(name);
+    const value = scalar(name, raw);
+    if (value === undefined) return;
+    if (pairs.has(lower)) throw repeated(name);
+    pairs.set(lower, { name, value });
+  };
+  for (const [name, value] of Object.entries(asRecord(request.query))) add(name, value);
+  const body: unknown = request.body;
+  // BuildMaster.Net PUTs an empty text/plain body with everything in the query string (compat.md 0.2);
+  // a body of another type (or none) has nothing to read, so drain it.
+  if (body instanceof Readable) body.resume();
+  else if (body !== undefined && body !== null) {
+    if (typeof body !== "object" || Array.isArray(body)) {
+      throw invalid("INVALID_BODY", "The body must be a JSON object or form fields.");
+    }
+    for (const [name, value] of Object.entries(body)) add(name, value);
+  }
+  return pairs;
+}
+
 export function readInputs(request: FastifyRequest, aliases: Readonly<Record<string, string>> = {}): Inputs {
   const values = new Map<string, string>();
   const seen = new Set<string>();
   const variables = new Map<string, string>();
-  const add = (rawName: string, raw: unknown) => {
-    const lower = rawName.toLowerCase();
-    if (KEY_NAMES.has(lower)) return;
+  for (const [lower, { name: rawName, value }] of collectPairs(request)) {
     const name = aliases[lower] ?? lower;
-    if (Array.isArray(raw)) throw repeated(rawName);
-    const value = scalar(rawName, raw);
-    if (value === undefined) return;
     if (seen.has(name)) throw repeated(rawName);
     seen.add(name);
     if (name.startsWith("$")) {
@@ -56,16 +87,6 @@ export function readInputs(request: FastifyRequest, aliases: Readonly<Record<str
     } else {
       values.set(name, value);
     }
-  };
-  for (const [name, value] of Object.entries(asRecord(request.query))) add(name, value);
-  const body: unknown = request.body;
-  // BuildMaster.Net PUTs an empty text/plain body with everything in the query string (compat.md 0.2).
-  if (body instanceof Readable) body.resume();
-  else if (body !== undefined && body !== null) {
-    if (typeof body !== "object" || Array.isArray(body)) {
-      throw invalid("INVALID_BODY", "The body must be a JSON object or form fields.");
-    }
-    for (const [name, value] of Object.entries(body)) add(name, value);
   }
 
   const get = (...names: string[]) => {

@@ -3,7 +3,6 @@ import { conflict } from "../../domain/errors.js";
 import type { Db } from "../../storage/database.js";
 import { isConstraintError } from "../security/sql-helpers.js";
 import type { Build, BuildNumberScheme, Deployment, DeploymentOutcome, Release, Variables } from "./model.js";
-import type { PlanStep } from "./plan-steps.js";
 import {
   BUILD_SELECT,
   type BuildRow,
@@ -42,16 +41,18 @@ export interface DeploymentFilter extends Omit<BuildFilter, "furthestStage" | "v
 }
 
 /** A deployment about to be created: the stage it enters, copied from the pipeline. */
-export interface StageEntry {
-  readonly pipelineName: string;
-  readonly stageName: string;
-  readonly stagePosition: number;
-  readonly planName?: string;
-  readonly planSteps: readonly PlanStep[];
-  readonly environmentId?: number;
-  readonly environmentName?: string;
-  readonly forced: boolean;
-  readonly startAfter?: string;
+export interface StageEntry extends Pick<
+  Deployment,
+  | "pipelineName"
+  | "stageName"
+  | "stagePosition"
+  | "planName"
+  | "planSteps"
+  | "environmentId"
+  | "environmentName"
+  | "forced"
+  | "startAfter"
+> {
   /** Reject older active builds of the same release that are in this stage (compat.md 7.4). */
   readonly rejectOlder: boolean;
   readonly variables: Variables;

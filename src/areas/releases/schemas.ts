@@ -172,7 +172,7 @@ export function deploymentInfo(d: Deployment): z.infer<typeof deploymentInfoSche
 }
 
 /** compat.md 7.8 spellings of the stored values. */
-export const RELEASE_USAGE_NAMES = { required: "Required", optional: "Optional", none: "Disabled" } as const;
+const RELEASE_USAGE_NAMES = { required: "Required", optional: "Optional", none: "Disabled" } as const;
 export const SCHEME_NAMES = { sequential: "Sequential", "date-based": "DateTimeBased", unique: "Unique" } as const;
 
 export const applicationInfoSchema = z
