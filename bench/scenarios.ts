@@ -1,6 +1,7 @@
 import { CI_BADGES_SCENARIOS } from "./ci-badges-scenarios.js";
 import { ENDPOINTS_SCENARIOS } from "./endpoints-scenarios.js";
 import { UPACK_SCENARIOS } from "./upack-scenarios.js";
+import { createFeed } from "./upack-seed.js";
 
 /** Named benchmark scenarios: what to request, and what data must exist first. */
 
@@ -55,15 +56,7 @@ async function seedFeeds(ctx: ScenarioContext, count: number): Promise<void> {
   const started = Date.now();
   const names = Array.from({ length: count }, (_, i) => `bench-feed-${String(i + 1).padStart(4, "0")}`);
   const workers = Array.from({ length: 10 }, async () => {
-    for (let name = names.pop(); name !== undefined; name = names.pop()) {
-      const res = await fetch(`${ctx.url}/api/management/feeds/create`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
-        body: JSON.stringify({ name, feedType: "universal" }),
-      });
-      const text = await res.text();
-      if (res.status !== 201) throw new Error(`creating feed ${name} answered ${res.status}: ${text.slice(0, 200)}`);
-    }
+    for (let name = names.pop(); name !== undefined; name = names.pop()) await createFeed(ctx, name);
   });
   await Promise.all(workers);
   ctx.log(`seeded ${count} feeds in ${Date.now() - started} ms`);

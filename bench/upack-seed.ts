@@ -22,12 +22,12 @@ import type { ScenarioContext } from "./scenarios.js";
 
 const DB_FILE = "wharf.sqlite";
 
-/** Creates a universal feed through the management API. */
-export async function createFeed(ctx: ScenarioContext, name: string): Promise<void> {
+/** Creates a feed (universal unless said otherwise) through the management API. */
+export async function createFeed(ctx: ScenarioContext, name: string, feedType = "universal"): Promise<void> {
   const res = await fetch(`${ctx.url}/api/management/feeds/create`, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
-    body: JSON.stringify({ name, feedType: "universal" }),
+    body: JSON.stringify({ name, feedType }),
   });
   const text = await res.text();
   if (res.status !== 201) throw new Error(`creating feed ${name} answered ${res.status}: ${text.slice(0, 200)}`);

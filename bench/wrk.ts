@@ -46,10 +46,17 @@ export interface WrkResult extends LoadResult {
   readonly clientCpuSec: number | undefined;
 }
 
+let script: string | undefined;
+
+/** wrk reads its script from a file: written once per bench process, and removed when it exits. */
 function scriptFile(): string {
-  const file = path.join(os.tmpdir(), `wharf-bench-wrk-${process.pid}.lua`);
-  if (!fs.existsSync(file)) fs.writeFileSync(file, REPORT_SCRIPT);
-  return file;
+  if (script === undefined) {
+    const file = path.join(os.tmpdir(), `wharf-bench-wrk-${process.pid}.lua`);
+    fs.writeFileSync(file, REPORT_SCRIPT);
+    process.once("exit", () => fs.rmSync(file, { force: true }));
+    script = file;
+  }
+  return script;
 }
 
 /** One wrk run of `seconds` with one thread (the other core is the server's) and `connections` connections. */

@@ -96,13 +96,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const connectors = createConnectors(connectorDeps);
   await app.register(connectorsArea, { ...connectorDeps, connectors });
   const upstreams = createConnectorUpstreams({ db: deps.db, clock, config, connectors });
-  // One set of universal feed services for both APIs that serve universal packages.
   // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
   const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
   const shared = { db: deps.db, blobs: deps.blobs, keeper, clock, config, feeds };
   const endpoints = createEndpointsServices(shared);
-  // The universal feed imports packages from asset directories (compat.md 2.9) through their service.
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
+  // One set of universal feed services for both APIs that serve universal packages. It imports
+  // from asset directories (compat.md 2.9) and records deployments announced by downloads.
   const upack = { ...shared, assets: endpoints.assets, deployments, upstreams };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
