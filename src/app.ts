@@ -27,7 +27,9 @@ import { registerBodyParsers } from "./http/body-parsers.js";
 import { answerClientError, registerErrorHandling, sendError } from "./http/errors.js";
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
+import { createHotResponses, type HotResponses } from "./http/hot-responses.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
+import { serverWithFirstResponder } from "./http/server-factory.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
@@ -48,7 +50,10 @@ export interface AppDeps {
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? systemClock;
-  const app = Fastify({
+  // Replays of kept responses: set once the services they check with exist (below); until then
+  // every request goes to Fastify.
+  const hot: { replays?: HotResponses } = {};
+  const app: FastifyInstance = Fastify({
     logger: deps.logger ?? loggerOptions(config.logLevel),
     genReqId: () => randomUUID(),
     bodyLimit: 1024 * 1024, // JSON and form bodies; uploads are streamed by their areas with their own limits
@@ -57,6 +62,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // Router errors (malformed percent-encoding, over-long parameters) bypass the error handler.
     frameworkErrors: (error, _request, reply) => sendError(reply, error.statusCode ?? 400, error.code, error.message),
     clientErrorHandler: answerClientError,
+    serverFactory: serverWithFirstResponder(
+      (request, response) => hot.replays?.replay(request, response) ?? false,
+      (error) => app.log.error({ err: error }, "replaying a kept response failed"),
+    ),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -77,15 +86,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await registerOpenApi(app);
 
   const feeds = createFeedService({ db: deps.db, clock, config, connectorExists: connectorExists(deps.db) });
-  registerAuthentication(
-    app,
-    createAuthenticator({
-      repository: createAuthRepository(deps.db),
-      clock,
-      resolveFeed: (name) => feeds.findScope(name),
-    }),
-  );
-  registerMetrics(app, deps.blobs);
+  const authenticator = createAuthenticator({
+    repository: createAuthRepository(deps.db),
+    clock,
+    resolveFeed: (name) => feeds.findScope(name),
+  });
+  registerAuthentication(app, authenticator);
+  const metrics = registerMetrics(app, deps.blobs);
+  // Hot small downloads are replayed before Fastify sees them, checked and counted as above.
+  const replays = createHotResponses({ watch: changes, authenticator, metrics, log: app.log });
+  hot.replays = replays;
+  app.addHook("preClose", (done) => {
+    replays.stop();
+    done();
+  });
 
   await app.register(healthRoutes, { db: deps.db });
   await app.register(securityArea, { db: deps.db, clock, feeds });
@@ -103,7 +117,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports
   // from asset directories (compat.md 2.9) and records deployments announced by downloads.
-  const upack = { ...shared, assets: endpoints.assets, deployments, upstreams };
+  const upack = { ...shared, assets: endpoints.assets, deployments, upstreams, hot: replays };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
   await app.register(packagesApiArea, { ...upack, services: upackServices });

@@ -34,6 +34,12 @@ export interface Authenticator {
    * a thousand items loads the caller's grants once.
    */
   allows(principal: Principal, need: AccessNeed, memo?: AccessMemo): Promise<boolean>;
+  /**
+   * `authenticate` then `allows`, answered from what is cached and current alone: true only when
+   * the credentials (none: Anonymous) are known to meet the need with nothing to read or write.
+   * False means "not known": the request then takes the full path, which decides and answers.
+   */
+  allowsFromMemory(credentials: Credentials | undefined, need: AccessNeed): boolean;
 }
 
 /** Per-request cache the authenticator may fill (grants of the principal). */
@@ -123,7 +129,13 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 
 async function enforce(request: FastifyRequest, rule: AccessRule): Promise<void> {
   if ("undeclared" in rule) throw forbidden();
-  if (!("need" in rule)) return;
-  const need = typeof rule.need === "function" ? rule.need(request) : rule.need;
-  await request.authorize(need);
+  const need = declaredNeed(request);
+  if (need !== undefined) await request.authorize(need);
+}
+
+/** The need the request's route declares (`config.access.need`) for this request; undefined for any other rule. */
+export function declaredNeed(request: FastifyRequest): AccessNeed | undefined {
+  const rule = request.routeOptions.config.access;
+  if (!rule || !("need" in rule)) return undefined;
+  return typeof rule.need === "function" ? rule.need(request) : rule.need;
 }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyRequest } from "fastify";
 
 /**
@@ -15,10 +16,15 @@ const JSON_KEY_NAMES = new Set(["api_key"]);
 
 /** Credentials from headers and the query string: known before the body is read. */
 export function credentialsFromHeadersAndQuery(request: FastifyRequest): Credentials | undefined {
-  const headerKey = headerValue(request, "x-apikey") ?? headerValue(request, "x-proget-apikey");
+  return credentialsFromHeaders(request.headers) ?? credentialsFromQuery(request);
+}
+
+/** Credentials from the headers alone: what a request with no query string can carry before its body. */
+export function credentialsFromHeaders(headers: IncomingHttpHeaders): Credentials | undefined {
+  const headerKey = headerValue(headers, "x-apikey") ?? headerValue(headers, "x-proget-apikey");
   if (headerKey !== undefined) return fromKeyValue(headerKey);
 
-  const authorization = headerValue(request, "authorization");
+  const authorization = headerValue(headers, "authorization");
   if (authorization !== undefined) {
     const basic = parseBasic(authorization);
     if (basic) {
@@ -27,7 +33,10 @@ export function credentialsFromHeadersAndQuery(request: FastifyRequest): Credent
         : { kind: "password", ...basic };
     }
   }
+  return undefined;
+}
 
+function credentialsFromQuery(request: FastifyRequest): Credentials | undefined {
   const query = request.query as Record<string, unknown> | undefined;
   if (query && typeof query === "object") {
     for (const [name, value] of Object.entries(query)) {
@@ -72,8 +81,8 @@ function fromKeyValue(value: string): Credentials {
   return { kind: "api-key", key: value };
 }
 
-function headerValue(request: FastifyRequest, name: string): string | undefined {
-  const raw = request.headers[name];
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const raw = headers[name];
   const value = Array.isArray(raw) ? raw[0] : raw;
   return value === undefined || value.trim() === "" ? undefined : value.trim();
 }

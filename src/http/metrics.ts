@@ -6,11 +6,28 @@ import type { BlobStore } from "../storage/blob-store.js";
 /** Blob store size is a filesystem walk: compute it at most this often. */
 const BLOB_SIZE_TTL_MS = 30_000;
 
+/** Counts one finished request: what the onResponse hook does, and the hot path (front-door.ts) too. */
+export interface RequestMetrics {
+  record(request: FinishedRequest): void;
+}
+
+export interface FinishedRequest {
+  readonly method: string;
+  /** The route's template (`/upack/:feed/download/*`), never the raw URL. */
+  readonly route: string;
+  readonly status: number;
+  readonly seconds: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  /** Answered by a replay of a kept response (hot-responses.ts), not by the route itself. */
+  readonly replayed?: boolean;
+}
+
 /**
  * Prometheus metrics, one registry per app (tests build many apps in one process). Requests are
  * labelled by route template, never by raw URL, so that label cardinality stays bounded.
  */
-export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
+export function registerMetrics(app: FastifyInstance, blobs: BlobStore): RequestMetrics {
   const registry = new Registry();
   const labelNames = ["method", "route", "status"] as const;
   const requests = new Counter({
@@ -26,16 +43,22 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const bytesIn = new Counter({
+  const requestBytes = new Counter({
     name: "wharf_http_request_bytes_total",
     help: "Request body bytes (by Content-Length)",
     labelNames,
     registers: [registry],
   });
-  const bytesOut = new Counter({
+  const responseBytes = new Counter({
     name: "wharf_http_response_bytes_total",
     help: "Response body bytes (by Content-Length)",
     labelNames,
+    registers: [registry],
+  });
+  const replays = new Counter({
+    name: "wharf_http_replayed_responses_total",
+    help: "Responses replayed from memory before routing (hot small downloads), also counted in the request metrics",
+    labelNames: ["route"] as const,
     registers: [registry],
   });
   let cachedSize: { bytes: number; at: number } | undefined;
@@ -51,20 +74,28 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
     },
   });
 
+  const metrics: RequestMetrics = {
+    record({ method, route, status, seconds, bytesIn, bytesOut, replayed }) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      durations.observe(labels, seconds);
+      if (bytesIn > 0) requestBytes.inc(labels, bytesIn);
+      if (bytesOut > 0) responseBytes.inc(labels, bytesOut);
+      if (replayed === true) replays.inc({ route });
+    },
+  };
+
   // Synchronous (callback) hook: no promise and no extra microtask on every request.
   app.addHook("onResponse", (request, reply, done) => {
     try {
-      const labels = {
+      metrics.record({
         method: request.method,
         route: request.routeOptions.url ?? "unmatched",
-        status: String(reply.statusCode),
-      };
-      requests.inc(labels);
-      durations.observe(labels, reply.elapsedTime / 1000);
-      const inLength = Number(request.headers["content-length"] ?? 0);
-      if (inLength > 0) bytesIn.inc(labels, inLength);
-      const outLength = Number(reply.getHeader("content-length") ?? 0);
-      if (outLength > 0) bytesOut.inc(labels, outLength);
+        status: reply.statusCode,
+        seconds: reply.elapsedTime / 1000,
+        bytesIn: Number(request.headers["content-length"] ?? 0),
+        bytesOut: Number(reply.getHeader("content-length") ?? 0),
+      });
     } catch (error) {
       done(error as Error);
       return;
@@ -84,4 +115,5 @@ export function registerMetrics(app: FastifyInstance, blobs: BlobStore): void {
     },
     async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
   );
+  return metrics;
 }

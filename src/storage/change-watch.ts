@@ -21,6 +21,12 @@ export interface ChangeWatch {
   /** A new unit of work starts (an HTTP request): the next `version()` asks about other connections again. */
   refresh(): void;
   /**
+   * As `refresh`, unless other connections were asked less than `maxAgeMs` ago: then that answer
+   * stands. For the hot path only (http/hot-responses.ts): another process's commit is seen by
+   * every request handled `maxAgeMs` or more after it; this process's own writes, at once.
+   */
+  refreshUnlessWithin(maxAgeMs: number): void;
+  /**
    * Runs a synchronous write that no cache keyed on `version()` depends on (download counters,
    * last-used times), without moving the version. Only for writes to columns those caches never
    * read; a write that fails moves the version, which is always safe.
@@ -46,18 +52,23 @@ function createChangeWatch(db: Db): ChangeWatch {
   /** Rows changed by quiet writes: subtracted, so that they do not count as changes. */
   let quiet = 0;
   const changes = () => totalChanges.get() ?? 0;
-  /** data_version as last read, until refresh() or the end of the event-loop turn it was read in. */
-  let others: number | undefined;
+  /** data_version as last read, and when (performance.now()). */
+  let others = 0;
+  let othersReadAt = Number.NEGATIVE_INFINITY;
+  /** Whether `others` still stands for this unit of work: until refresh() or the end of the turn it was read in. */
+  let current = false;
   let endOfTurnScheduled = false;
   const endOfTurn = () => {
     endOfTurnScheduled = false;
-    others = undefined;
+    current = false;
   };
 
   return {
     version() {
-      if (others === undefined) {
+      if (!current) {
         others = dataVersion.get() ?? 0;
+        othersReadAt = performance.now();
+        current = true;
         if (!endOfTurnScheduled) {
           endOfTurnScheduled = true;
           setImmediate(endOfTurn);
@@ -66,7 +77,10 @@ function createChangeWatch(db: Db): ChangeWatch {
       return `${changes() - quiet}:${others}`;
     },
     refresh() {
-      others = undefined;
+      current = false;
+    },
+    refreshUnlessWithin(maxAgeMs) {
+      current = performance.now() - othersReadAt < maxAgeMs;
     },
     quietly(write) {
       const before = changes();
@@ -97,6 +111,11 @@ export class VersionedCache<K, V> {
       return undefined;
     }
     return this.#entries.get(key);
+  }
+
+  /** Whether an entry is kept for the key under the last version asked: a cheap "surely not" before taking a version. */
+  mayHave(key: K): boolean {
+    return this.#entries.has(key);
   }
 
   set(key: K, version: string, value: V): void {

@@ -20,6 +20,8 @@ const fakeAuthenticator: Authenticator = {
   async allows(principal: Principal, _need: AccessNeed) {
     return principal.type === "system-key";
   },
+  // The hook never asks this: only the hot download path does (hot-downloads.test.ts).
+  allowsFromMemory: () => false,
 };
 
 describe("authentication hook", () => {

@@ -56,6 +56,26 @@ describe("ChangeWatch", () => {
     }
   });
 
+  it("on the hot path, keeps another connection's answer for at most the given age, and sees its own writes at once", async () => {
+    const watch = changeWatchOf(db);
+    const outside = new Database(file());
+    try {
+      watch.refresh();
+      const before = watch.version();
+      outside.prepare("INSERT INTO t (v) VALUES ('x')").run();
+      watch.refreshUnlessWithin(60_000); // asked just now: that answer stands
+      expect(watch.version()).toBe(before);
+      db.prepare("INSERT INTO t (v) VALUES ('own')").run();
+      const own = watch.version();
+      expect(own).not.toBe(before);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      watch.refreshUnlessWithin(1); // asked more than a millisecond ago: asked again
+      expect(watch.version()).not.toBe(own);
+    } finally {
+      outside.close();
+    }
+  });
+
   it("does not move for quiet writes, and does for one that fails", () => {
     const watch = changeWatchOf(db);
     const before = watch.version();

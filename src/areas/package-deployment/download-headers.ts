@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../domain/errors.js";
 import { parseDeploymentDetails } from "./fields.js";
@@ -19,6 +20,11 @@ const HEADER_FIELDS: ReadonlyArray<readonly [string, string]> = [
   ["x-proget-deployment-username", "username"],
   ["x-proget-deployment-date", "date"],
 ];
+
+/** Whether the request carries any X-ProGet-Deployment-* header this module reads. */
+export function announcesDeployment(headers: IncomingHttpHeaders): boolean {
+  return HEADER_FIELDS.some(([header]) => headers[header] !== undefined);
+}
 
 /**
  * Records the deployment the request's headers announce, for the version the download served.

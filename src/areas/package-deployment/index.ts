@@ -6,7 +6,7 @@ import { createPackageDeploymentRepository } from "./repository.js";
 import { packageDeploymentRoutes } from "./routes.js";
 import { createPackageDeploymentServiceWith, type PackageDeploymentService } from "./service.js";
 
-export { recordAnnouncedDeployment } from "./download-headers.js";
+export { announcesDeployment, recordAnnouncedDeployment } from "./download-headers.js";
 export { deploymentCountKey } from "./repository.js";
 export type { DeploymentDetails } from "./fields.js";
 export type { DeploymentRecord, DownloadedVersion, PackageDeploymentService } from "./service.js";

@@ -1,8 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
-/** API keys are stored as their SHA-256 only and found by hash lookup (PRODUCT.md security baseline). */
+/**
+ * API keys are stored as their SHA-256 only and found by hash lookup (PRODUCT.md security
+ * baseline). Hashed on every authenticated request: the one-shot `hash` costs a third of a
+ * Hash object's create, update and digest.
+ */
 export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("hex");
+  return hash("sha256", key, "hex");
 }
 
 /** A new random key: 32 bytes, URL-safe, no `:` (so it never looks like a user:password pseudo-key). */

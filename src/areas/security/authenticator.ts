@@ -2,8 +2,9 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { type Grant, grantsAllow, keyAllows } from "../../domain/access.js";
 import type { Clock } from "../../domain/clock.js";
 import { forbidden } from "../../domain/errors.js";
-import type { AccessNeed, FeedScope, Principal } from "../../domain/principal.js";
+import { type AccessNeed, ANONYMOUS, type FeedScope, type Principal } from "../../domain/principal.js";
 import type { Authenticator } from "../../http/auth.js";
+import type { Credentials } from "../../http/credentials.js";
 import { VersionedCache } from "../../storage/change-watch.js";
 import { hashApiKey } from "./api-key-hash.js";
 import type { ApiKeyRecord, AuthRepository } from "./auth-repository.js";
@@ -54,39 +55,57 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
   async function fromApiKey(key: string): Promise<Principal | undefined> {
     const keyHash = hashApiKey(key);
     const generation = repository.generation();
-    let known = keys.get(keyHash, generation);
-    if (known === undefined) {
-      const record = await repository.findKeyByHash(keyHash);
-      if (!record) return undefined;
-      known = {
-        record,
-        principal: principalOfKey(record),
-        expiresAtMs: record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt),
-        lastUsedMs: record.lastUsedAt === undefined ? undefined : Date.parse(record.lastUsedAt),
-      };
-      keys.set(keyHash, generation, known);
-    }
+    const known = keys.get(keyHash, generation) ?? (await loadKey(keyHash, generation));
+    if (known === undefined) return undefined;
     const now = clock.now().getTime();
-    if (known.expiresAtMs !== undefined && known.expiresAtMs <= now) throw forbidden();
-    if (known.lastUsedMs === undefined || now - known.lastUsedMs > TOUCH_INTERVAL_MS) {
+    if (isExpired(known, now)) throw forbidden();
+    if (touchIsDue(known, now)) {
       known.lastUsedMs = now;
       await repository.touchKey(known.record.id, new Date(now).toISOString());
     }
     return known.principal;
   }
 
+  async function loadKey(keyHash: string, generation: string): Promise<KnownKey | undefined> {
+    const record = await repository.findKeyByHash(keyHash);
+    if (!record) return undefined;
+    const known: KnownKey = {
+      record,
+      principal: principalOfKey(record),
+      expiresAtMs: record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt),
+      lastUsedMs: record.lastUsedAt === undefined ? undefined : Date.parse(record.lastUsedAt),
+    };
+    keys.set(keyHash, generation, known);
+    return known;
+  }
+
+  function loginKeyOf(user: string, password: string): string {
+    return createHmac("sha256", loginSecret).update(user.toLowerCase()).update("\0").update(password).digest("base64");
+  }
+
   async function fromPassword(user: string, password: string): Promise<Principal | undefined> {
-    const loginKey = createHmac("sha256", loginSecret)
-      .update(user.toLowerCase())
-      .update("\0")
-      .update(password)
-      .digest("base64");
+    const loginKey = loginKeyOf(user, password);
     const generation = repository.generation();
     const known = logins.get(loginKey, generation);
     if (known !== undefined) return known;
     const principal = await verifyLogin(user, password);
     if (principal !== undefined) logins.set(loginKey, generation, principal);
     return principal;
+  }
+
+  /**
+   * The principal `authenticate` would give, from the caches alone: undefined when finding it
+   * would read the database, or when the request would change or refuse something (a last-used
+   * time due a write, an expired key, a `user:password` pseudo-key whose key part is unknown).
+   */
+  function principalFromMemory(credentials: Credentials | undefined): Principal | undefined {
+    if (credentials === undefined) return ANONYMOUS;
+    const generation = repository.generation();
+    if (credentials.kind === "password")
+      return logins.get(loginKeyOf(credentials.user, credentials.password), generation);
+    const known = keys.get(hashApiKey(credentials.key), generation);
+    const now = clock.now().getTime();
+    return known === undefined || isExpired(known, now) || touchIsDue(known, now) ? undefined : known.principal;
   }
 
   async function verifyLogin(user: string, password: string): Promise<Principal | undefined> {
@@ -116,11 +135,10 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
 
   async function grantsOf(userId: number | undefined): Promise<readonly Grant[]> {
     const generation = repository.generation();
-    // User ids are positive; -1 stands for Anonymous.
-    const known = grants.get(userId ?? -1, generation);
+    const known = grants.get(grantsKey(userId), generation);
     if (known !== undefined) return known;
     const found = await repository.grantsFor(userId);
-    grants.set(userId ?? -1, generation, found);
+    grants.set(grantsKey(userId), generation, found);
     return found;
   }
 
@@ -141,11 +159,31 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
       if (principal.type === "system-key") return keyAllows(principal, need, undefined);
       const scope = await scopeOf(need.feed);
       if (principal.type === "feed-key") return keyAllows(principal, need, scope);
-      memo.grants ??= grantsOf(principal.type === "user" ? principal.userId : undefined);
+      memo.grants ??= grantsOf(userIdOf(principal));
       return grantsAllow(await memo.grants, need.attribute, scope);
+    },
+
+    allowsFromMemory(credentials, need) {
+      const principal = principalFromMemory(credentials);
+      if (principal === undefined) return false;
+      // The same decision as `allows`, from cached scopes and grants only.
+      if (principal.type === "system-key") return keyAllows(principal, need, undefined);
+      const generation = repository.generation();
+      const scope = typeof need.feed === "string" ? scopes.get(need.feed, generation)?.scope : need.feed;
+      if (scope === undefined && need.feed !== undefined) return false;
+      if (principal.type === "feed-key") return keyAllows(principal, need, scope);
+      const known = grants.get(grantsKey(userIdOf(principal)), generation);
+      return known !== undefined && grantsAllow(known, need.attribute, scope);
     },
   };
 }
+
+const isExpired = (known: KnownKey, now: number) => known.expiresAtMs !== undefined && known.expiresAtMs <= now;
+const touchIsDue = (known: KnownKey, now: number) =>
+  known.lastUsedMs === undefined || now - known.lastUsedMs > TOUCH_INTERVAL_MS;
+const userIdOf = (principal: Principal) => (principal.type === "user" ? principal.userId : undefined);
+/** User ids are positive; -1 stands for Anonymous. */
+const grantsKey = (userId: number | undefined) => userId ?? -1;
 
 function principalOfKey(record: ApiKeyRecord): Principal {
   switch (record.type) {

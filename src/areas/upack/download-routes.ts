@@ -4,9 +4,11 @@ import { invalid } from "../../domain/errors.js";
 import { hasParam, param, type QueryLike } from "../../http/params.js";
 import { queryDoc } from "../../http/query-doc.js";
 import type { AccessNeed } from "../../domain/principal.js";
+import type { HotResponses } from "../../http/hot-responses.js";
 import { sendBlob } from "../../http/send-blob.js";
+import { canReadSmall } from "../../storage/blob-cache.js";
 import type { BlobStore } from "../../storage/blob-store.js";
-import { recordAnnouncedDeployment } from "../package-deployment/index.js";
+import { announcesDeployment, recordAnnouncedDeployment } from "../package-deployment/index.js";
 import {
   attachment,
   contentTypeFor,
@@ -31,6 +33,8 @@ export interface UpackDownloadRoutesOptions {
   readonly blobs: BlobStore;
   /** Versions of feeds' connectors (remote-downloads.ts); absent: only what feeds store is served. */
   readonly remote?: RemoteDownloads | undefined;
+  /** Replays of whole small package files to repeated GETs (http/hot-responses.ts); absent: none. */
+  readonly hot?: HotResponses | undefined;
 }
 
 export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
@@ -120,7 +124,7 @@ function pullOptions(request: FastifyRequest, feed: { name: string }): PullOptio
 }
 
 export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions> = async (app, options) => {
-  const { downloads, blobs, remote } = options;
+  const { downloads, blobs, remote, hot } = options;
   const download = { access: { need: feedNeed("Feeds_DownloadPackage") } };
 
   const locate = (request: FastifyRequest): Promise<Located> =>
@@ -135,6 +139,33 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     if (reply.raw.destroyed) void fetched.release();
     else reply.raw.once("close", () => void fetched.release());
     return fetched.file;
+  }
+
+  /**
+   * A stored package file just sent whole from memory is kept for replays to the same URL, which
+   * count the download as this route does; a request announcing a deployment takes the full path.
+   */
+  async function keepForReplays(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    version: string,
+    target: DownloadTarget,
+    file: StoredPackage,
+  ): Promise<void> {
+    if (hot === undefined || reply.statusCode !== 200 || !canReadSmall(blobs)) return;
+    const body = await blobs.readSmall(file.sha256, file.size);
+    if (body === undefined) return;
+    hot.keep(request, reply, {
+      version,
+      body,
+      mayReplay: (raw) => !announcesDeployment(raw.headers),
+      replayed: (log) =>
+        void downloads
+          .countDownload(target)
+          .catch((error: unknown) =>
+            log.error({ err: error, versionId: target.versionId }, "download count not recorded"),
+          ),
+    });
   }
 
   /** A remote version's package file, streamed from the upstream (and maybe kept: remote-downloads.ts). */
@@ -172,6 +203,8 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     handler: async (request, reply) => {
       const query = request.query as QueryLike;
       const format = formatOf(query);
+      // Taken before anything is read: a response kept for replays is valid for what was read then.
+      const version = hot?.version();
       const located = await locate(request);
       if (located.remote !== undefined && format === "upack") {
         await sendRemote(request, reply, located.remote);
@@ -188,6 +221,9 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
           { ...file, contentType: contentTypeOf(format), contentDisposition: disposition },
           blobs,
         );
+        if (version !== undefined && located.target !== undefined) {
+          await keepForReplays(request, reply, version, located.target, file);
+        }
       } else {
         // Opened before any header is set, so that a failure is a plain error response. HEAD builds nothing.
         const contents = request.method === "HEAD" ? undefined : await downloads.openContents(file, format);

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
+import type { HotResponses } from "../../http/hot-responses.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import type { ConnectorUpstreams } from "../connectors/index.js";
 import type { AssetService } from "../endpoints/index.js";
@@ -23,6 +24,8 @@ export interface UpackAreaOptions extends ContentAreaDeps {
    * upstream); absent: feeds serve only what they store, whatever connectors they name.
    */
   readonly upstreams?: ConnectorUpstreams;
+  /** Replays of small downloads (http/hot-responses.ts, made in app.ts); absent: none. */
+  readonly hot?: HotResponses;
 }
 
 /**

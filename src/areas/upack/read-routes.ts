@@ -156,6 +156,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     downloads: options.downloads,
     blobs: options.downloadBlobs,
     remote: options.remoteDownloads,
+    hot: options.hot,
   });
   // Batched download counts are written before the database closes (main.ts closes it after the app).
   app.addHook("onClose", async () => {
