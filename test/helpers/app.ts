@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
@@ -43,4 +44,14 @@ export async function buildTestApp(options: { env?: Record<string, string>; cloc
       await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs one statement through a second connection to the app's database file, as another process (the CLI) would. */
+export function writeFromOutside(t: TestApp, sql: string, ...params: unknown[]): void {
+  const other = new Database(path.join(t.dataDir, "wharf.sqlite"));
+  try {
+    other.prepare(sql).run(...params);
+  } finally {
+    other.close();
+  }
 }

@@ -1,11 +1,10 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
 import type { Clock } from "../../src/domain/clock.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 
@@ -32,14 +31,7 @@ describe("authentication caches: a change takes effect on the next request", () 
     expect(await download(headers)).toBe(200);
     expect(await download(headers)).toBe(200);
   };
-  const outside = (sql: string, ...params: unknown[]) => {
-    const other = new Database(dbFile());
-    try {
-      other.prepare(sql).run(...params);
-    } finally {
-      other.close();
-    }
-  };
+  const outside = (sql: string, ...params: unknown[]) => writeFromOutside(t, sql, ...params);
 
   beforeAll(async () => {
     t = await buildTestApp({ clock });

@@ -1,9 +1,7 @@
 import { randomBytes } from "node:crypto";
-import path from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/domain/clock.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
@@ -45,14 +43,7 @@ describe("replayed small downloads", () => {
     const second = await request();
     return { first, second, replayed: (await replays()) - before };
   }
-  const outside = (sql: string, ...params: unknown[]) => {
-    const other = new Database(path.join(t.dataDir, "wharf.sqlite"));
-    try {
-      other.prepare(sql).run(...params);
-    } finally {
-      other.close();
-    }
-  };
+  const outside = (sql: string, ...params: unknown[]) => writeFromOutside(t, sql, ...params);
 
   beforeAll(async () => {
     t = await buildTestApp({ clock });

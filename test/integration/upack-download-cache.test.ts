@@ -1,10 +1,9 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLUSH_INTERVAL_MS } from "../../src/areas/upack/download-counts.js";
 import { openDatabase } from "../../src/storage/database.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -21,14 +20,7 @@ describe("universal feed downloads served from memory", () => {
   const admin = () => ({ "x-apikey": t.adminKey });
   const get = (url: string, headers: Record<string, string> = {}) =>
     t.app.inject({ url, headers: { ...admin(), ...headers } });
-  const outside = (sql: string, ...params: unknown[]) => {
-    const other = new Database(path.join(t.dataDir, "wharf.sqlite"));
-    try {
-      other.prepare(sql).run(...params);
-    } finally {
-      other.close();
-    }
-  };
+  const outside = (sql: string, ...params: unknown[]) => writeFromOutside(t, sql, ...params);
   /** The counts as stored, read without flushing first (unlike UpackFixtures.downloadsOf). */
   const storedCount = (versionId: number) =>
     (t.db.prepare("SELECT downloads FROM upack_versions WHERE id = ?").get(versionId) as { downloads: number })

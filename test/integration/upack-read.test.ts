@@ -1,5 +1,3 @@
-import path from "node:path";
-import Database from "better-sqlite3";
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/domain/clock.js";
@@ -8,7 +6,7 @@ import { createFeedService } from "../../src/areas/management/index.js";
 import { packageDataSchema, versionDataSchema } from "../../src/areas/upack/present.js";
 import { createUpackQueryRepository } from "../../src/areas/upack/query-repository.js";
 import { createUpackQueryService } from "../../src/areas/upack/query-service.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
@@ -266,12 +264,7 @@ describe("universal feed listings", () => {
       expect(await versions()).toEqual(["1.0.0:1"]);
       await u.addVersion("other", { name: "big", version: "1.1.0", manifest: { description } });
       expect(await versions()).toEqual(["1.1.0:0", "1.0.0:1"]);
-      const outside = new Database(path.join(t.dataDir, "wharf.sqlite"));
-      try {
-        outside.prepare("UPDATE upack_versions SET downloads = 7 WHERE version = '1.1.0'").run();
-      } finally {
-        outside.close();
-      }
+      writeFromOutside(t, "UPDATE upack_versions SET downloads = 7 WHERE version = '1.1.0'");
       expect(await versions()).toEqual(["1.1.0:7", "1.0.0:1"]);
     });
 
