@@ -36,6 +36,8 @@ export function recyclingBlobStream(
 
   const isFlushed = (until: number, stream: Readable) =>
     until <= pushed - (stream.readableLength + response.writableLength);
+  // Once the response has finished, every byte it sent is in the kernel: the ring serves the next one.
+  response.once("finish", () => giveBack(ring));
 
   return new Readable({
     // One chunk read ahead while the previous one is written: a single client is served at disk
@@ -50,7 +52,7 @@ export function recyclingBlobStream(
       let buffer = ring[slot];
       const reusable = buffer !== undefined && isFlushed(carriedUntil[slot] ?? 0, this);
       if (buffer === undefined) {
-        buffer = Buffer.allocUnsafeSlow(chunkBytes);
+        buffer = spareBuffer(chunkBytes);
         ring[slot] = buffer;
       } else if (!reusable) {
         buffer = Buffer.allocUnsafe(chunkBytes); // still in flight: this chunk gets its own
@@ -81,6 +83,26 @@ export function recyclingBlobStream(
       );
     },
   });
+}
+
+/**
+ * Ring buffers of finished responses, taken by the next ones: without them every download's ring
+ * was garbage when it ended, and 8 clients downloading 100 MiB packages one after another kept
+ * two rounds of rings (32 MB) alive until the next collection. Bounded: what a burst of
+ * concurrent downloads needs beyond it is left to the garbage collector as before.
+ */
+const spares: Buffer[] = [];
+const MAX_SPARES = 32;
+
+function spareBuffer(bytes: number): Buffer {
+  const spare = bytes === DEFAULT_CHUNK_BYTES ? spares.pop() : undefined;
+  return spare ?? Buffer.allocUnsafeSlow(bytes);
+}
+
+function giveBack(ring: Buffer[]): void {
+  for (const buffer of ring.splice(0)) {
+    if (buffer.length === DEFAULT_CHUNK_BYTES && spares.length < MAX_SPARES) spares.push(buffer);
+  }
 }
 
 /**

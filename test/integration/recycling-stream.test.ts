@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import http, { type ServerResponse } from "node:http";
 import os from "node:os";
@@ -33,6 +34,11 @@ function memoryReader(content: Buffer): BlobReader & { closed: boolean } {
   };
 }
 
+/** What the stream reads of its response: the bytes not yet in the kernel, and "finish". */
+function fakeResponse(writableLength: number): ServerResponse {
+  return Object.assign(new EventEmitter(), { writableLength }) as unknown as ServerResponse;
+}
+
 describe("recyclingBlobStream", () => {
   it("reuses its buffers once the response has flushed them, and gives chunks of their own while not", async () => {
     const content = randomBytes(10 * 64 * 1024 + 123);
@@ -40,7 +46,7 @@ describe("recyclingBlobStream", () => {
       [0, true],
       [Number.MAX_SAFE_INTEGER, false],
     ] as const) {
-      const response = { writableLength: pending } as ServerResponse;
+      const response = fakeResponse(pending);
       const reader = memoryReader(content);
       const stream = recyclingBlobStream(reader, { start: 0, end: content.length - 1 }, response, {
         chunkBytes: 64 * 1024,
@@ -60,9 +66,31 @@ describe("recyclingBlobStream", () => {
     }
   });
 
+  it("hands a finished response's buffers to the next response, and never an unfinished one's", async () => {
+    const content = randomBytes(3 * 512 * 1024);
+    const backingOf = async (response: ServerResponse) => {
+      const backing = new Set<ArrayBufferLike>();
+      const stream = recyclingBlobStream(memoryReader(content), { start: 0, end: content.length - 1 }, response);
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        backing.add(chunk.buffer);
+        chunks.push(Buffer.from(chunk));
+      }
+      expect(Buffer.concat(chunks).equals(content)).toBe(true);
+      return backing;
+    };
+    const unfinished = await backingOf(fakeResponse(0));
+    const finishing = fakeResponse(0);
+    const finished = await backingOf(finishing);
+    expect([...finished].some((buffer) => unfinished.has(buffer))).toBe(false);
+    finishing.emit("finish");
+    const next = await backingOf(fakeResponse(0));
+    expect([...next].every((buffer) => finished.has(buffer))).toBe(true);
+  });
+
   it("serves a range, and fails rather than truncate when the blob is shorter than promised", async () => {
     const content = randomBytes(300_000);
-    const response = { writableLength: 0 } as ServerResponse;
+    const response = fakeResponse(0);
     const part: Buffer[] = [];
     for await (const chunk of recyclingBlobStream(memoryReader(content), { start: 1000, end: 250_999 }, response, {
       chunkBytes: 4096,
