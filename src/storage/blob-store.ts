@@ -30,6 +30,8 @@ export interface PutOptions {
  * - `put` streams the content once, hashing it on the way (SHA-256 and SHA-1 always), and makes
  *   it visible under its SHA-256 only after all bytes are durably written (temp file, fsync,
  *   rename). Putting content that already exists stores nothing new and returns the same info.
+ *   The store may hold a chunk after asking for the next one: a source must not change a chunk
+ *   once it has yielded it (as a Readable's consumer may also assume).
  * - A put that fails (source error, size limit, digest mismatch, abort) rejects and leaves no
  *   blob and no temporary file behind; a blob is either wholly present or absent.
  * - Blobs never change after they are written. `delete` of a missing blob is not an error.
