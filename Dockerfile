@@ -17,7 +17,10 @@ RUN npm run build \
 # Runtime: no compiler, no sources, no dev dependencies; the application files belong to root and
 # only /data is writable by the unprivileged user the server runs as.
 FROM node:20-bookworm-slim
+# V8's young generation capped at 8 MB a half instead of 16: about 10 MB less resident memory and no
+# measurable cost in throughput (README "Memory"); the same flag as `npm start` and `wharf serve`.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-semi-space-size=8 \
     WHARF_DATA_DIR=/data \
     WHARF_HOST=0.0.0.0 \
     WHARF_PORT=8624

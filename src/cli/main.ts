@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
 import fs from "node:fs";
 import path from "node:path";
 import type { FeedService } from "../areas/management/index.js";
