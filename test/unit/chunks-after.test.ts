@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { chunksAfter } from "../../src/storage/file-blob-store.js";
+import { chunksAfter } from "../../src/storage/batched-writer.js";
 
-/** What a partial writev leaves to write (file-blob-store.ts writes batches of an upload's chunks). */
+/** What a partial writev leaves to write (batched-writer.ts writes batches of an upload's chunks). */
 describe("chunksAfter", () => {
   const chunks = [Buffer.from("abc"), Buffer.from("defg"), Buffer.from("hi")];
   const text = (left: Uint8Array[]) => Buffer.concat(left).toString();
