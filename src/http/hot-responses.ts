@@ -28,8 +28,11 @@ import type { RequestMetrics } from "./metrics.js";
  */
 export interface HotResponses {
   /**
-   * Keeps the 200 just sent to `request` for replays. `version` is the ChangeWatch version taken
-   * before the route read anything, so that a write during the request leaves the entry stale.
+   * Keeps the 200 just sent to `request` for replays. Only for a response that depends on nothing
+   * but the URL and the database: the route's declared need is the one check a replay repeats,
+   * so a route whose answer also depends on the caller (a remote pull needing Feeds_PullPackage)
+   * must not keep it. `version` is the ChangeWatch version taken before the route read anything,
+   * so that a write during the request leaves the entry stale.
    */
   keep(request: FastifyRequest, reply: FastifyReply, kept: KeptResponse): void;
   /** The version to keep a response under: take it before reading anything the response shows. */
