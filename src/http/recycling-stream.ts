@@ -88,7 +88,7 @@ export function recyclingBlobStream(
 /**
  * Ring buffers of finished responses, taken by the next ones: without them every download's ring
  * was garbage when it ended, and 8 clients downloading 100 MiB packages one after another kept
- * two rounds of rings (32 MB) alive until the next collection. Bounded: what a burst of
+ * two rounds of rings alive until the next collection. Bounded: what a burst of
  * concurrent downloads needs beyond it is left to the garbage collector as before.
  */
 const spares: Buffer[] = [];
@@ -106,9 +106,11 @@ function giveBack(ring: Buffer[]): void {
 }
 
 /**
- * 512 KiB chunks measured best for plain file streams (storage/file-blob-store.ts). Four per
- * response: one in the socket, one queued, one being read, and one spare for a socket that is
- * slow to take the first.
+ * Four per response: one in the socket, one queued, one being read, and one spare for a socket
+ * that is slow to take the first. 256 KiB each: against 512 KiB (what fresh-buffer file streams
+ * need to keep garbage collection down, storage/file-blob-store.ts), 8 clients of 100 MiB
+ * packages were served as fast, and the server's peak memory grew by under 1 MB while they were
+ * instead of 2 to 10 MB (bench/upack-scenarios.ts).
  */
-const DEFAULT_CHUNK_BYTES = 512 * 1024;
+const DEFAULT_CHUNK_BYTES = 256 * 1024;
 const DEFAULT_BUFFERS = 4;
