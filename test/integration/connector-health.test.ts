@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import type { InjectOptions } from "fastify";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createConnectors } from "../../src/areas/connectors/index.js";
 import { createHealthScheduler } from "../../src/areas/connectors/health.js";
@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from "../../src/config.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
+import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
  * Connector health (seed-api.md area D; compat.md 6.1): checks through the fetch guard against
@@ -57,18 +58,6 @@ async function startUpstream(): Promise<Upstream> {
   const port = ((await listen(0)).address() as AddressInfo).port;
   upstream.base = `http://127.0.0.1:${port}`;
   return upstream;
-}
-
-function expectJson(res: LightMyRequestResponse, status: number): unknown {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (contains !== undefined) expect(res.body).toContain(contains);
 }
 
 interface HealthJson {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
+import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
  * Connector management (compat.md 5.3) as a story: create -> read -> conflict -> bad input ->
@@ -12,19 +13,6 @@ import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from
 const CONNECTORS = "/api/management/connectors";
 const FEEDS = "/api/management/feeds";
 type Method = NonNullable<InjectOptions["method"]>;
-
-function expectJson(res: LightMyRequestResponse, status: number): unknown {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string): string {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (contains !== undefined) expect(res.body).toContain(contains);
-  return res.body;
-}
 
 const DEFAULTS = { timeout: 30, metadataCacheEnabled: true, metadataCacheMinutes: 30, metadataCacheCount: 100 };
 

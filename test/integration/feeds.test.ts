@@ -12,23 +12,10 @@ import {
   grant,
   newKey,
 } from "../helpers/fixtures.js";
+import { expectJson, expectText } from "../helpers/responses.js";
 
 const FEEDS = "/api/management/feeds";
 type Method = NonNullable<InjectOptions["method"]>;
-
-function expectJson(res: LightMyRequestResponse, status: number): unknown {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string | RegExp): string {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (typeof contains === "string") expect(res.body).toContain(contains);
-  else if (contains) expect(res.body).toMatch(contains);
-  return res.body;
-}
 
 /** pgutil cannot read `null` into its members (compat.md 0.2): no null anywhere in a Feed. */
 function expectNoNulls(value: unknown, path = "feed"): void {

@@ -6,6 +6,7 @@ import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Package deployment records (seed-api.md C; compat.md 6.2, 2.4): every status of the seed, every
@@ -57,12 +58,6 @@ const postForm = (fields: Record<string, string>, headers: Record<string, string
 /** PowerShell's default: form pairs and no Content-Type at all. */
 const postBare = (fields: Record<string, string>, headers: Record<string, string> = admin) =>
   post(form(fields), headers);
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (contains !== undefined) expect(res.body).toContain(contains);
-}
 
 function expectRecord(res: LightMyRequestResponse): Record<string, unknown> {
   expect(res.statusCode, res.body).toBe(200);

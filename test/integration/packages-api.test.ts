@@ -7,6 +7,7 @@ import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, readZip, sha1Hex, type PackageSpec } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Common Packages API stories for universal feeds (compat.md 3, 2.14; clients.md 3.4): pgutil's
@@ -41,12 +42,6 @@ const sha256Hex = (bytes: Buffer) => createHash("sha256").update(bytes).digest("
 async function pgutilUpload(spec: PackageSpec, feed = "main", headers = admin): Promise<LightMyRequestResponse> {
   const file = `${spec.name}.${spec.version}.upack`;
   return call("PUT", `/api/packages/${feed}/upload/${file}`, headers, await buildUpack(spec));
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (contains !== undefined) expect(res.body).toContain(contains);
 }
 
 /** A JSON list as pgutil reads it: top-level array, every item a strict PackageVersionInfo, no nulls. */

@@ -1,23 +1,10 @@
-import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createSystemKey, grant, newKey } from "../helpers/fixtures.js";
+import { expectJson, expectText } from "../helpers/responses.js";
 
 const DEFAULT_DISK = { id: "disk", properties: { StoragePath: null } };
-
-function expectJson(res: LightMyRequestResponse, status: number): unknown {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string): string {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (contains !== undefined) expect(res.body).toContain(contains);
-  return res.body;
-}
 
 describe("feed storage (/api/storage, compat.md 5.1 and 5.2)", () => {
   let t: TestApp;

@@ -11,6 +11,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { rawRequest } from "../helpers/raw-http.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Attacks on the universal feed area (`/upack/<feed>/...`) and its Common Packages API face
@@ -63,14 +64,6 @@ function send(
 }
 
 const get = (url: string, headers: Record<string, string> = admin) => send("GET", url, undefined, headers);
-
-function expectText(res: LightMyRequestResponse, status: number | number[], contains?: string | RegExp): void {
-  const allowed = Array.isArray(status) ? status : [status];
-  expect(allowed, `${res.statusCode} ${res.body.slice(0, 300)}`).toContain(res.statusCode);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (typeof contains === "string") expect(res.body).toContain(contains);
-  else if (contains) expect(res.body).toMatch(contains);
-}
 
 /** A refused request: a 4xx, plain text, and certainly no archive bytes. */
 function expectRefused(res: LightMyRequestResponse, label = ""): void {

@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { buildUpack, createUpackFixtures, sha1Hex } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * `content-url` uploads through the whole app (compat.md 2.7; PRODUCT.md security baseline):
@@ -31,12 +32,6 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(origin.address() as AddressInfo).port}`;
 });
 afterAll(async () => new Promise((resolve) => origin.close(resolve)));
-
-function expectText(res: LightMyRequestResponse, status: number, ...contains: string[]): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  for (const text of contains) expect(res.body).toContain(text);
-}
 
 /** Runs `body` against a fresh app with a `main` feed, built from `env`. */
 async function withApp(

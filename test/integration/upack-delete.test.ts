@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import type { InjectOptions } from "fastify";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, type PackageSpec } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Delete stories (seed-api.md A "Delete package", compat.md 2.8, 2.12, 2.14; clients.md 3.9):
@@ -37,13 +38,6 @@ async function upload(spec: PackageSpec, feed = "main"): Promise<{ sha256: strin
 
 function remove(url: string, headers: Record<string, string> = admin, method: InjectOptions["method"] = "DELETE") {
   return t.app.inject({ method, url, headers });
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string | RegExp): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (typeof contains === "string") expect(res.body).toContain(contains);
-  else if (contains) expect(res.body).toMatch(contains);
 }
 
 function packageRow(name: string): { versions_desc: string; latest: string | null } | undefined {

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUpackDownloadService, assemblyUnavailable } from "../../src/areas/upack/download-service.js";
 import { createUpackQueryRepository } from "../../src/areas/upack/query-repository.js";
@@ -14,18 +13,13 @@ import {
   readZip,
   type UpackFixtures,
 } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Universal feed downloads (seed-api.md area A: download package, download package file,
  * download virtual package; compat.md 2.4-2.6, 2.12): headers, ranges and conditions, contents as
  * ZIP or TGZ, single files and their path rules, virtual manifests, and download counting.
  */
-
-function expectText(res: LightMyRequestResponse, status: number, contains: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  expect(res.body).toContain(contains);
-}
 
 const PUBLISHED = new Date(Date.UTC(2024, 4, 6, 7, 8, 9, 120));
 const FILES = {

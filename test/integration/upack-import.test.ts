@@ -2,7 +2,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
@@ -16,6 +15,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createFeedKey, createPersonalKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, buildZip, createUpackFixtures, sha1Hex } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Import stories (compat.md 2.9, 2.14): a package file in an asset directory or in the server's
@@ -80,13 +80,6 @@ function importInto(feed: string, body: unknown, headers: Record<string, string>
     headers: { "content-type": "application/json", ...headers },
     payload: typeof body === "string" ? body : JSON.stringify(body),
   });
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string | RegExp): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (typeof contains === "string") expect(res.body).toContain(contains);
-  else if (contains) expect(res.body).toMatch(contains);
 }
 
 async function blobFiles(): Promise<string[]> {

@@ -1,4 +1,3 @@
-import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
@@ -9,6 +8,7 @@ import { createUpackQueryService } from "../../src/areas/upack/query-service.js"
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
+import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
  * Universal feed listings (seed-api.md area A: list packages, list versions, search, feed
@@ -16,18 +16,6 @@ import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../h
  */
 
 type Json = Record<string, unknown>;
-
-function expectJson(res: LightMyRequestResponse, status = 200): unknown {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  expect(res.body).toContain(contains);
-}
 
 const PUBLISHED = new Date(Date.UTC(2024, 4, 6, 7, 8, 9, 120));
 

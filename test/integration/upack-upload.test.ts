@@ -32,6 +32,7 @@ import { openZipBlob } from "../../src/storage/zip.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, buildZip, createUpackFixtures, sha1Hex } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Upload stories (seed-api.md A "Upload package", compat.md 2.7, 2.14, clients.md 4 items 1-2):
@@ -61,13 +62,6 @@ function send(method: Method, url: string, payload?: InjectOptions["payload"], h
     headers: { ...admin, ...headers },
     ...(payload === undefined ? {} : { payload }),
   });
-}
-
-function expectText(res: LightMyRequestResponse, status: number, contains?: string | RegExp): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  if (typeof contains === "string") expect(res.body).toContain(contains);
-  else if (contains) expect(res.body).toMatch(contains);
 }
 
 interface VersionRow {

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp } from "../helpers/app.js";
 import { buildUpack, createUpackFixtures, readTgz, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
+import { expectText } from "../helpers/responses.js";
 
 /**
  * Virtual packages end to end (compat.md 1.6, 2.4, 2.6, 2.10): uploaded as a ZIP or a plain
@@ -16,12 +16,6 @@ import { buildUpack, createUpackFixtures, readTgz, readZip, sha1Hex } from "../h
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 const TOOL = "#!/bin/sh\necho tool\n";
-
-function expectText(res: LightMyRequestResponse, status: number, ...contains: string[]): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers["content-type"]).toBe("text/plain");
-  for (const text of contains) expect(res.body).toContain(text);
-}
 
 /** A clock that moves one second per reading: a second assembly would show in `assembled_at`. */
 function tickingClock() {
