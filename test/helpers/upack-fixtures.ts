@@ -15,6 +15,7 @@ import { Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import tar from "tar-stream";
 import yauzl from "yauzl";
+import { expect } from "vitest";
 import yazl from "yazl";
 import { flushDownloadCounts } from "../../src/areas/upack/download-counts.js";
 import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
@@ -260,4 +261,23 @@ export async function readTgz(bytes: Buffer): Promise<Map<string, string>> {
   extract.end(gunzipSync(bytes));
   await done;
   return entries;
+}
+
+/**
+ * Replaces every occurrence of `from` in an archive's bytes (local headers and central directory
+ * alike) by `to`, of the same length: yazl refuses unsafe names, so tests build an archive with a
+ * stand-in name and patch it into the hostile one.
+ */
+export function renameInArchive(bytes: Buffer, from: string, to: string): Buffer {
+  const needle = Buffer.from(from);
+  const replacement = Buffer.from(to);
+  expect(replacement.length).toBe(needle.length);
+  const out = Buffer.from(bytes);
+  let found = 0;
+  for (let at = out.indexOf(needle); at !== -1; at = out.indexOf(needle, at + 1)) {
+    replacement.copy(out, at);
+    found += 1;
+  }
+  expect(found).toBeGreaterThan(0);
+  return out;
 }

@@ -10,7 +10,7 @@ import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { rawRequest } from "../helpers/raw-http.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
-import { buildUpack, createUpackFixtures, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
+import { buildUpack, createUpackFixtures, readZip, renameInArchive, sha1Hex } from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
 
 /**
@@ -137,21 +137,6 @@ async function zipOf(entries: readonly RawEntry[]): Promise<Buffer> {
 const LOCAL = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const CENTRAL = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
 const END = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
-
-/** Replaces every occurrence of `from` (local header and central directory alike) by `to`, same length. */
-function renameEverywhere(bytes: Buffer, from: string, to: string): Buffer {
-  const needle = Buffer.from(from);
-  const replacement = Buffer.from(to);
-  expect(replacement.length).toBe(needle.length);
-  const out = Buffer.from(bytes);
-  let found = 0;
-  for (let at = out.indexOf(needle); at !== -1; at = out.indexOf(needle, at + 1)) {
-    replacement.copy(out, at);
-    found += 1;
-  }
-  expect(found).toBeGreaterThan(0);
-  return out;
-}
 
 /** Replaces `from` in the local file header only: the central directory keeps the harmless name. */
 function renameInLocalHeader(bytes: Buffer, from: string, to: string): Buffer {
@@ -420,7 +405,7 @@ describe("hostile .upack uploads are refused and leave nothing behind", () => {
 
   it.each(unsafeNames)("an entry named %j (zip-slip or control characters)", async (name) => {
     const standIn = "Z".repeat(Buffer.byteLength(name));
-    const bytes = renameEverywhere(
+    const bytes = renameInArchive(
       await zipOf([
         { name: "upack.json", content: manifest },
         { name: standIn, content: "pwn" },
@@ -449,7 +434,7 @@ describe("hostile .upack uploads are refused and leave nothing behind", () => {
 
   it("two upack.json entries (which one would a client read?)", async () => {
     const other = JSON.stringify({ name: "innocent", version: "9.9.9" });
-    const bytes = renameEverywhere(
+    const bytes = renameInArchive(
       await zipOf([
         { name: "upack.json", content: manifest },
         { name: "upack.jsoX", content: other },

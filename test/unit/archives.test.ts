@@ -17,6 +17,7 @@ import {
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { tgzToZipFile, zipSubtreeToTgz } from "../../src/storage/tgz.js";
 import { openZip, openZipBlob, zipFileRepack, type ZipReader } from "../../src/storage/zip.js";
+import { renameInArchive } from "../helpers/upack-fixtures.js";
 
 const MTIME = new Date("2024-05-06T07:08:10Z");
 const MiB = 1024 * 1024;
@@ -72,21 +73,6 @@ async function zipFile(entries: ZipInput[] | Buffer): Promise<string> {
   const file = tempPath(".zip");
   await writeFile(file, Buffer.isBuffer(entries) ? entries : await zipBytes(entries));
   return file;
-}
-
-/** yazl refuses unsafe names, so build with a same-length stand-in and patch the bytes. */
-function renameAll(bytes: Buffer, from: string, to: string): Buffer {
-  const needle = Buffer.from(from);
-  const replacement = Buffer.from(to);
-  expect(replacement.length).toBe(needle.length);
-  const out = Buffer.from(bytes);
-  let found = 0;
-  for (let at = out.indexOf(needle); at !== -1; at = out.indexOf(needle, at + 1)) {
-    replacement.copy(out, at);
-    found += 1;
-  }
-  expect(found).toBeGreaterThan(0);
-  return out;
 }
 
 /** Overwrites the uncompressed size of the only entry in the central directory. */
@@ -441,7 +427,7 @@ describe("hostile zips", () => {
     ["a//b", "a/xb"],
     ["./a", "x/a"],
   ])("refuses the entry name %j", async (unsafe, standIn) => {
-    const bytes = renameAll(await zipBytes([{ name: standIn, content: "pwned" }]), standIn, unsafe);
+    const bytes = renameInArchive(await zipBytes([{ name: standIn, content: "pwned" }]), standIn, unsafe);
     const error = await refused(bytes, "invalid", "ARCHIVE_UNSAFE_PATH");
     expect(error.message).toContain(JSON.stringify(unsafe));
   });
