@@ -20,13 +20,13 @@ export interface AssetPath {
   readonly parent: string;
 }
 
-export const MAX_ASSET_PATH_LENGTH = 1024;
-export const MAX_ASSET_NAME_LENGTH = 255;
+const MAX_ASSET_PATH_LENGTH = 1024;
+const MAX_ASSET_NAME_LENGTH = 255;
 
 export const ASSET_ROOT: AssetPath = { path: "", key: "", name: "", parent: "" };
 
 /** The key of a path: the one place that decides how paths compare. */
-export const assetKey = (path: string) => path.toLowerCase();
+const assetKey = (path: string) => path.toLowerCase();
 
 /**
  * Parses a path taken from a URL (already percent-decoded once by the router) or an archive entry.
@@ -44,12 +44,16 @@ export function parseAssetPath(raw: string, options: { allowRoot?: boolean } = {
   if (path.length > MAX_ASSET_PATH_LENGTH) {
     throw invalid("INVALID_ASSET_PATH", `The path is longer than ${MAX_ASSET_PATH_LENGTH} characters.`);
   }
-  const slash = path.lastIndexOf("/");
-  const name = path.slice(slash + 1);
-  if (name.length > MAX_ASSET_NAME_LENGTH || path.split("/").some((s) => s.length > MAX_ASSET_NAME_LENGTH)) {
+  if (path.split("/").some((segment) => segment.length > MAX_ASSET_NAME_LENGTH)) {
     throw invalid("INVALID_ASSET_PATH", `A name in the path is longer than ${MAX_ASSET_NAME_LENGTH} characters.`);
   }
-  return { path, key: assetKey(path), name, parent: slash < 0 ? "" : path.slice(0, slash) };
+  return assetPathOf(path);
+}
+
+/** The parts of a path that is already valid and normalised. */
+function assetPathOf(path: string): AssetPath {
+  const slash = path.lastIndexOf("/");
+  return { path, key: assetKey(path), name: path.slice(slash + 1), parent: slash < 0 ? "" : path.slice(0, slash) };
 }
 
 /** The path of `name` inside `folder` (both already valid). */
@@ -60,16 +64,6 @@ export function childPath(folder: AssetPath, name: string): string {
 /** Every ancestor folder of a path, outermost first, without the root: 'a/b/c' gives 'a', 'a/b'. */
 export function ancestorPaths(path: Pick<AssetPath, "path">): AssetPath[] {
   const segments = path.path.split("/");
-  const ancestors: AssetPath[] = [];
-  for (let i = 1; i < segments.length; i++) {
-    const ancestor = segments.slice(0, i).join("/");
-    const slash = ancestor.lastIndexOf("/");
-    ancestors.push({
-      path: ancestor,
-      key: assetKey(ancestor),
-      name: ancestor.slice(slash + 1),
-      parent: slash < 0 ? "" : ancestor.slice(0, slash),
-    });
-  }
-  return ancestors;
+  // Each segment but the last ends an ancestor.
+  return segments.slice(0, -1).map((_, i) => assetPathOf(segments.slice(0, i + 1).join("/")));
 }

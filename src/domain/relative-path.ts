@@ -9,7 +9,7 @@
 
 /** Why the path is refused, or undefined when it is acceptable. A trailing '/' is allowed. */
 export function relativePathProblem(path: string): string | undefined {
-  return problemOf(path) ?? problemOf(decodeOnce(path));
+  return literalPathProblem(path) ?? literalPathProblem(decodeOnce(path));
 }
 
 function decodeOnce(value: string): string {
@@ -20,7 +20,11 @@ function decodeOnce(value: string): string {
   }
 }
 
-function problemOf(path: string): string | undefined {
+/**
+ * The same check on the path exactly as given, for names nothing will percent-decode (archive
+ * entries, storage/archives.ts).
+ */
+export function literalPathProblem(path: string): string | undefined {
   // NUL and other control characters truncate names in C libraries and forge log lines.
   if (/\p{Cc}/u.test(path)) return "it contains a control character";
   if (path.includes("\\")) return "it contains a backslash";
@@ -28,6 +32,7 @@ function problemOf(path: string): string | undefined {
   if (/^[A-Za-z]:/.test(path)) return "it starts with a drive letter";
   const segments = (path.endsWith("/") ? path.slice(0, -1) : path).split("/");
   if (segments.includes("..")) return "it contains a '..' segment";
+  // "a//b" and "a/./b" are the same file as "a/b" to an extractor but not to a lookup by name.
   if (segments.some((segment) => segment === "" || segment === ".")) return "it contains an empty or '.' segment";
   return undefined;
 }

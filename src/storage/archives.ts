@@ -9,6 +9,7 @@ import { PassThrough, type Readable, Transform, type TransformCallback } from "n
 import { pipeline } from "node:stream/promises";
 import yazl from "yazl";
 import { DomainError, invalid } from "../domain/errors.js";
+import { literalPathProblem } from "../domain/relative-path.js";
 import type { ArchiveEntry } from "./zip.js";
 
 export interface ArchiveLimits {
@@ -57,16 +58,7 @@ export const tooLarge = (code: string, message: string) => new DomainError("too_
 function unsafeReason(name: string): string | undefined {
   if (name === "") return "it is empty";
   if (name.length > MAX_NAME_LENGTH) return `it is longer than ${MAX_NAME_LENGTH} characters`;
-  // NUL truncates names in C libraries; other control characters end up in headers and logs.
-  if (/\p{Cc}/u.test(name)) return "it contains a control character";
-  if (name.includes("\\")) return "it contains a backslash";
-  if (name.startsWith("/")) return "it is absolute";
-  if (/^[A-Za-z]:/.test(name)) return "it starts with a drive letter";
-  const segments = (name.endsWith("/") ? name.slice(0, -1) : name).split("/");
-  if (segments.includes("..")) return "it contains a '..' segment";
-  // "a//b" and "a/./b" are the same file as "a/b" to an extractor but not to a lookup by name.
-  if (segments.some((s) => s === "" || s === ".")) return "it contains an empty or '.' segment";
-  return undefined;
+  return literalPathProblem(name);
 }
 
 /** Returns `name` when it is a safe relative path ("dir/" for directories); else throws invalid. */

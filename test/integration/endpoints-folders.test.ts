@@ -212,4 +212,16 @@ describe("asset metadata (compat.md 4.4)", () => {
     expect(text.statusCode).toBe(415);
     expect((await setMeta("files/missing.csv", { userMetadata: { a: "b" } })).statusCode).toBe(404);
   });
+
+  it("closes the connection of an update refused before its body was read, rather than read it all", async () => {
+    const url = "/endpoints/meta/metadata/files/report.csv";
+    const body = Buffer.alloc(2 * 1024 * 1024);
+    const binary = { "content-type": "application/octet-stream" };
+    const raw = await t.app.inject({ method: "POST", url, headers: { ...admin(), ...binary }, payload: body });
+    expect(raw.statusCode).toBe(415);
+    expect(raw.headers.connection).toBe("close");
+    const anonymous = await t.app.inject({ method: "POST", url, headers: binary, payload: body });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.headers.connection).toBe("close");
+  });
 });

@@ -38,6 +38,7 @@ describe("parseAssetPath", () => {
     "./a",
     "a//b",
     `${"x".repeat(256)}/y`,
+    `y/${"x".repeat(256)}`,
     `${"a/".repeat(600)}z`,
   ])("refuses %j", (raw) => {
     expect(() => parseAssetPath(raw)).toThrow(expect.objectContaining({ kind: "invalid" }));
@@ -50,9 +51,9 @@ describe("parseAssetPath", () => {
   });
 
   it("lists ancestors outermost first", () => {
-    expect(ancestorPaths(parseAssetPath("A/b/c.txt")).map((p) => [p.path, p.key, p.parent])).toEqual([
-      ["A", "a", ""],
-      ["A/b", "a/b", "A"],
+    expect(ancestorPaths(parseAssetPath("A/b/c.txt"))).toEqual([
+      { path: "A", key: "a", name: "A", parent: "" },
+      { path: "A/b", key: "a/b", name: "b", parent: "A" },
     ]);
     expect(ancestorPaths(parseAssetPath("c.txt"))).toEqual([]);
   });

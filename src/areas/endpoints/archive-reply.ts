@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AssetPath } from "../../domain/asset-path.js";
 import { invalid } from "../../domain/errors.js";
+import { attachment } from "../../http/content-disposition.js";
 import { param, parseBoolean, type QueryLike } from "../../http/params.js";
 import type { Feed } from "../management/index.js";
 import type { ArchiveFormat, AssetArchives } from "./archive-service.js";
@@ -12,18 +13,11 @@ export function archiveFormatOf(query: QueryLike): ArchiveFormat {
   return format;
 }
 
-/**
- * Content-Type and Content-Disposition of an exported archive named after `baseName`. The quoted
- * filename is ASCII (Node refuses other header characters, and clients read it as Latin-1), with
- * the exact name in RFC 6266's `filename*` for clients that read it.
- */
-export function archiveHeaders(format: ArchiveFormat, baseName: string): Record<string, string> {
-  const name = `${baseName}.${format === "zip" ? "zip" : "tar.gz"}`;
-  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+/** Content-Type and Content-Disposition of an exported archive named after `baseName`. */
+function archiveHeaders(format: ArchiveFormat, baseName: string): Record<string, string> {
   return {
     "content-type": format === "zip" ? "application/zip" : "application/gzip",
-    "content-disposition": `attachment; filename="${ascii}"${ascii === name ? "" : `; filename*=UTF-8''${encoded}`}`,
+    "content-disposition": attachment(`${baseName}.${format === "zip" ? "zip" : "tar.gz"}`),
   };
 }
 

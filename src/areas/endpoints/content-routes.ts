@@ -33,8 +33,8 @@ const VARY = "Accept-Encoding, Authorization, X-ApiKey, X-ProGet-ApiKey";
 
 const WRITE_MODES: Record<string, WriteMode> = { POST: "create-or-replace", PUT: "create", PATCH: "replace" };
 
-function securityHeaders(reply: FastifyReply, served: Pick<ServedFile, "contentType" | "staticSite">): void {
-  reply.header("X-Content-Type-Options", "nosniff");
+/** sendBlob adds `X-Content-Type-Options: nosniff` to every answer, 304 and 416 included. */
+function sandboxActiveContent(reply: FastifyReply, served: Pick<ServedFile, "contentType" | "staticSite">): void {
   if (!served.staticSite && ACTIVE_CONTENT.test(served.contentType)) {
     reply.header("Content-Security-Policy", "sandbox");
   }
@@ -97,7 +97,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       const item = await assets.item(directory, path);
       if (item.isFolder) return folderUnderContent(request, reply, directory, path);
       const served = await assets.serve(directory, item);
-      securityHeaders(reply, served);
+      sandboxActiveContent(reply, served);
       reply.header("Vary", VARY);
       return sendBlob(
         request,

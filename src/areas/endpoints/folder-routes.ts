@@ -2,7 +2,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { parseAssetPath } from "../../domain/asset-path.js";
 import { DomainError, invalid } from "../../domain/errors.js";
+import { isPlainObject } from "../../domain/upack-manifest.js";
+import { requireJsonBody } from "../../http/json-reply.js";
 import { param, parseBoolean, type QueryLike } from "../../http/params.js";
+import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
@@ -16,6 +19,9 @@ import { assetItemSchema, presentAssetItem } from "./present.js";
 export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
   const { assets, config } = options;
   const recursiveOf = (request: FastifyRequest) => parseBoolean(param(request.query as QueryLike, "recursive"), false);
+
+  // A metadata update refused before its body was read (401, 403, 415) must not read it to the end.
+  closeConnectionsOfRefusedUploads(app);
 
   const list = {
     schema: {
@@ -104,16 +110,14 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
     },
     config: access("Feeds_AddPackage"),
     handler: async (request) => {
-      const body = request.body;
-      if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body) || "pipe" in body)) {
+      await requireJsonBody(request);
+      // JSON `null` is a body, and not an object; only a missing body means "no changes".
+      const body = request.body === undefined ? {} : request.body;
+      if (!isPlainObject(body)) {
         throw new DomainError("unsupported", "JSON_REQUIRED", "Send the metadata as a JSON object (application/json).");
       }
       const directory = await assets.directory(directoryOf(request));
-      const item = await assets.updateMetadata(
-        directory,
-        parseAssetPath(tailOf(request)),
-        (body ?? {}) as Record<string, unknown>,
-      );
+      const item = await assets.updateMetadata(directory, parseAssetPath(tailOf(request)), body);
       return presentAssetItem(item, contentBaseFor(request, config, directory));
     },
   });

@@ -24,7 +24,7 @@ export type AssetAttribute =
  * compat.md 4.6: View/Download to read, Add to upload and import, Overwrite/Delete to replace and
  * delete. Asset directories are feeds, so Feed keys scoped to the directory work.
  */
-export const directoryNeed =
+const directoryNeed =
   (attribute: AssetAttribute) =>
   (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: directoryOf(request) });
 

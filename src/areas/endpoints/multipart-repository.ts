@@ -1,5 +1,5 @@
-import { notFound } from "../../domain/errors.js";
 import type { Db } from "../../storage/database.js";
+import { uploadRemoved } from "./multipart-rules.js";
 
 /** A multipart upload in progress (migration 0006, asset_multipart_uploads). */
 export interface MultipartUpload {
@@ -133,9 +133,7 @@ export function createMultipartRepository(db: Db): MultipartRepository {
     parts: async (uploadId) =>
       partsOf.all(uploadId).map((row) => ({ index: row.part_index, offset: row.start_offset, size: row.size })),
     async recordPart(uploadId, part, now) {
-      if (!recordPart.immediate(uploadId, part, now)) {
-        throw notFound("MULTIPART_UPLOAD_REMOVED", "The multipart upload was removed while the part was received.");
-      }
+      if (!recordPart.immediate(uploadId, part, now)) throw uploadRemoved();
     },
     deletePart: async (uploadId, index) => void deletePartRow.run(uploadId, index),
     delete: async (uploadId) => deleteUpload.run(uploadId).changes > 0,

@@ -37,10 +37,7 @@ export interface MultipartUploads {
    * files, and spool files no upload names; returns how many uploads and files it removed.
    */
   removeAbandoned(): Promise<number>;
-  /**
-   * Runs removeAbandoned now and then until `stop`. A failed sweep is told to `onSweepError`,
-   * else to the deps' `onSweepError`.
-   */
+  /** Runs removeAbandoned now and then until `stop`; a failed sweep is told to `onSweepError`, else warned of. */
   start(onSweepError?: (error: unknown) => void): void;
   stop(): void;
 }
@@ -53,8 +50,6 @@ export interface MultipartDeps {
   readonly spoolDir: string;
   readonly maxUploadBytes: number;
   readonly maxAgeMs: number;
-  /** Told when a periodic sweep fails (the sweep never throws); default: a process warning. */
-  readonly onSweepError?: (error: unknown) => void;
 }
 
 export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
@@ -173,7 +168,7 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
   }
 
   const assembly = { ...deps, spool };
-  const sweeper = createSweeper(removeAbandoned, { maxAgeMs: deps.maxAgeMs, onError: deps.onSweepError });
+  const sweeper = createSweeper(removeAbandoned, { maxAgeMs: deps.maxAgeMs });
 
   return {
     async uploadPart(directory, path, query, body) {

@@ -8,12 +8,9 @@ const warnOfSweepError = (error: unknown) =>
 
 /**
  * Runs `sweep` now and then between `start` and `stop`, never two at once. A sweep never throws:
- * its errors go to the handler given to `start`, else `onError`, else a process warning.
+ * its errors go to the handler given to `start`, else to a process warning.
  */
-export function createSweeper(
-  sweep: () => Promise<unknown>,
-  options: { maxAgeMs: number; onError?: ((error: unknown) => void) | undefined },
-) {
+export function createSweeper(sweep: () => Promise<unknown>, options: { maxAgeMs: number }) {
   const timers: NodeJS.Timeout[] = [];
   let sweeping = false;
   let onError: (error: unknown) => void = warnOfSweepError;
@@ -34,7 +31,7 @@ export function createSweeper(
   return {
     start(handler?: (error: unknown) => void): void {
       if (timers.length > 0) return;
-      onError = handler ?? options.onError ?? warnOfSweepError;
+      onError = handler ?? warnOfSweepError;
       const interval = Math.max(MIN_SWEEP_INTERVAL_MS, Math.min(options.maxAgeMs / 4, MAX_SWEEP_INTERVAL_MS));
       // unref: a pending sweep never keeps the process alive.
       timers.push(setTimeout(() => void run(), FIRST_SWEEP_DELAY_MS).unref());

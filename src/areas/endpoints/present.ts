@@ -30,7 +30,7 @@ export const assetItemSchema = z.object({
 export type AssetItemJson = z.infer<typeof assetItemSchema>;
 
 /** `a b/ü.txt` -> `a%20b/%C3%BC.txt`: each segment escaped, the slashes kept. */
-export const encodeAssetPath = (path: string) => path.split("/").map(encodeURIComponent).join("/");
+const encodeAssetPath = (path: string) => path.split("/").map(encodeURIComponent).join("/");
 
 /** Where a directory's files are downloaded: `<base>/endpoints/<dir>/content/`. */
 export const contentBaseUrl = (baseUrl: string, directory: string) =>

@@ -27,7 +27,7 @@ export interface FileUpload {
   /** The request's Content-Type, if it names the file's type (see contentTypeOfUpload). */
   readonly contentType: string | undefined;
   readonly mode: WriteMode;
-  /** Asked only when a file exists at the path: whether the caller may replace it. */
+  /** Whether the caller may replace a file at the path; asked once, before the body is read. */
   readonly mayReplace: () => Promise<boolean>;
   readonly digests?: ClaimedDigests;
 }
@@ -228,10 +228,9 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       if (existing?.isFolder === true) throw isFolder(existing.path);
       if (existing !== undefined && upload.mode === "create") throw fileExists(existing.path);
       if (existing === undefined && upload.mode === "replace") throw assetNotFound();
-      const mayReplace = replacingNeedsPermission(existing) ? await upload.mayReplace() : false;
-      if (replacingNeedsPermission(existing) && !mayReplace) throw replaceForbidden(existing?.path ?? "");
-      // A file that appears meanwhile may be replaced only by a caller allowed to.
-      const allowed = replacingNeedsPermission(existing) ? mayReplace : await upload.mayReplace();
+      // Asked even with nothing there yet: a file that appears meanwhile is replaced only if allowed.
+      const allowed = await upload.mayReplace();
+      if (replacingNeedsPermission(existing) && !allowed) throw replaceForbidden(existing?.path ?? "");
       const held = await storeContent(
         upload.body?.() ?? Readable.from([]),
         upload.digests ? { expected: upload.digests } : {},

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
+import { attachment } from "../../http/content-disposition.js";
 import { hasParam, param, type QueryLike } from "../../http/params.js";
 import { queryDoc } from "../../http/query-doc.js";
 import type { AccessNeed } from "../../domain/principal.js";
@@ -10,7 +11,6 @@ import { canReadSmall } from "../../storage/blob-cache.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { announcesDeployment, recordAnnouncedDeployment } from "../package-deployment/index.js";
 import {
-  attachment,
   contentTypeFor,
   contentTypeOf,
   type DownloadFormat,

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { DomainError, invalid } from "../../domain/errors.js";
+import { invalid } from "../../domain/errors.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
+import { requireJsonBody } from "../../http/json-reply.js";
 import { param, parseBoolean } from "../../http/params.js";
 import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { assertFeedAcceptsPackages, getUniversalFeed } from "./feed-lookup.js";
@@ -58,6 +59,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
     },
     handler: async (request, reply) => {
       const feed = await getUniversalFeed(options.feeds, feedNameOf(request));
+      await requireJsonBody(request);
       const input = readImportRequest(request.body);
       assertFeedAcceptsPackages(feed);
       const target = {
@@ -100,10 +102,6 @@ const feedNameOf = (request: FastifyRequest) => (request.params as { feed: strin
 
 /** The import body, read leniently (compat.md 0.1, 0.2): any case of the names, booleans as text too. */
 function readImportRequest(body: unknown): ImportRequest {
-  // Anything but JSON or a form arrives as the raw stream (http/body-parsers.ts).
-  if (body !== null && typeof body === "object" && "pipe" in body) {
-    throw new DomainError("unsupported", "JSON_REQUIRED", "Send the import request as JSON (application/json).");
-  }
   if (body !== undefined && !isPlainObject(body)) {
     throw invalid("INVALID_BODY", "The import request must be a JSON object.");
   }
