@@ -153,8 +153,10 @@ export function createHotResponses(deps: HotResponsesDeps): HotResponses {
       const headers = entry.headers.slice();
       headers[entry.requestIdAt] = requestId;
       const infoLogged = LOGS_REQUESTS.has(log.level);
-      const req = { method: "GET", url, host: request.headers.host, ip: request.socket.remoteAddress };
-      if (infoLogged) log.info({ reqId: requestId, req }, "incoming request");
+      if (infoLogged) {
+        const req = { method: "GET", url, host: request.headers.host, ip: request.socket.remoteAddress };
+        log.info({ reqId: requestId, req }, "incoming request");
+      }
       response.writeHead(200, headers);
       response.end(entry.body);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
