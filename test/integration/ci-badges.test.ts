@@ -114,6 +114,43 @@ describe("image: filters, encoding, validators, access", () => {
     expect(stateOf(posted.body).title).toBe("unknown");
   });
 
+  it("304 for a weak or wildcard If-None-Match; gzip;q=0 refuses gzip", async () => {
+    const q = `key=${badgesKey}&$ApplicationName=NoSuchApp`;
+    const plain = await badge(q);
+    const zipped = await badge(q, { "accept-encoding": "gzip" });
+    for (const [tag, encoding] of [
+      [`W/${String(plain.headers.etag)}`, "identity"],
+      [`"other", W/${String(zipped.headers.etag)}`, "gzip"],
+      ["*", "gzip"],
+    ] as const) {
+      const res = await badge(q, { "if-none-match": tag, "accept-encoding": encoding });
+      expect(res.statusCode, tag).toBe(304);
+      expect(res.body).toBe("");
+    }
+    expect((await badge(q, { "if-none-match": '"other"' })).statusCode).toBe(200);
+    for (const refusal of ["gzip;q=0", "gzip; q=0.0, identity", "*;q=0, identity", "br"]) {
+      const res = await badge(q, { "accept-encoding": refusal });
+      expect(res.headers["content-encoding"], refusal).toBeUndefined();
+      expect(res.body).toBe(plain.body);
+    }
+    for (const accepted of ["gzip;q=0.5", "*", "br, GZIP;Q=1", "x-gzip", "deflate, *;q=0.1"]) {
+      const res = await badge(q, { "accept-encoding": accepted });
+      expect(res.headers["content-encoding"], accepted).toBe("gzip");
+    }
+  });
+
+  it("400, not 500, for more build-variable filters than a badge URL needs", async () => {
+    const pairs = Array.from({ length: 1_000 }, (_, i) => `$v${i}=x`).join("&");
+    for (const path of ["image", "link"]) {
+      const res = await t.app.inject({ method: "GET", url: `/api/ci-badges/${path}?key=${badgesKey}&${pairs}` });
+      expect(res.statusCode, path).toBe(400);
+      expect(res.headers["content-type"]).toBe("text/plain");
+      expect(res.body).toMatch(/at most 50/);
+    }
+    const fifty = Array.from({ length: 50 }, (_, i) => `$v${i}=x`).join("&");
+    expect((await badge(`key=${badgesKey}&${fifty}`)).statusCode).toBe(200);
+  });
+
   it("403 for an unknown key or one without the ci-badges scope", async () => {
     for (const key of ["not-a-key", createSystemKey(t.db, ["feeds"])]) {
       const res = await badge(`key=${key}&$ApplicationId=${appId}`);

@@ -159,4 +159,28 @@ describe("environments (compat.md 8.2)", () => {
     expect((await f.json("POST", "/api/infrastructure/environments/delete/ProdEU")).statusCode).toBe(200);
     expect((await f.json("POST", "/api/infrastructure/environments/delete/ProdEU")).statusCode).toBe(404);
   });
+
+  it("415 for a body that is neither JSON nor a form, and creates nothing", async () => {
+    for (const action of ["create", "update"]) {
+      for (const type of ["text/plain", "application/octet-stream"]) {
+        const res = await t.app.inject({
+          method: "POST",
+          url: `/api/infrastructure/environments/${action}/Raw`,
+          headers: { "x-apikey": t.adminKey, "content-type": type },
+          payload: '{"active":true}',
+        });
+        expect([res.statusCode, res.headers["content-type"]], `${action} ${type}`).toEqual([415, "text/plain"]);
+        expect(res.body).toBe("Send the request body as JSON (Content-Type: application/json).");
+      }
+    }
+    expect((await f.json("GET", "/api/infrastructure/environments/list?name=Raw")).statusCode).toBe(404);
+    // A form is parsed into fields, as before; only raw bodies are refused.
+    const form = await t.app.inject({
+      method: "POST",
+      url: "/api/infrastructure/environments/create/Formed",
+      headers: { "x-apikey": t.adminKey, "content-type": "application/x-www-form-urlencoded" },
+      payload: "name=Formed",
+    });
+    expect(form.statusCode).toBe(201);
+  });
 });

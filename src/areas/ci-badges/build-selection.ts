@@ -22,12 +22,26 @@ const FIELD_FILTERS: ReadonlyMap<string, "applicationName" | "applicationId" | "
     ["buildnumber", "buildNumber"],
   ] as const);
 
+/**
+ * Build-variable filters one badge may combine. Each one is a clause of the query, and SQLite
+ * refuses a statement past ~1,000 of them ("Expression tree is too large", a 500); a README badge
+ * names a handful, so refuse well before that with a 400 that says why.
+ */
+export const MAX_VARIABLE_FILTERS = 50;
+
 function buildFilterOf(inputs: Inputs): BuildFilter {
   const filter: BuildFilter & { variables: Map<string, string> } = { variables: new Map(), limit: 1 };
   for (const [name, value] of inputs.variables) {
     const field = FIELD_FILTERS.get(name.toLowerCase());
-    if (field === undefined) filter.variables.set(name, value);
-    else if (field === "applicationId") {
+    if (field === undefined) {
+      if (filter.variables.size === MAX_VARIABLE_FILTERS) {
+        throw invalid(
+          "TOO_MANY_FILTERS",
+          `A badge takes at most ${MAX_VARIABLE_FILTERS} build-variable filters ('$Name=value').`,
+        );
+      }
+      filter.variables.set(name, value);
+    } else if (field === "applicationId") {
       if (!/^\d{1,15}$/.test(value)) throw invalid("INVALID_APPLICATION_ID", "'$ApplicationId' must be a number.");
       filter.applicationId = Number(value);
     } else filter[field] = value;

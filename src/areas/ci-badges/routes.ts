@@ -4,13 +4,13 @@ import { z } from "zod";
 import { forbidden, invalid } from "../../domain/errors.js";
 import { publicBaseUrl } from "../../http/base-url.js";
 import { queryDoc } from "../../http/query-doc.js";
+import { evaluatePreconditions } from "../../http/send-blob.js";
 import type { Config } from "../../config.js";
 import type { ReleaseService } from "../releases/index.js";
-import { readInputs } from "../releases/params.js";
+import { type Inputs, readInputs } from "../releases/params.js";
 import { BADGE_STATES, type BadgeState, badgeEtag, renderBadge } from "./badge-svg.js";
 import { badgeStateOf, filterKey, type SelectedBuild, selectBuild } from "./build-selection.js";
 import { type ChangeWatch, VersionedCache } from "../../storage/change-watch.js";
-import type { Inputs } from "../releases/params.js";
 
 /**
  * CI badges (seed-api.md area G; compat.md 7.6): `image` answers the SVG of the selected build's
@@ -54,10 +54,36 @@ async function authorizeBadges(request: FastifyRequest): Promise<void> {
   if (!(await request.can({ api: "ci-badges", attribute: "Applications_View" }))) throw forbidden();
 }
 
+/** The `q` of one Accept-Encoding element's parameters; 1 when absent or unreadable. */
+function qualityOf(params: readonly string[]): number {
+  for (const param of params) {
+    const m = /^q\s*=\s*(\d+(?:\.\d*)?)$/i.exec(param);
+    if (m) return Number(m[1]);
+  }
+  return 1;
+}
+
+/**
+ * RFC 9110 12.5.3: gzip (or its alias `x-gzip`) is acceptable when listed with q > 0, or, when not
+ * listed, when `*` is; q=0 means "not acceptable", so `gzip;q=0` must get the plain SVG.
+ */
+function acceptsGzip(header: string | readonly string[] | undefined): boolean {
+  if (header === undefined) return false;
+  let gzip: number | undefined;
+  let any: number | undefined;
+  for (const element of (typeof header === "string" ? header : header.join(",")).split(",")) {
+    const [coding = "", ...params] = element.split(";").map((part) => part.trim());
+    const name = coding.toLowerCase();
+    if (name === "gzip" || name === "x-gzip") gzip = Math.max(gzip ?? 0, qualityOf(params));
+    else if (name === "*") any = qualityOf(params);
+  }
+  return (gzip ?? any ?? 0) > 0;
+}
+
 function sendBadge(request: FastifyRequest, reply: FastifyReply, state: BadgeState): FastifyReply {
   const badge = BADGES.get(state);
   if (badge === undefined) throw new Error(`no badge for state ${state}`);
-  const gzip = /\bgzip\b/i.test(String(request.headers["accept-encoding"] ?? ""));
+  const gzip = acceptsGzip(request.headers["accept-encoding"]);
   const etag = gzip ? badge.gzipEtag : badge.etag;
   reply
     .header("Cache-Control", BADGE_CACHE_CONTROL)
@@ -65,7 +91,13 @@ function sendBadge(request: FastifyRequest, reply: FastifyReply, state: BadgeSta
     .header("Vary", "Accept-Encoding")
     .header("X-Content-Type-Options", "nosniff");
   const ifNoneMatch = request.headers["if-none-match"];
-  if (typeof ifNoneMatch === "string" && ifNoneMatch.split(",").some((tag) => tag.trim() === etag)) {
+  // A POST only carries the filters as a form: it reads like a GET, so it gets a 304 too, not a 412.
+  const method = request.method === "HEAD" ? "HEAD" : "GET";
+  if (
+    ifNoneMatch !== undefined &&
+    evaluatePreconditions(method, { ifNoneMatch }, { etag: etag.slice(1, -1), lastModified: undefined }) ===
+      "not-modified"
+  ) {
     return reply.code(304).send();
   }
   reply.type("image/svg+xml");

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { requireJsonBody } from "../../http/json-reply.js";
 import { queryDoc } from "../../http/query-doc.js";
 import { param } from "../../http/params.js";
 import type { CatalogService } from "./catalog-service.js";
@@ -11,7 +12,9 @@ import { environmentJson, environmentSchema } from "./schemas.js";
 /**
  * `/api/infrastructure/environments/list|create|update|delete` (compat.md 8.2, 7.8): the name in
  * the URL identifies the environment, a `name` in the body renames it, missing properties stay
- * unchanged; `parentName` and `parent` are both accepted (null removes the parent).
+ * unchanged; `parentName` and `parent` are both accepted (null removes the parent). A body of
+ * another type arrives as a raw stream (http/body-parsers.ts), which the all-optional schema would
+ * take for an empty object and create or update from it: 415, as the other JSON routes answer.
  */
 const TAGS = ["environments"];
 const body = z
@@ -64,6 +67,7 @@ export const environmentRoutes: FastifyPluginAsync<{ catalog: CatalogService }> 
       response: { 201: environmentSchema, ...errors },
     },
     config: manage,
+    preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const change = changes(request.body);
       const draft: EnvironmentDraft = { active: true, variables: {}, ...change, name: request.params.name };
@@ -80,6 +84,7 @@ export const environmentRoutes: FastifyPluginAsync<{ catalog: CatalogService }> 
       response: { 200: environmentSchema, ...errors },
     },
     config: manage,
+    preValidation: requireJsonBody,
     handler: async (request) =>
       environmentJson(await catalog.updateEnvironment(request.params.name, changes(request.body))),
   });

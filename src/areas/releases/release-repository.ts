@@ -157,11 +157,31 @@ function commonWhere(f: ReleaseFilter, release: string, w: Where): void {
   if (f.releaseName !== undefined) add(`lower(${release}.name) = ?`, lower(f.releaseName));
 }
 
+/**
+ * Prepared statements kept per repository. The list methods build their SQL from the filters
+ * given, so the distinct texts are many combinations (values and limits are bound, never pasted);
+ * the ones in use fit easily, and the least recently used is dropped past this.
+ */
+const MAX_CACHED_STATEMENTS = 256;
+
+/** ` LIMIT ?` with its value appended to the parameters (after the WHERE ones), or nothing. */
+function limitOf(f: { limit?: number }, w: Where): string {
+  if (f.limit === undefined) return "";
+  w.params.push(Math.max(0, Math.floor(f.limit)));
+  return " LIMIT ?";
+}
+
 export function createReleaseRepository(db: Db): ReleaseRepository {
   const cache = new Map<string, Statement>();
   const query = <R>(sql: string, params: unknown[]): R[] => {
+    // A Map iterates in insertion order: moving a hit to the end keeps the least recent first.
     let statement = cache.get(sql);
-    if (!statement) cache.set(sql, (statement = db.prepare(sql)));
+    if (statement) cache.delete(sql);
+    else {
+      statement = db.prepare(sql);
+      if (cache.size >= MAX_CACHED_STATEMENTS) cache.delete(cache.keys().next().value as string);
+    }
+    cache.set(sql, statement);
     return statement.all(...params) as R[];
   };
   const one = <R>(sql: string, params: unknown[]): R | undefined => query<R>(sql, params)[0];
@@ -248,6 +268,15 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
     return id;
   };
 
+  const insertReleaseRow = db.prepare(
+    `INSERT INTO releases (application_id, number, number_key, name, sequence, pipeline_id, status, template,
+       created_by, created_on) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`,
+  );
+  const insertBuildRow = db.prepare(
+    `INSERT INTO builds (application_id, release_id, pipeline_id, number, number_key, sequence, status, created_by, created_on)
+     VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
+  );
+
   const nextSequence = (draft: BuildDraft): number => {
     const scope =
       draft.scheme === "unique"
@@ -280,22 +309,17 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
               draft.applicationId,
             ])?.n ?? 0) + 1;
           const id = Number(
-            db
-              .prepare(
-                `INSERT INTO releases (application_id, number, number_key, name, sequence, pipeline_id, status, template,
-                   created_by, created_on) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`,
-              )
-              .run(
-                draft.applicationId,
-                draft.number,
-                lower(draft.number),
-                draft.name,
-                sequence,
-                draft.pipelineId ?? null,
-                draft.template ?? null,
-                actor.by,
-                actor.now,
-              ).lastInsertRowid,
+            insertReleaseRow.run(
+              draft.applicationId,
+              draft.number,
+              lower(draft.number),
+              draft.name,
+              sequence,
+              draft.pipelineId ?? null,
+              draft.template ?? null,
+              actor.by,
+              actor.now,
+            ).lastInsertRowid,
           );
           saveVariables("release", id, draft.variables);
           return releaseById(id) as Release;
@@ -345,8 +369,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         w.params.push(lower(name), value);
       }
       const where = w.clauses.length ? ` WHERE ${w.clauses.join(" AND ")}` : "";
-      const limit = f.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(f.limit))}` : "";
-      return query<BuildRow>(`${BUILD_SELECT}${where} ORDER BY b.id DESC${limit}`, w.params).map(toBuild);
+      return query<BuildRow>(`${BUILD_SELECT}${where} ORDER BY b.id DESC${limitOf(f, w)}`, w.params).map(toBuild);
     },
     findBuild: async (id) => buildById(id),
     insertBuild: async (draft, firstStage, actor) => {
@@ -372,21 +395,16 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
             );
           }
           const id = Number(
-            db
-              .prepare(
-                `INSERT INTO builds (application_id, release_id, pipeline_id, number, number_key, sequence, status, created_by, created_on)
-                 VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
-              )
-              .run(
-                draft.applicationId,
-                draft.releaseId ?? null,
-                draft.pipelineId ?? null,
-                number,
-                lower(number),
-                stored,
-                actor.by,
-                actor.now,
-              ).lastInsertRowid,
+            insertBuildRow.run(
+              draft.applicationId,
+              draft.releaseId ?? null,
+              draft.pipelineId ?? null,
+              number,
+              lower(number),
+              stored,
+              actor.by,
+              actor.now,
+            ).lastInsertRowid,
           );
           saveVariables("build", id, draft.variables);
           const deployments = firstStage ? [enter(buildById(id) as Build, firstStage, actor)] : [];
@@ -423,8 +441,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
       if (f.environmentId !== undefined) add("d.environment_id = ?", f.environmentId);
       if (f.environmentName !== undefined) add("lower(d.environment_name) = ?", lower(f.environmentName));
       const where = w.clauses.length ? ` WHERE ${w.clauses.join(" AND ")}` : "";
-      const limit = f.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(f.limit))}` : "";
-      return query<DeploymentRow>(`${DEPLOYMENT_SELECT}${where} ORDER BY d.id DESC${limit}`, w.params).map(
+      return query<DeploymentRow>(`${DEPLOYMENT_SELECT}${where} ORDER BY d.id DESC${limitOf(f, w)}`, w.params).map(
         toDeployment,
       );
     },
