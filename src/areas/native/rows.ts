@@ -1,10 +1,10 @@
 import type { Release } from "../releases/index.js";
 import type { Application } from "../releases/model.js";
+import { SCHEME_NAMES } from "../releases/schemas.js";
 import type { ApplicationExtended, ReleaseExtended } from "./schemas.js";
 
 /** Domain records -> native rows (schemas.ts); absent values stay absent. */
 
-const SCHEME_NAMES = { sequential: "Sequential", "date-based": "DateTimeBased", unique: "Unique" } as const;
 const RELEASE_STATUS_NAMES = { active: "Active", deployed: "Deployed", canceled: "Canceled" } as const;
 
 export function applicationRow(application: Application, activeReleases: number): ApplicationExtended {

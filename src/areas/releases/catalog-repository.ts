@@ -34,8 +34,6 @@ export interface CatalogRepository {
 
   listPlans(): Promise<DeploymentPlan[]>;
   findPlan(name: string): Promise<DeploymentPlan | undefined>;
-  /** Inserts or replaces the plan of that name. */
-  savePlan(name: string, steps: readonly PlanStep[], now: string): Promise<DeploymentPlan>;
   /** Throws conflict when the name is taken. */
   insertPlan(name: string, steps: readonly PlanStep[], now: string): Promise<DeploymentPlan>;
   /** Replaces the steps of an existing plan; undefined when there is none of that name. */
@@ -150,10 +148,6 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     ),
     byName: db.prepare<[string], { id: number; name: string; steps: string }>(
       "SELECT id, name, steps FROM deployment_plans WHERE name_key = ?",
-    ),
-    upsert: db.prepare(
-      `INSERT INTO deployment_plans (name, name_key, steps, created_at, modified_at) VALUES (@name, @nameKey, @steps, @now, @now)
-       ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, steps = excluded.steps, modified_at = excluded.modified_at`,
     ),
     insert: db.prepare(
       "INSERT INTO deployment_plans (name, name_key, steps, created_at, modified_at) VALUES (@name, @nameKey, @steps, @now, @now)",
@@ -303,11 +297,6 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     findPlan: async (name) => {
       const row = plan.byName.get(key(name));
       return row && { id: row.id, name: row.name, steps: parseStoredSteps(row.steps) };
-    },
-    savePlan: async (name, steps, now) => {
-      plan.upsert.run({ name, nameKey: key(name), steps: JSON.stringify(steps), now });
-      const row = plan.byName.get(key(name)) as { id: number; name: string };
-      return { id: row.id, name: row.name, steps };
     },
     insertPlan: async (name, steps, now) =>
       unique("plan", name, () => {

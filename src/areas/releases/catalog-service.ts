@@ -40,8 +40,12 @@ export interface CatalogService {
   deletePlan(name: string): Promise<void>;
 }
 
-/** Plans are named like pipelines, and stages refer to them by that name (≤ 100 characters). */
-const PLAN_NAME = /^[^\s].{0,99}$/;
+/** ≤ 100 characters, not starting with white space. */
+const PIPELINE_NAME = /^[^\s].{0,99}$/;
+/** Plans are named like pipelines, and stages refer to them by that name. */
+const PLAN_NAME = PIPELINE_NAME;
+/** ≤ 50 letters, digits, `.`, `_`, `-` or spaces, starting with a letter or digit. */
+const APPLICATION_NAME = /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/;
 const planNotFound = (name: string) => notFound("PLAN_NOT_FOUND", `The deployment plan '${name}' was not found.`);
 
 /** compat.md 8.2: ≤ 50 letters, digits, `-`, `_`; starts with a letter; not ending in `-`/`_`. */
@@ -71,7 +75,7 @@ function checkName(what: string, name: string, pattern: RegExp): void {
 export function createCatalogService({ catalog, clock }: { catalog: CatalogRepository; clock: Clock }): CatalogService {
   const now = () => clock.now().toISOString();
   const validPipeline = async (draft: PipelineDraft) => {
-    checkName("pipeline", draft.name, /^[^\s].{0,99}$/);
+    checkName("pipeline", draft.name, PIPELINE_NAME);
     if (draft.stages.length === 0) throw invalid("NO_STAGES", "A pipeline needs at least one stage.");
     const seen = new Set<string>();
     for (const stage of draft.stages) {
@@ -104,7 +108,7 @@ export function createCatalogService({ catalog, clock }: { catalog: CatalogRepos
   return {
     listApplications: () => catalog.listApplications(),
     async createApplication(draft) {
-      checkName("application", draft.name, /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/);
+      checkName("application", draft.name, APPLICATION_NAME);
       return catalog.insertApplication(draft, now());
     },
     async updateApplication(ref, change) {
@@ -112,7 +116,7 @@ export function createCatalogService({ catalog, clock }: { catalog: CatalogRepos
       if (!current) throw notFound("APPLICATION_NOT_FOUND", "The specified application was not found.");
       const { id, ...rest } = current;
       const draft = { ...rest, ...change };
-      checkName("application", draft.name, /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/);
+      checkName("application", draft.name, APPLICATION_NAME);
       return catalog.updateApplication(id, draft);
     },
     async listEnvironments(name) {

@@ -14,9 +14,8 @@ import { releaseRoutes } from "./release-routes.js";
 import { createReleaseService, type ReleaseService } from "./release-service.js";
 import { viewRoutes } from "./view-routes.js";
 
-export type { Build, Deployment, DeploymentOutcome, DeploymentStatus, Release } from "./model.js";
-export type { PlanStep } from "./plan-steps.js";
-export type { BuildFilter, DeploymentFilter } from "./release-repository.js";
+export type { Build, Deployment, Release } from "./model.js";
+export type { BuildFilter } from "./release-repository.js";
 export type { ReleaseService } from "./release-service.js";
 export { packageOpener } from "./deployment-runner.js";
 

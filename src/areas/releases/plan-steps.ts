@@ -1,5 +1,5 @@
 import { DomainError } from "../../domain/errors.js";
-import { type PlanStep, parsePlan, planStepsSchema } from "../../jobs/plan-steps.js";
+import { type PlanStep, parsePlan } from "../../jobs/plan-steps.js";
 
 /**
  * Plan steps as the releases area stores them. The schema is the executor's (src/jobs/plan-steps.ts):
@@ -17,7 +17,12 @@ export function parseSteps(steps: unknown, where?: string): PlanStep[] {
   }
 }
 
-/** Reads a steps column written by this area (already validated, defaults applied, on write). */
+/**
+ * Reads a steps column written by this area. Not validated again: every write validates with
+ * parseSteps and stores its result, defaults applied (stored plans: catalog-service createPlan and
+ * updatePlan; a stage's inline plan: pipeline-input.ts pipelineDraft, for the API and the CLI;
+ * a deployment copies one of those), and this runs for every deployment row read.
+ */
 export function parseStoredSteps(text: string | null): PlanStep[] {
-  return text === null ? [] : planStepsSchema.parse(JSON.parse(text));
+  return text === null ? [] : (JSON.parse(text) as PlanStep[]);
 }
