@@ -148,6 +148,13 @@ describe("environments (compat.md 8.2)", () => {
       (await f.json("POST", "/api/infrastructure/environments/create/Orphan", { parentName: "None" })).statusCode,
     ).toBe(422);
     expect((await f.json("POST", "/api/infrastructure/environments/create/bad-", {})).statusCode).toBe(400);
+    // No body and no Content-Type, as some clients send a bare POST: created from the URL alone.
+    const bare = await t.app.inject({
+      method: "POST",
+      url: "/api/infrastructure/environments/create/Bare",
+      headers: { "x-apikey": t.adminKey },
+    });
+    expect(bare.statusCode, bare.body).toBe(201);
     expect((await f.json("POST", "/api/infrastructure/environments/create/prod", {})).statusCode).toBe(409);
     const one = f.ok<Json[]>(await f.json("GET", "/api/infrastructure/environments/list?name=prod-eu"));
     expect(one.map((e) => e.name)).toEqual(["Prod-EU"]);

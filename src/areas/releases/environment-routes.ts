@@ -25,7 +25,8 @@ const body = z
     active: z.boolean().optional(),
     variables: z.record(z.string(), z.string()).optional(),
   })
-  .optional();
+  // No body at all (some clients POST with none, compat.md 0.2) reaches the schema as null.
+  .nullish();
 const nameParam = z.object({ name: z.string() });
 
 function changes(input: z.infer<typeof body>): Partial<EnvironmentDraft> {
