@@ -104,3 +104,10 @@ export function printTable(rows: readonly (readonly string[])[], out: Print): vo
     );
   }
 }
+
+/** All of standard input as UTF-8 text (a password or a file given as `-`). */
+export async function readStandardInput(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -7,7 +7,7 @@ import { pipelineJson } from "../areas/releases/schemas.js";
 import type { Clock } from "../domain/clock.js";
 import { invalid } from "../domain/errors.js";
 import type { Db } from "../storage/database.js";
-import { type CommandIo, type CommandLine, printTable, runCommand, UsageError } from "./command.js";
+import { type CommandIo, type CommandLine, printTable, readStandardInput, runCommand, UsageError } from "./command.js";
 
 /**
  * `wharf pipelines ...`: the catalog service of `/api/pipelines/create|get|list|delete`, run as an
@@ -116,12 +116,6 @@ async function readSource(file: string, ctx: PipelinesCommandContext): Promise<s
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(error);
     throw invalid("FILE_UNREADABLE", `cannot read ${file}: ${reason}`);
   }
-}
-
-async function readStandardInput(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** The file's pipeline, or invalid naming the first thing wrong in it (as a JSON path). */

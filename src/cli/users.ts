@@ -2,7 +2,15 @@ import type { FeedService } from "../areas/management/index.js";
 import { createSecurityServices, type UserInput } from "../areas/security/service.js";
 import type { Clock } from "../domain/clock.js";
 import type { Db } from "../storage/database.js";
-import { type CommandIo, type CommandLine, type OptionValues, printTable, runCommand, UsageError } from "./command.js";
+import {
+  type CommandIo,
+  type CommandLine,
+  type OptionValues,
+  printTable,
+  readStandardInput,
+  runCommand,
+  UsageError,
+} from "./command.js";
 
 /**
  * `wharf users ...` and `wharf users groups ...`: the same service as `/api/security/users|groups`,
@@ -139,12 +147,6 @@ async function userInput(values: Values, ctx: UsersCommandContext): Promise<User
     ...(values["display-name"] === undefined ? {} : { displayName: values["display-name"] }),
     ...(values.groups === undefined ? {} : { groups: list(values.groups) }),
   };
-}
-
-async function readStandardInput(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** A comma-separated list; an empty value is an empty list. */

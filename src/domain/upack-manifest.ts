@@ -308,6 +308,13 @@ export function quote(value: string): string {
   return `'${value.length > 100 ? `${value.slice(0, 100)}...` : value}'`;
 }
 
+/** A name echoed in a message (names come from URLs): bounded, and without control characters. */
+export function printable(name: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  const text = name.replace(/[\u0000-\u001f\u007f]/g, "?");
+  return text.length > 100 ? `${text.slice(0, 100)}...` : text;
+}
+
 function splitOutsideBrackets(text: string): string[] {
   const parts: string[] = [];
   let depth = 0;

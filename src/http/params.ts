@@ -4,6 +4,8 @@
  * `true)`.
  */
 
+import { invalid } from "../domain/errors.js";
+
 export type QueryLike = Record<string, unknown> | undefined | null;
 
 /** The first non-empty string value of a parameter, matched case-insensitively by name. */
@@ -32,4 +34,12 @@ export function parseBoolean(value: string | undefined, fallback: boolean): bool
   if (v.startsWith("true") || v === "1" || v === "yes" || v === "y") return true;
   if (v.startsWith("false") || v === "0" || v === "no" || v === "n") return false;
   return fallback;
+}
+
+/** `count`: absent means `max`; larger values are capped at `max`, anything but digits is refused. */
+export function countParam(query: QueryLike, max: number): number {
+  const text = param(query, "count");
+  if (text === undefined) return max;
+  if (!/^\s*\d+\s*$/.test(text)) throw invalid("INVALID_COUNT", "'count' must be a non-negative integer.");
+  return Math.min(Number(text), max);
 }

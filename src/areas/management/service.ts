@@ -10,6 +10,7 @@ import {
   type StorageType,
 } from "../../domain/package-store.js";
 import type { FeedScope } from "../../domain/principal.js";
+import { printable } from "../../domain/upack-manifest.js";
 import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
 import type { FeedRepository } from "./repository.js";
@@ -66,7 +67,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
 
   async function getFeed(name: string): Promise<Feed> {
     const feed = await repository.findByName(name);
-    if (!feed) throw notFound("FEED_NOT_FOUND", `The feed '${truncate(name)}' was not found.`);
+    if (!feed) throw notFound("FEED_NOT_FOUND", `The feed '${printable(name)}' was not found.`);
     return feed;
   }
 
@@ -115,7 +116,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
 
     async deleteFeed(name) {
       if (!(await repository.deleteByName(name))) {
-        throw notFound("FEED_NOT_FOUND", `The feed '${truncate(name)}' was not found.`);
+        throw notFound("FEED_NOT_FOUND", `The feed '${printable(name)}' was not found.`);
       }
     },
 
@@ -201,11 +202,4 @@ function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson
     staticSite: s.staticSite,
     ...optional("cacheHeader", s.cacheHeader && cacheHeaderJson(s.cacheHeader)),
   };
-}
-
-/** Names echoed in messages: bounded, and without control characters (they come from URLs). */
-function truncate(name: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  const printable = name.replace(/[\u0000-\u001f\u007f]/g, "?");
-  return printable.length > 100 ? `${printable.slice(0, 100)}...` : printable;
 }

@@ -118,7 +118,7 @@ const ISO_DATE =
   /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 const MS_JSON_DATE = /^\/Date\((-?\d{1,15})(?:[+-]\d{4})?\)\/$/;
 
-export function parseDeploymentDate(value: string): Date {
+function parseDeploymentDate(value: string): Date {
   const msJson = MS_JSON_DATE.exec(value);
   if (msJson) return checkedDate(new Date(Number(msJson[1])));
   const match = ISO_DATE.exec(value);

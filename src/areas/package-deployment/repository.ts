@@ -25,15 +25,11 @@ export interface StoredDeployment extends NewDeployment {
   readonly id: number;
 }
 
-export interface DeploymentFilter {
-  readonly feedId: number;
-  /** "" for no group. */
-  readonly groupName: string;
-  readonly packageName: string;
-  /** Absent: every version. */
+/** One package's records (`groupName` "" for no group); `version` absent: every version. */
+export type DeploymentFilter = Pick<NewDeployment, "feedId" | "groupName" | "packageName"> & {
   readonly version?: string | undefined;
   readonly limit: number;
-}
+};
 
 export interface PackageDeploymentRepository {
   /** Stores one record; returns it with its id. */

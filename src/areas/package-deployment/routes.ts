@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
-import { param, type QueryLike } from "../../http/params.js";
+import { countParam, param, type QueryLike } from "../../http/params.js";
 import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { parseDeploymentInput } from "./fields.js";
 import { MAX_RAW_FORM_BYTES, readDeploymentFields } from "./request-body.js";
@@ -49,13 +49,6 @@ function requiredParam(query: QueryLike, ...names: [string, ...string[]]): strin
   return value;
 }
 
-function countParam(query: QueryLike): number {
-  const text = param(query, "count");
-  if (text === undefined) return MAX_LIST_COUNT;
-  if (!/^\s*\d+\s*$/.test(text)) throw invalid("INVALID_COUNT", "'count' must be a non-negative integer.");
-  return Math.min(Number(text), MAX_LIST_COUNT);
-}
-
 export const packageDeploymentRoutes: FastifyPluginAsync<PackageDeploymentRoutesOptions> = async (app, options) => {
   const { deployments } = options;
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -100,7 +93,7 @@ export const packageDeploymentRoutes: FastifyPluginAsync<PackageDeploymentRoutes
       // A literal '+' of build metadata arrives as a space (form decoding); no version holds a space.
       const version = param(query, "version")?.trim().replaceAll(" ", "+") || undefined;
       const groupName = param(query, "group", "groupName")?.trim() ?? "";
-      const limit = countParam(query);
+      const limit = countParam(query, MAX_LIST_COUNT);
       await authorizeOnFeed(request, "Feeds_ViewFeed", feedName);
       const records = await deployments.list({ feedName, groupName, packageName, version, limit });
       return records.map(recordJson);

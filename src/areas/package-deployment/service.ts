@@ -2,7 +2,7 @@ import { type Clock, formatProGetDate } from "../../domain/clock.js";
 import type { Principal } from "../../domain/principal.js";
 import type { Feed, FeedService } from "../management/index.js";
 import type { DeploymentDetails, DeploymentInput } from "./fields.js";
-import type { PackageDeploymentRepository, StoredDeployment } from "./repository.js";
+import type { DeploymentFilter, PackageDeploymentRepository, StoredDeployment } from "./repository.js";
 
 /**
  * Package deployment records (seed-api.md area C; compat.md 6.2, 2.4): that a package version was
@@ -21,22 +21,13 @@ export interface PackageDeploymentService {
   countsByVersion: PackageDeploymentRepository["countsByVersion"];
 }
 
-/** A stored record as the API shows it. */
-export interface DeploymentRecord {
-  readonly id: number;
+/** A stored record as the API shows it: named by feed, dated by deployment. */
+export type DeploymentRecord = Omit<StoredDeployment, "feedId" | "deployedAt" | "recordedAt"> & {
   /** The feed's canonical name. */
   readonly feedName: string;
-  readonly groupName: string;
-  readonly packageName: string;
-  readonly version: string;
-  readonly application: string;
-  readonly description: string;
-  readonly target: string;
-  readonly userName: string | undefined;
-  readonly url: string | undefined;
   /** yyyy-MM-ddTHH:mm:ss.fffZ */
   readonly date: string;
-}
+};
 
 /** A package version as named: `group` "" for no group. */
 interface PackageVersion {
@@ -50,14 +41,8 @@ export interface DownloadedVersion extends PackageVersion {
   readonly feedId: number;
 }
 
-export interface DeploymentQuery {
-  readonly feedName: string;
-  /** "" for no group. */
-  readonly groupName: string;
-  readonly packageName: string;
-  readonly version?: string | undefined;
-  readonly limit: number;
-}
+/** A DeploymentFilter naming the feed as the caller does. */
+export type DeploymentQuery = Omit<DeploymentFilter, "feedId"> & { readonly feedName: string };
 
 export interface PackageDeploymentServiceDeps {
   readonly repository: PackageDeploymentRepository;
@@ -114,17 +99,6 @@ function nameOf(caller: Principal): string | undefined {
 }
 
 function present(feed: Feed, row: StoredDeployment): DeploymentRecord {
-  return {
-    id: row.id,
-    feedName: feed.name,
-    groupName: row.groupName,
-    packageName: row.packageName,
-    version: row.version,
-    application: row.application,
-    description: row.description,
-    target: row.target,
-    userName: row.userName,
-    url: row.url,
-    date: row.deployedAt,
-  };
+  const { feedId: _feedId, recordedAt: _recordedAt, deployedAt, ...shown } = row;
+  return { ...shown, feedName: feed.name, date: deployedAt };
 }

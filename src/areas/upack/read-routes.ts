@@ -1,8 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { invalid } from "../../domain/errors.js";
-import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
+import { countParam, hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { downloadCounterOf } from "./download-counts.js";
 import { queryDoc } from "../../http/query-doc.js";
@@ -44,13 +43,6 @@ function rawParam(query: QueryLike, name: string): string | undefined {
   return hasParam(query, name) ? (param(query, name) ?? "") : undefined;
 }
 
-function countParam(query: QueryLike): number {
-  const text = param(query, "count");
-  if (text === undefined) return MAX_LIST_COUNT;
-  if (!/^\s*\d+\s*$/.test(text)) throw invalid("INVALID_COUNT", "'count' must be a non-negative integer.");
-  return Math.min(Number(text), MAX_LIST_COUNT);
-}
-
 export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app, options) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const repository = createUpackQueryRepository(options.db);
@@ -83,7 +75,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       const json = await queries.listPackages(feedOf(request), {
         group: rawParam(query, "group"),
         ...(name === undefined ? {} : { name }),
-        count: countParam(query),
+        count: countParam(query, MAX_LIST_COUNT),
       });
       return sendJsonText(reply, json);
     },
@@ -116,7 +108,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
         ...(name === undefined ? {} : { name }),
         ...(version === undefined ? {} : { version }),
         includeFileList: parseBoolean(param(query, "includeFileList"), false),
-        count: countParam(query),
+        count: countParam(query, MAX_LIST_COUNT),
       });
       return sendJsonText(reply, json);
     },
@@ -136,7 +128,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     handler: async (request, reply) => {
       const query = request.query as QueryLike;
       const term = param(query, "query", "term") ?? "";
-      return sendJsonText(reply, await queries.search(feedOf(request), term, countParam(query)));
+      return sendJsonText(reply, await queries.search(feedOf(request), term, countParam(query, MAX_LIST_COUNT)));
     },
   });
 
