@@ -24,6 +24,13 @@ export interface GuardedFetchOptions {
   readonly resolve?: ResolveHost;
 }
 
+/**
+ * Redirects a server-side fetch follows (connector probes and requests, content-url, virtual URL
+ * sources, deployment plans' downloads): enough for a feed behind a proxy, a moved server or a
+ * CDN, few enough to stay cheap.
+ */
+export const MAX_REDIRECTS = 5;
+
 export interface GuardedFetchInit {
   readonly headers?: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal;

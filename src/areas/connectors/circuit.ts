@@ -27,9 +27,9 @@ export interface CircuitOptions {
   readonly maxBackoffMs?: number;
 }
 
-export const FAILURES_TO_OPEN = 3;
-export const BASE_BACKOFF_MS = 5_000;
-export const MAX_BACKOFF_MS = 5 * 60_000;
+const FAILURES_TO_OPEN = 3;
+const BASE_BACKOFF_MS = 5_000;
+const MAX_BACKOFF_MS = 5 * 60_000;
 
 interface State {
   failures: number;

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http";
-import { createGuardedFetch, type ResolveHost } from "../../net/fetch-guard.js";
+import { createGuardedFetch, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
 import type { Connector } from "./model.js";
 
 /**
@@ -20,8 +20,6 @@ export interface HealthProbeOptions {
   readonly resolve?: ResolveHost;
 }
 
-/** Enough for a feed behind a proxy or a moved server, as for other server-side fetches. */
-const MAX_REDIRECTS = 5;
 const MAX_MESSAGE_LENGTH = 1000;
 
 /**

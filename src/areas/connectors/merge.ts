@@ -53,7 +53,7 @@ export function mergeConnectorInput(current: ConnectorDraft | undefined, input: 
  * Connector names follow the feed name rules (they are referenced from feeds and appear in URLs);
  * the rule is validateFeedName's, and only its wording is changed to say "connector".
  */
-export function connectorName(name: unknown): string {
+function connectorName(name: unknown): string {
   try {
     return validateFeedName(name);
   } catch (error) {
@@ -69,7 +69,7 @@ export function connectorName(name: unknown): string {
  * in username/password (the fetch guard refuses them in URLs), and the others would be cut off
  * or doubled by every path appended.
  */
-export function connectorUrl(input: string): string {
+function connectorUrl(input: string): string {
   let url: URL;
   try {
     url = new URL(input.trim());

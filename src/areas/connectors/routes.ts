@@ -19,8 +19,8 @@ import type { ConnectorService } from "./service.js";
 const PREFIX = "/api/management/connectors";
 const TAGS = ["connectors"];
 
-const viewNeed: AccessNeed = { api: "feeds", attribute: "Admin_ManageFeed" };
-const manageNeed: AccessNeed = { api: "feeds", attribute: "Admin_ManageFeed" };
+/** For reading as well as changing: a connector shows an upstream's URL and account (see above). */
+const adminNeed: AccessNeed = { api: "feeds", attribute: "Admin_ManageFeed" };
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
@@ -41,7 +41,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       body: connectorInputSchema.nullish(),
       response: { 201: connectorSchema, ...errors, 409: errorText, 415: errorText },
     },
-    config: { access: { need: manageNeed } },
+    config: { access: { need: adminNeed } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const connector = await connectors.createConnector(request.body ?? {});
@@ -60,7 +60,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       querystring: managementQuery,
       response: { 200: connectorSchema, ...errors },
     },
-    config: { access: { need: viewNeed } },
+    config: { access: { need: adminNeed } },
     handler: async (request, reply) => {
       const connector = await connectors.getConnector(request.params.name);
       return sendJson(reply, 200, connectorSchema, connectors.present(connector), wantsIndent(request.query));
@@ -81,7 +81,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
     },
     config: { access: { inHandler: true } },
     handler: async (request, reply) => {
-      const visible = (await request.can(viewNeed)) ? await connectors.listConnectors() : [];
+      const visible = (await request.can(adminNeed)) ? await connectors.listConnectors() : [];
       const body = visible.map((connector) => connectors.present(connector));
       return sendJson(reply, 200, z.array(connectorSchema), body, wantsIndent(request.query));
     },
@@ -102,7 +102,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       body: connectorInputSchema.nullish(),
       response: { 200: connectorSchema, ...errors, 409: errorText, 415: errorText },
     },
-    config: { access: { need: manageNeed } },
+    config: { access: { need: adminNeed } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const connector = await connectors.updateConnector(request.params.name, request.body ?? {});
@@ -123,7 +123,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       querystring: managementQuery,
       response: { 200: z.void().describe("Empty body"), ...errors, 409: errorText },
     },
-    config: { access: { need: manageNeed } },
+    config: { access: { need: adminNeed } },
     handler: async (request, reply) => {
       await connectors.deleteConnector(request.params.name);
       return reply.code(200).send();
@@ -143,7 +143,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       querystring: managementQuery,
       response: { 200: connectorHealthSchema, ...errors },
     },
-    config: { access: { need: manageNeed } },
+    config: { access: { need: adminNeed } },
     handler: async (request, reply) => {
       const connector = await connectors.checkHealth(request.params.name);
       return sendJson(

@@ -1,5 +1,6 @@
 import type { Clock } from "../../domain/clock.js";
 import { conflict, notFound } from "../../domain/errors.js";
+import { printable } from "../../domain/upack-manifest.js";
 import type { Feed } from "../management/index.js";
 import type { HealthProbe } from "./health.js";
 import { mergeConnectorInput } from "./merge.js";
@@ -173,11 +174,4 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
       };
     },
   };
-}
-
-/** Names echoed in messages come from URLs: bounded, and without control characters. */
-function printable(name: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  const text = name.replace(/[\u0000-\u001f\u007f]/g, "?");
-  return text.length > 100 ? `${text.slice(0, 100)}...` : text;
 }

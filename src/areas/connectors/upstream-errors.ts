@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http";
-import { DomainError } from "../../domain/errors.js";
+import { DomainError, type ErrorKind } from "../../domain/errors.js";
 import type { Admission } from "./circuit.js";
 import type { Connector } from "./model.js";
 
@@ -11,8 +11,18 @@ import type { Connector } from "./model.js";
 
 const MAX_MESSAGE_LENGTH = 500;
 
+/** Errors made here, with the connector they name: connectorError passes them on unwrapped. */
+const naming = new WeakMap<DomainError, string>();
+
+function named(connector: Connector, kind: ErrorKind, code: string, message: string): DomainError {
+  const error = new DomainError(kind, code, message);
+  naming.set(error, connector.name);
+  return error;
+}
+
 export function timedOut(connector: Connector, ms: number): DomainError {
-  return new DomainError(
+  return named(
+    connector,
     "gateway_timeout",
     "CONNECTOR_TIMEOUT",
     `Connector '${connector.name}' did not answer within ${ms / 1000} s.`,
@@ -21,7 +31,8 @@ export function timedOut(connector: Connector, ms: number): DomainError {
 
 export function circuitOpen(connector: Connector, admission: Admission & { admitted: false }): DomainError {
   const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
-  return new DomainError(
+  return named(
+    connector,
     "bad_gateway",
     "CONNECTOR_UNAVAILABLE",
     `Connector '${connector.name}' is unavailable: its last ${admission.failures} requests failed; ` +
@@ -31,7 +42,8 @@ export function circuitOpen(connector: Connector, admission: Admission & { admit
 
 export function httpError(connector: Connector, status: number): DomainError {
   const reason = STATUS_CODES[status] ?? "";
-  return new DomainError(
+  return named(
+    connector,
     "bad_gateway",
     "CONNECTOR_HTTP_ERROR",
     `Connector '${connector.name}': the upstream answered HTTP ${status} ${reason}`.trim() + ".",
@@ -39,7 +51,8 @@ export function httpError(connector: Connector, status: number): DomainError {
 }
 
 export function invalidAnswer(connector: Connector, what: string): DomainError {
-  return new DomainError(
+  return named(
+    connector,
     "bad_gateway",
     "CONNECTOR_INVALID_ANSWER",
     `Connector '${connector.name}': the answer ${what}.`,
@@ -51,10 +64,10 @@ export function invalidAnswer(connector: Connector, what: string): DomainError {
  * messages (a refused address, a timeout, a connection error) are kept: they say what went wrong.
  */
 export function connectorError(connector: Connector, error: unknown): DomainError {
-  if (error instanceof DomainError && error.message.startsWith(`Connector '${connector.name}'`)) return error;
+  if (error instanceof DomainError && naming.get(error) === connector.name) return error;
   const kind = error instanceof DomainError && error.kind === "gateway_timeout" ? "gateway_timeout" : "bad_gateway";
   const code = error instanceof DomainError ? error.code : "CONNECTOR_FAILED";
   const detail = error instanceof DomainError ? error.message : "the request to the upstream failed.";
   const text = detail.length > MAX_MESSAGE_LENGTH ? `${detail.slice(0, MAX_MESSAGE_LENGTH)}...` : detail;
-  return new DomainError(kind, code, `Connector '${connector.name}': ${text}`);
+  return named(connector, kind, code, `Connector '${connector.name}': ${text}`);
 }

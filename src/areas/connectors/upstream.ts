@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from "node:stream";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { exceedsJsonDepth } from "../../domain/json-depth.js";
-import { createGuardedFetch, type GuardedResponse, type ResolveHost } from "../../net/fetch-guard.js";
+import { createGuardedFetch, type GuardedResponse, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
 import type { Db } from "../../storage/database.js";
 import { type CircuitBreaker, createCircuitBreaker } from "./circuit.js";
 import { basicAuthorization } from "./health.js";
@@ -36,7 +36,10 @@ export interface ConnectorUpstreams {
    * universal ones (others are stored only). Names that match no connector are skipped.
    */
   connectorsOf(names: readonly string[]): Promise<Connector[]>;
-  /** The upstream's JSON answer, `found: false` for its 404. */
+  /**
+   * The upstream's JSON answer, `found: false` for its 404. Concurrent callers of one request
+   * share one parsed body: read it, never change it.
+   */
   metadata(connector: Connector, request: MetadataRequest): Promise<MetadataAnswer>;
   /**
    * The package file, streamed: undefined when the upstream answers 404. The body fails (with
@@ -81,15 +84,14 @@ export interface ConnectorUpstreamsDeps {
 const METADATA_MAX_BYTES = 32 * 1024 * 1024;
 /** A download is bounded by the connector's timeout between chunks, and by this as a whole. */
 const DOWNLOAD_MIN_TOTAL_MS = 60 * 60_000;
-const MAX_REDIRECTS = 5;
 
 export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): ConnectorUpstreams {
   const { clock, config } = deps;
   const cache = createMetadataCacheRepository(deps.db);
   const circuit = deps.circuit ?? createCircuitBreaker();
   const nowMs = () => clock.now().getTime();
-  /** Requests for the same answer share one upstream request. */
-  const inFlight = new Map<string, Promise<CachedAnswer>>();
+  /** Requests for the same answer share one upstream request, and its parsed body. */
+  const inFlight = new Map<string, Promise<MetadataAnswer>>();
 
   const guard = (timeoutMs: number, maxBytes: number) =>
     createGuardedFetch({
@@ -108,7 +110,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
   const ageOf = (answer: CachedAnswer) => nowMs() - Date.parse(answer.fetchedAt);
 
   /** Asks the upstream once (through the circuit); stores what it answered when caching is on. */
-  async function ask(connector: Connector, request: MetadataRequest, key: string): Promise<CachedAnswer> {
+  async function ask(connector: Connector, request: MetadataRequest, key: string): Promise<MetadataAnswer> {
     const circuitKey = circuitKeyOf(connector);
     const admission = circuit.admit(circuitKey, nowMs());
     if (!admission.admitted) throw circuitOpen(connector, admission);
@@ -129,19 +131,19 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
       circuit.succeeded(circuitKey);
       throw httpError(connector, response.status);
     }
-    let answer: CachedAnswer;
+    let read = { text: "", json: undefined as unknown };
     try {
       if (response.status === 404) response.body.destroy();
-      const body = response.status === 404 ? "" : await jsonText(connector, response);
-      answer = { status: response.status, body, fetchedAt: clock.now().toISOString() };
+      else read = await readJson(connector, response);
     } catch (error) {
       throw failed(error);
     }
     circuit.succeeded(circuitKey);
     if (connector.metadataCacheEnabled) {
+      const answer = { status: response.status, body: read.text, fetchedAt: clock.now().toISOString() };
       await cache.store(connector.id, key, answer, connector.metadataCacheCount);
     }
-    return answer;
+    return response.status === 200 ? { found: true, body: read.json, stale: false } : { found: false };
   }
 
   return {
@@ -161,7 +163,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
         inFlight.set(sharedKey, pending);
       }
       try {
-        return answerOf(await pending, false);
+        return await pending;
       } catch (error) {
         // Only a positive answer is served stale; an expired "not found" is not (see above).
         if (cached?.status === 200) return answerOf(cached, true);
@@ -238,7 +240,8 @@ function requestHeaders(connector: Connector): Record<string, string> {
   return { accept: "application/json", ...basicAuthorization(connector) };
 }
 
-async function jsonText(connector: Connector, response: GuardedResponse): Promise<string> {
+/** The body as text (what the cache keeps) and as the JSON it was checked to be. */
+async function readJson(connector: Connector, response: GuardedResponse): Promise<{ text: string; json: unknown }> {
   const chunks: Buffer[] = [];
   for await (const chunk of response.body as AsyncIterable<Buffer>) chunks.push(chunk);
   const text = Buffer.concat(chunks).toString("utf8");
@@ -251,7 +254,7 @@ async function jsonText(connector: Connector, response: GuardedResponse): Promis
   if (typeof json !== "object" || json === null || exceedsJsonDepth(json)) {
     throw invalidAnswer(connector, "is not a JSON object or array of the universal feed API");
   }
-  return text;
+  return { text, json };
 }
 
 /** 4xx other than 404 (bad credentials, say) are the upstream's considered answer, not an outage. */

@@ -12,7 +12,7 @@ import {
   type JobRunner,
   type JobRunnerLogger,
 } from "../../jobs/runner.js";
-import { createGuardedFetch } from "../../net/fetch-guard.js";
+import { createGuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
 import type { UpackDownloadService } from "../upack/download-service.js";
@@ -70,7 +70,6 @@ export interface DeploymentRunnerDeps {
 const DEPLOYMENT_JOB = "deployment";
 const POLL_MS = 1_000;
 const BATCH = 100;
-const MAX_REDIRECTS = 5;
 
 /** One line per job log line: `<ISO time> <LEVEL> <message>`. */
 function formatJobLog(lines: readonly JobLogLine[]): string {

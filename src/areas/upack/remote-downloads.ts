@@ -3,7 +3,7 @@ import { PassThrough, type Readable, Transform, type TransformCallback } from "n
 import { DomainError } from "../../domain/errors.js";
 import type { Principal } from "../../domain/principal.js";
 import type { BlobKeeper } from "../../storage/blob-keeper.js";
-import type { BlobStore } from "../../storage/blob-store.js";
+import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
 import type { StoredPackage } from "./download-service.js";
 import { versionNotFound } from "./query-service.js";
 import { createRemoteLookup, type Located, type RemoteLookupDeps, type RemoteTarget } from "./remote-lookup.js";
@@ -71,10 +71,16 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
     return options.canPull();
   }
 
-  async function keep(remote: RemoteTarget, source: Readable, options: PullOptions, key: string): Promise<void> {
+  /** Saves the blob `store` puts as a cached version; until then a second download only streams. */
+  async function keep(
+    remote: RemoteTarget,
+    options: PullOptions,
+    key: string,
+    store: () => Promise<BlobInfo>,
+  ): Promise<void> {
     pulling.add(key);
     try {
-      const blob = await blobs.put(source, { maxBytes: deps.maxBytes, expected: { sha1: remote.sha1 ?? "" } });
+      const blob = await store();
       // The save path holds the blob, and deletes it again unless the version was saved.
       await deps.write.cachePulled({ feedId: remote.feed.id, principal: options.principal, blob, ...identity(remote) });
     } finally {
@@ -110,7 +116,8 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
       source.pipe(client);
       if (store !== undefined) {
         source.pipe(store);
-        keep(remote, store, options, key).catch((error: unknown) => {
+        const put = () => blobs.put(store, { maxBytes: deps.maxBytes, expected: { sha1: remote.sha1 ?? "" } });
+        keep(remote, options, key, put).catch((error: unknown) => {
           // Unpiped by its close, so that the client's copy goes on.
           store.destroy();
           if (client.destroyed) source.destroy();
@@ -133,11 +140,9 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
       const release = await keeper.hold(blob.sha256);
       const key = pullKey(remote);
       if (await shouldKeep(remote, options, key).catch(() => false)) {
-        pulling.add(key);
-        await deps.write
-          .cachePulled({ feedId: remote.feed.id, principal: options.principal, blob, ...identity(remote) })
-          .catch((error: unknown) => reportUnkept(options, remote, error))
-          .finally(() => pulling.delete(key));
+        await keep(remote, options, key, async () => blob).catch((error: unknown) =>
+          reportUnkept(options, remote, error),
+        );
       }
       const file = { sha256: blob.sha256, size: blob.size, lastModified: remote.published ?? new Date() };
       return {

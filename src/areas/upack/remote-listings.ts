@@ -1,5 +1,6 @@
 import { DomainError } from "../../domain/errors.js";
 import { compilePatterns } from "../../domain/patterns.js";
+import { canonicalVersion } from "../../domain/upack-version.js";
 import type { Connector, ConnectorUpstreams, MetadataRequest } from "../connectors/index.js";
 import type { FeedService } from "../management/index.js";
 import { getUniversalFeed } from "./feed-lookup.js";
@@ -8,6 +9,7 @@ import {
   remotePackageOf,
   remotePackagesOf,
   remoteVersionOf,
+  type RemoteVersion,
   remoteVersionsOf,
   type Visible,
 } from "./remote-entries.js";
@@ -16,7 +18,6 @@ import {
   packageNotFound,
   type PackagesQuery,
   type UpackQueryService,
-  versionKeyOf,
   versionNotFound,
   type VersionsQuery,
 } from "./query-service.js";
@@ -155,26 +156,13 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
     const group = query.group ?? "";
     const name = query.name ?? "";
     const version = query.version ?? "";
-    const canonical = versionKeyOf(version) === undefined ? undefined : version;
-    const failures: DomainError[] = [];
-    for (const connector of canonical === undefined ? [] : connectors) {
-      try {
-        const request = {
-          endpoint: "versions",
-          query: { group, name, version: canonical, includeFileList: query.includeFileList ? "true" : undefined },
-        } as const;
-        const answer = await upstreams.metadata(connector, request);
-        const found = answer.found
-          ? remoteVersionOf(answer.body, visibleThrough(connector), query.includeFileList)
-          : undefined;
-        if (found !== undefined && versionKeyOf(found.versionText) === versionKeyOf(version))
-          return toBuffer(found.json);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        failures.push(error);
-      }
-    }
-    throw failures[0] ?? versionNotFound(group, name, version);
+    const canonical = canonicalVersion(version);
+    const found =
+      canonical === undefined
+        ? { failures: [] }
+        : await firstListing(upstreams, connectors, { group, name, version: canonical }, query.includeFileList);
+    if (found.version !== undefined) return toBuffer(found.version.json);
+    throw found.failures[0] ?? versionNotFound(group, name, version);
   }
 }
 
@@ -204,6 +192,41 @@ export async function gather<T>(
     else sources.push(result);
   }
   return { sources, failures };
+}
+
+/** The version a connector lists, if any did, and the failures of the connectors that could not answer. */
+export type Listed =
+  | { readonly connector: Connector; readonly version: RemoteVersion; readonly failures: DomainError[] }
+  | { readonly connector?: undefined; readonly version?: undefined; readonly failures: DomainError[] };
+
+/**
+ * The first connector, in the feed's order, that lists exactly this version (canonical text).
+ * Asked one at a time, unlike gather(): a later connector is asked only when no earlier one has it.
+ */
+export async function firstListing(
+  upstreams: ConnectorUpstreams,
+  connectors: readonly Connector[],
+  id: { readonly group: string; readonly name: string; readonly version: string },
+  withFiles: boolean,
+): Promise<Listed> {
+  const failures: DomainError[] = [];
+  const request: MetadataRequest = {
+    endpoint: "versions",
+    query: { group: id.group, name: id.name, version: id.version, includeFileList: withFiles ? "true" : undefined },
+  };
+  for (const connector of connectors) {
+    try {
+      const answer = await upstreams.metadata(connector, request);
+      const found = answer.found ? remoteVersionOf(answer.body, visibleThrough(connector), withFiles) : undefined;
+      if (found !== undefined && found.versionText.toLowerCase() === id.version.toLowerCase()) {
+        return { connector, version: found, failures };
+      }
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      failures.push(error);
+    }
+  }
+  return { failures };
 }
 
 /** Connector filters (domain/patterns.ts) matched against `group/name`, or `name` in the empty group. */

@@ -1,4 +1,4 @@
-import { DomainError } from "../../domain/errors.js";
+import type { DomainError } from "../../domain/errors.js";
 import { parsePackagePath, type PackagePath } from "../../domain/upack-manifest.js";
 import { compareVersions, formatVersion, parseVersion } from "../../domain/upack-version.js";
 import type { Connector, ConnectorUpstreams } from "../connectors/index.js";
@@ -6,8 +6,8 @@ import type { Feed, FeedService } from "../management/index.js";
 import type { DownloadTarget, UpackDownloadService } from "./download-service.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import { versionNotFound } from "./query-service.js";
-import { packageKey, type RemoteVersion, remoteVersionOf, remoteVersionsOf } from "./remote-entries.js";
-import { gather, isLocalMiss, visibleThrough } from "./remote-listings.js";
+import { packageKey, type RemoteVersion, remoteVersionsOf } from "./remote-entries.js";
+import { firstListing, gather, isLocalMiss, type Listed } from "./remote-listings.js";
 
 /**
  * Which version a download URL names on a feed with connectors (compat.md 2.4, 2.12, 5.3): the
@@ -80,36 +80,19 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
   };
 
   /** The first connector, in the feed's order, that lists exactly this version. */
-  async function exact(connectors: readonly Connector[], path: PackagePath): Promise<Found> {
-    const failures: DomainError[] = [];
-    if (path.version === undefined) return { failures };
-    const wanted = formatVersion(path.version);
-    for (const connector of connectors) {
-      try {
-        const request = {
-          endpoint: "versions",
-          query: { group: path.group, name: path.name, version: wanted },
-        } as const;
-        const answer = await upstreams.metadata(connector, request);
-        const found = answer.found ? remoteVersionOf(answer.body, visibleThrough(connector), false) : undefined;
-        if (found !== undefined && found.versionText.toLowerCase() === wanted.toLowerCase()) {
-          return { connector, version: found, failures };
-        }
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        failures.push(error);
-      }
-    }
-    return { failures };
+  async function exact(connectors: readonly Connector[], path: PackagePath): Promise<Listed> {
+    if (path.version === undefined) return { failures: [] };
+    const id = { group: path.group, name: path.name, version: formatVersion(path.version) };
+    return firstListing(upstreams, connectors, id, false);
   }
 
   /** The highest version any connector lists; on a tie, the earlier connector's. */
-  async function highest(connectors: readonly Connector[], path: PackagePath): Promise<Found> {
+  async function highest(connectors: readonly Connector[], path: PackagePath): Promise<Listed> {
     const request = { endpoint: "versions", query: { group: path.group, name: path.name } } as const;
     const { sources, failures } = await gather(upstreams, connectors, request, (body, visible) =>
       remoteVersionsOf(body, visible, false),
     );
-    let best: Found = { failures };
+    let best: Listed = { failures };
     for (const { connector, entries } of sources) {
       for (const version of entries) {
         if (version.key !== packageKey(path.group, path.name)) continue;
@@ -121,10 +104,6 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
     return best;
   }
 }
-
-type Found =
-  | { readonly connector: Connector; readonly version: RemoteVersion; readonly failures: DomainError[] }
-  | { readonly connector?: undefined; readonly version?: undefined; readonly failures: DomainError[] };
 
 function orMiss<T>(local: T | undefined, miss: DomainError | undefined): T {
   if (local !== undefined) return local;

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { DomainError } from "../../domain/errors.js";
-import { createGuardedFetch, type GuardedFetch } from "../../net/fetch-guard.js";
+import { createGuardedFetch, type GuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
@@ -33,9 +33,6 @@ export interface UpackServices {
   readonly remote: RemoteDownloads | undefined;
 }
 
-/** Redirects followed by a server-side fetch: enough for CDNs and release pages, few enough to stay cheap. */
-const MAX_FETCH_REDIRECTS = 5;
-
 export function createUpackServices(options: UpackAreaOptions): UpackServices {
   const { config } = options;
   // One guard for every server-side fetch of the area (content-url, virtual URL sources), so the
@@ -44,7 +41,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     allowPrivate: config.fetchAllowPrivate,
     timeoutMs: config.fetchTimeoutMs,
     maxBytes: config.fetchMaxBytes,
-    maxRedirects: MAX_FETCH_REDIRECTS,
+    maxRedirects: MAX_REDIRECTS,
   });
   const tempDir = path.join(config.dataDir, "tmp");
   const queries = createUpackQueryRepository(options.db);
