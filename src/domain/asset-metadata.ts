@@ -14,7 +14,7 @@ export interface MetadataEntry {
 }
 export type UserMetadata = Readonly<Record<string, MetadataEntry>>;
 
-export const MAX_METADATA_ENTRIES = 100;
+const MAX_METADATA_ENTRIES = 100;
 const MAX_NAME_LENGTH = 200;
 const MAX_VALUE_LENGTH = 8 * 1024;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -13,7 +13,7 @@ export type CacheHeader =
 export const INHERIT: CacheHeader = { type: "Inherit" };
 
 /** What a directory whose default is Inherit sends: compat.md 4.2 "Cache-Control (default `public`)". */
-export const DEFAULT_CACHE_CONTROL = "public";
+const DEFAULT_CACHE_CONTROL = "public";
 
 const TYPES: ReadonlyMap<string, CacheHeader["type"]> = new Map(
   (["Inherit", "NoCache", "TTL", "Custom"] as const).map((type) => [type.toLowerCase(), type]),

@@ -2,7 +2,11 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { DomainError, type ErrorKind } from "../domain/errors.js";
+
+/** Every error response's body in route schemas (OpenAPI): a plain-text message (compat.md 0.3). */
+export const errorText = z.string().describe("Plain-text error message (text/plain)");
 
 /** The one table from error kind to HTTP status; nothing else in Wharf knows status codes of errors. */
 const STATUS_BY_KIND: Record<ErrorKind, number> = {

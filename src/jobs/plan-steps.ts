@@ -26,6 +26,7 @@ import type { GuardedFetch } from "../net/fetch-guard.js";
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from "../storage/archives.js";
 import { openZip, type ZipReader } from "../storage/zip.js";
 import type { JobLogLevel, JobOutcome } from "./runner.js";
+import { isInside } from "../storage/path-containment.js";
 
 /** A step holds a job slot while it sleeps; longer waits belong to scheduling, not to a plan. */
 const MAX_SLEEP_SECONDS = 600;
@@ -329,11 +330,6 @@ async function extractPackage(reader: ZipReader, target: string, signal: AbortSi
     files++;
   }
   return files;
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate);
-  return relative === "" || (relative.split(path.sep)[0] !== ".." && !path.isAbsolute(relative));
 }
 
 const outsideTarget = (what: string) =>

@@ -11,6 +11,7 @@ import { type Inputs, readInputs } from "../releases/params.js";
 import { BADGE_STATES, type BadgeState, badgeEtag, renderBadge } from "./badge-svg.js";
 import { badgeStateOf, filterKey, type SelectedBuild, selectBuild } from "./build-selection.js";
 import { type ChangeWatch, VersionedCache } from "../../storage/change-watch.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * CI badges (seed-api.md area G; compat.md 7.6): `image` answers the SVG of the selected build's
@@ -29,7 +30,6 @@ export interface CiBadgeOptions {
 const MAX_REMEMBERED_BADGES = 4_096;
 
 const TAGS = ["ci badges"];
-const errorText = z.string().describe("Plain-text error message");
 const FILTERS_DOC = {
   $ApplicationName: "Application name",
   $ApplicationId: "Application id",

@@ -1,16 +1,15 @@
 import type { FastifyRequest } from "fastify";
-import { z } from "zod";
 import type { Config } from "../../config.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { publicBaseUrl } from "../../http/base-url.js";
+import { errorText } from "../../http/errors.js";
 import type { Feed } from "../management/index.js";
 import { contentBaseUrl } from "./present.js";
 export { queryDoc } from "../../http/query-doc.js";
 
 /** What every asset directory route shares: its parameters, needs and documentation pieces. */
-
 export const TAGS = ["asset directory"];
-export const errorText = z.string().describe("Plain-text error message");
+export { errorText };
 export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
 export const directoryOf = (request: FastifyRequest) => (request.params as { dir: string }).dir;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { errorText } from "../../http/errors.js";
 
 /**
  * Request and response shapes of feed management (compat.md 5.1, 5.2). Input schemas check JSON
@@ -185,4 +186,4 @@ export const storageQuery = managementQuery.extend({
   feed: z.string().optional().describe("Feed name; without it, GET lists the storage types"),
 });
 
-export const errorText = z.string().describe("Plain-text error message (text/plain)");
+export { errorText };

@@ -8,6 +8,7 @@ import { actorName } from "../releases/actor.js";
 import { collectPairs } from "../releases/params.js";
 import { bindArguments } from "./arguments.js";
 import type { NativeRegistry } from "./registry.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * The JSON transport of the native API (seed-api.md area H; compat.md 5.5, 7.7):
@@ -21,8 +22,6 @@ export interface NativeRoutesOptions {
   readonly services: ReleasesServices;
   readonly registry: NativeRegistry;
 }
-
-const errorText = z.string().describe("Plain-text error message");
 
 export const nativeRoutes: FastifyPluginAsync<NativeRoutesOptions> = async (app, { services, registry }) => {
   const api = app.withTypeProvider<ZodTypeProvider>();

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { queryDoc } from "../../http/query-doc.js";
 import type { DeploymentRecord } from "./service.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * Request and response shapes of area C. The posted record is not validated by a schema: its
@@ -9,7 +10,7 @@ import type { DeploymentRecord } from "./service.js";
  * record, camelCase, with its id.
  */
 
-export const errorText = z.string().describe("Plain-text error message");
+export { errorText };
 
 /** Documentation only (z.unknown validates nothing): the fields are read by fields.ts. */
 export const postedRecordDoc = z

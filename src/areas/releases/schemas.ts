@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Application, Build, Deployment, Environment, Pipeline, Release } from "./model.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * Response shapes of area E (compat.md 7.3) and of Wharf's management additions (compat.md 7.8,
@@ -7,7 +8,7 @@ import type { Application, Build, Deployment, Environment, Pipeline, Release } f
  * absent values are omitted, never null (BuildMaster.Net reads ids into non-nullable ints).
  */
 
-export const errorText = z.string().describe("Plain-text error message");
+export { errorText };
 const id = z.number().int();
 const text = z.string();
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { API_KEY_TYPES, LOGGING_MODES } from "./model.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * Request and response shapes of the API-key and security APIs (compat.md 5.4; pgutil's
@@ -9,7 +10,7 @@ import { API_KEY_TYPES, LOGGING_MODES } from "./model.js";
  * serializer drops anything not listed, so a password or key hash can never leak through them.
  */
 
-export const errorText = z.string().describe("Plain-text error message (text/plain)");
+export { errorText };
 export const emptyBody = z.void().describe("Empty body");
 
 const text = (max: number) => z.string().max(max);

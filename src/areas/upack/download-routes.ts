@@ -20,6 +20,7 @@ import {
 import { parsePackageFilePath } from "./download-path.js";
 import type { DownloadTarget, StoredPackage, UpackDownloadService } from "./download-service.js";
 import type { Located, PullOptions, RemoteDownloads, RemoteTarget } from "./remote-downloads.js";
+import { errorText } from "../../http/errors.js";
 
 /**
  * Universal feed downloads (seed-api.md area A: download package, download package file, download
@@ -41,7 +42,7 @@ export const feedOf = (request: FastifyRequest) => (request.params as { feed: st
 export const feedNeed =
   (attribute: "Feeds_ViewFeed" | "Feeds_DownloadPackage") =>
   (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: feedOf(request) });
-export const errorText = z.string().describe("Plain-text error message");
+export { errorText };
 export const TAGS = ["universal feed"];
 
 const LATEST_DOC = "Present (bare or with any value) when the path names no version";

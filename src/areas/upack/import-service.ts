@@ -7,6 +7,7 @@ import type { Principal } from "../../domain/principal.js";
 import { quote } from "../../domain/upack-manifest.js";
 import type { AssetService } from "../endpoints/index.js";
 import type { UpackWriteService, UploadResult } from "./upload-service.js";
+import { isInside } from "../../storage/path-containment.js";
 
 /**
  * Imports into a universal feed (compat.md 2.9) from the two places a package file can already be:
@@ -202,11 +203,6 @@ async function deleteIfUnchanged(source: ServerFile): Promise<void> {
 }
 
 /** Whether `target` is `root` or below it (both absolute, normalised). */
-function isInside(root: string, target: string): boolean {
-  const relative = path.relative(root, target);
-  return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
-}
-
 const sameFile = (a: Stats, b: Stats) => a.dev === b.dev && a.ino === b.ino;
 
 function isMissing(error: unknown): boolean {
