@@ -1,6 +1,6 @@
 import { invalid } from "../../domain/errors.js";
 import type { Build, BuildFilter, Deployment, ReleaseService } from "../releases/index.js";
-import type { Inputs } from "../releases/params.js";
+import { type Inputs, parseWholeNumber } from "../releases/params.js";
 import type { BadgeState } from "./badge-svg.js";
 
 /**
@@ -42,8 +42,9 @@ function buildFilterOf(inputs: Inputs): BuildFilter {
       }
       filter.variables.set(name, value);
     } else if (field === "applicationId") {
-      if (!/^\d{1,15}$/.test(value)) throw invalid("INVALID_APPLICATION_ID", "'$ApplicationId' must be a number.");
-      filter.applicationId = Number(value);
+      const applicationId = parseWholeNumber(value);
+      if (applicationId === undefined) throw invalid("INVALID_APPLICATION_ID", "'$ApplicationId' must be a number.");
+      filter.applicationId = applicationId;
     } else filter[field] = value;
   }
   return filter;

@@ -1,5 +1,5 @@
 import { invalid } from "../../domain/errors.js";
-import type { RawPair } from "../releases/params.js";
+import { parseWholeNumber, type RawPair } from "../releases/params.js";
 import type { NativeArguments, NativeMethod, NativeParameter, NativeType } from "./registry.js";
 
 /**
@@ -32,7 +32,7 @@ export function bindArguments(method: NativeMethod, raw: RawArguments): NativeAr
 function convert(parameter: NativeParameter, text: string): string | number | boolean {
   const converters: Record<NativeType, (value: string) => string | number | boolean | undefined> = {
     string: (value) => value,
-    integer: (value) => (/^\d{1,15}$/.test(value) ? Number(value) : undefined),
+    integer: parseWholeNumber,
     indicator: parseIndicator,
   };
   const value = converters[parameter.type](text);

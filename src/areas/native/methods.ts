@@ -41,10 +41,7 @@ const getApplications = defineNativeMethod({
     const shown = all
       .filter((app) => app.active || args.IncludeInactive_Indicator !== false)
       .slice(0, args.Application_Count ?? Number.POSITIVE_INFINITY);
-    const active = new Map<number, number>();
-    for (const release of await services.releases.listReleases({ status: "active" })) {
-      active.set(release.applicationId, (active.get(release.applicationId) ?? 0) + 1);
-    }
+    const active = await services.releases.countActiveReleases();
     return shown.map((app) => applicationRow(app, active.get(app.id) ?? 0));
   },
 });
@@ -56,12 +53,10 @@ const getApplication = defineNativeMethod({
   attribute: "Applications_View",
   result: applicationDetailsResultSchema,
   async run(args, { services }) {
-    const app = (await services.catalog.listApplications()).find((a) => a.id === args.Application_Id);
-    const active = app ? await services.releases.listReleases({ applicationId: app.id, status: "active" }) : [];
-    return {
-      Applications_Extended: app ? [applicationRow(app, active.length)] : [],
-      Deployables_Extended: [],
-    };
+    const app = await services.catalog.findApplication(args.Application_Id);
+    if (!app) return { Applications_Extended: [], Deployables_Extended: [] };
+    const active = await services.releases.countActiveReleases(app.id);
+    return { Applications_Extended: [applicationRow(app, active.get(app.id) ?? 0)], Deployables_Extended: [] };
   },
 });
 

@@ -18,6 +18,8 @@ import { parseSteps } from "./plan-steps.js";
 /** Applications, environments and pipelines: the operators' management additions (compat.md 7.8, 8.2). */
 export interface CatalogService {
   listApplications(): Promise<Application[]>;
+  /** A number is an id, a string a name (any letter case). */
+  findApplication(idOrName: number | string): Promise<Application | undefined>;
   createApplication(draft: ApplicationDraft): Promise<Application>;
   /** Identified by id, or by name when no id is given; missing fields are left unchanged. */
   updateApplication(ref: { id?: number; name?: string }, change: Partial<ApplicationDraft>): Promise<Application>;
@@ -107,6 +109,7 @@ export function createCatalogService({ catalog, clock }: { catalog: CatalogRepos
 
   return {
     listApplications: () => catalog.listApplications(),
+    findApplication: (idOrName) => catalog.findApplication(idOrName),
     async createApplication(draft) {
       checkName("application", draft.name, APPLICATION_NAME);
       return catalog.insertApplication(draft, now());
@@ -131,8 +134,6 @@ export function createCatalogService({ catalog, clock }: { catalog: CatalogRepos
     async updateEnvironment(name, change) {
       const { id, ...current } = await environmentNamed(name);
       const draft = { ...current, ...change };
-      if (change.parentName === undefined && "parentName" in change)
-        delete (draft as { parentName?: string }).parentName;
       checkName("environment", draft.name, ENTITY_NAME);
       checkVariables(draft.variables);
       return catalog.updateEnvironment(id, draft);

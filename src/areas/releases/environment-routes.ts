@@ -35,7 +35,7 @@ function changes(input: z.infer<typeof body>): Partial<EnvironmentDraft> {
   const parent = input.parentName ?? input.parent ?? undefined;
   return {
     ...(input.name !== undefined && { name: input.name }),
-    ...(parentGiven && { parentName: parent ?? undefined }),
+    ...(parentGiven && { parentName: parent }),
     ...(input.active !== undefined && { active: input.active }),
     ...(input.variables !== undefined && { variables: input.variables }),
   };
@@ -72,7 +72,6 @@ export const environmentRoutes: FastifyPluginAsync<{ catalog: CatalogService }> 
     handler: async (request, reply) => {
       const change = changes(request.body);
       const draft: EnvironmentDraft = { active: true, variables: {}, ...change, name: request.params.name };
-      if (draft.parentName === undefined) delete (draft as { parentName?: string }).parentName;
       return reply.code(201).send(environmentJson(await catalog.createEnvironment(draft)));
     },
   });

@@ -31,6 +31,18 @@ export function isVariableName(name: string): boolean {
   return VARIABLE_NAME.test(name);
 }
 
+/**
+ * An id or count as text: digits only, and at most 15 of them so that every value is a safe
+ * integer (Number.MAX_SAFE_INTEGER has 16 digits). Exported for zod path schemas; code parses
+ * with parseWholeNumber().
+ */
+export const WHOLE_NUMBER = /^\d{1,15}$/;
+
+/** The number `text` spells (WHOLE_NUMBER), or undefined when it is not one. */
+export function parseWholeNumber(text: string): number | undefined {
+  return WHOLE_NUMBER.test(text) ? Number(text) : undefined;
+}
+
 /** One input as given: its name as spelled and its trimmed, non-empty value. */
 export interface RawPair {
   readonly name: string;
@@ -106,8 +118,9 @@ export function readInputs(request: FastifyRequest, aliases: Readonly<Record<str
     id(...names) {
       const value = get(...names);
       if (value === undefined) return undefined;
-      if (!/^\d{1,15}$/.test(value)) throw invalid("INVALID_ID", `'${names[0]}' must be a whole number.`);
-      return Number(value);
+      const id = parseWholeNumber(value);
+      if (id === undefined) throw invalid("INVALID_ID", `'${names[0]}' must be a whole number.`);
+      return id;
     },
     flag: (name) => parseBoolean(get(name), false),
     has: (name) => get(name) !== undefined,

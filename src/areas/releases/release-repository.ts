@@ -82,6 +82,8 @@ export interface Actor {
  */
 export interface ReleaseRepository {
   listReleases(filter: ReleaseFilter): Promise<Release[]>;
+  /** Active releases per application id; applications without one are absent. */
+  countActiveReleases(applicationId?: number): Promise<Map<number, number>>;
   findRelease(id: number): Promise<Release | undefined>;
   /** Throws conflict when the application already has that release number. */
   insertRelease(
@@ -109,6 +111,8 @@ export interface ReleaseRepository {
   ): Promise<{ build: Build; deployments: Deployment[] }>;
   /** Creates a pending deployment of the build to a stage, moving its furthest stage forward. */
   enterStage(buildId: number, entry: StageEntry, actor: Actor): Promise<Deployment>;
+  /** The highest stage position the build was deployed to with success (or a warning); undefined if none. */
+  furthestSuccessfulPosition(buildId: number): Promise<number | undefined>;
   /** Rejects the build and cancels its pending deployments. */
   rejectBuild(id: number, actor: Actor): Promise<Build>;
 
@@ -300,6 +304,15 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
       // Ids grow with creation: newest first across applications too (sequence counts per application).
       return query<ReleaseRow>(`${RELEASE_SELECT}${where} ORDER BY r.id DESC`, w.params).map(toRelease);
     },
+    countActiveReleases: async (applicationId) => {
+      const w: Where = { clauses: ["status = 'active'"], params: [] };
+      if (applicationId !== undefined) push(w, "application_id = ?", applicationId);
+      const rows = query<{ application_id: number; n: number }>(
+        `SELECT application_id, count(*) AS n FROM releases WHERE ${w.clauses.join(" AND ")} GROUP BY application_id`,
+        w.params,
+      );
+      return new Map(rows.map((row) => [row.application_id, row.n]));
+    },
     findRelease: async (id) => releaseById(id),
     insertRelease: async (draft, actor) => {
       try {
@@ -422,6 +435,11 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
     },
     enterStage: async (buildId, entry, actor) =>
       db.transaction(() => deploymentById(enter(buildById(buildId) as Build, entry, actor)) as Deployment)(),
+    furthestSuccessfulPosition: async (buildId) =>
+      one<{ n: number | null }>(
+        "SELECT max(stage_position) AS n FROM deployments WHERE build_id = ? AND status IN ('succeeded', 'warned')",
+        [buildId],
+      )?.n ?? undefined,
     rejectBuild: async (id, actor) =>
       db.transaction(() => {
         reject([id], actor, "build rejected");

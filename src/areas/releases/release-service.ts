@@ -31,6 +31,8 @@ export interface BuildRef extends ReleaseRef {
  */
 export interface ReleaseService {
   listReleases(filter: ReleaseFilter): Promise<Release[]>;
+  /** Active releases per application id (of one application when given); absent means none. */
+  countActiveReleases(applicationId?: number): Promise<Map<number, number>>;
   createRelease(
     input: ApplicationRef & {
       releaseNumber: string;
@@ -92,8 +94,6 @@ export interface ReleaseServiceDeps {
   readonly onDeploymentsCreated?: () => void;
 }
 
-const SUCCESS = new Set(["succeeded", "warned"]);
-
 export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
   const { releases, catalog, clock } = deps;
   const now = () => clock.now().toISOString();
@@ -103,15 +103,11 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
   };
 
   async function application(ref: ApplicationRef): Promise<Application> {
-    const found =
-      ref.applicationId !== undefined
-        ? await catalog.findApplication(ref.applicationId)
-        : ref.applicationName !== undefined
-          ? await catalog.findApplication(ref.applicationName)
-          : undefined;
-    if (ref.applicationId === undefined && ref.applicationName === undefined) {
+    const idOrName = ref.applicationId ?? ref.applicationName;
+    if (idOrName === undefined) {
       throw invalid("MISSING_PARAMETER", "The parameter 'applicationId' or 'applicationName' is required.");
     }
+    const found = await catalog.findApplication(idOrName);
     if (!found) throw notFound("APPLICATION_NOT_FOUND", "The specified application was not found.");
     return found;
   }
@@ -211,6 +207,7 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
 
   return {
     listReleases: (filter) => releases.listReleases(filter),
+    countActiveReleases: (applicationId) => releases.countActiveReleases(applicationId),
     async createRelease(input, by) {
       const app = await application(input);
       const pipeline = input.pipelineName !== undefined ? await pipelineNamed(input.pipelineName) : undefined;
@@ -294,8 +291,7 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
       if (!pipeline || pipeline.stages.length === 0) {
         throw conflict("NO_PIPELINE", `The build '${build.number}' has no pipeline stages to deploy to.`);
       }
-      const history = await releases.listDeployments({ buildId: build.id });
-      const reached = Math.max(-1, ...history.filter((d) => SUCCESS.has(d.status)).map((d) => d.stagePosition));
+      const reached = (await releases.furthestSuccessfulPosition(build.id)) ?? -1;
       let position = reached + 1;
       if (input.toStage !== undefined) {
         position = pipeline.stages.findIndex((s) => s.name.toLowerCase() === input.toStage?.toLowerCase());

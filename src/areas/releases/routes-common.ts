@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { forbidden, invalid } from "../../domain/errors.js";
 import type { Attribute } from "../../domain/attributes.js";
-import type { Inputs } from "./params.js";
+import { type Inputs, parseWholeNumber } from "./params.js";
 import type { ApplicationRef, BuildRef, ReleaseRef } from "./release-service.js";
 import { errorText } from "./schemas.js";
 
@@ -26,7 +26,8 @@ export async function authorizeReleases(request: FastifyRequest, attribute: Attr
 export function applicationRef(inputs: Inputs): ApplicationRef {
   const idText = inputs.get("applicationId");
   const name = inputs.get("applicationName");
-  if (idText !== undefined && /^\d{1,15}$/.test(idText)) return { applicationId: Number(idText) };
+  const applicationId = idText !== undefined ? parseWholeNumber(idText) : undefined;
+  if (applicationId !== undefined) return { applicationId };
   const named = name ?? idText;
   return named !== undefined ? { applicationName: named } : {};
 }

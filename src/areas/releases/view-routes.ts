@@ -1,8 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { notFound } from "../../domain/errors.js";
 import type { CatalogService } from "./catalog-service.js";
 import type { Deployment } from "./model.js";
+import { WHOLE_NUMBER } from "./params.js";
 import type { ReleaseService } from "./release-service.js";
 import { authorizeReleases, errors } from "./routes-common.js";
 import {
@@ -22,7 +24,7 @@ import {
  * `.../executions/<deployment id>` (with its log). Read access as for `/api/releases`.
  */
 const TAGS = ["releases"];
-const idParam = z.string().regex(/^\d{1,15}$/);
+const idParam = z.string().regex(WHOLE_NUMBER);
 const params = z.object({ applicationId: idParam });
 
 const notFoundHere = (what: string) => notFound("NOT_FOUND", `The ${what} was not found.`);
@@ -35,11 +37,10 @@ export interface ViewRoutesOptions {
 }
 
 export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { service, catalog, logOf }) => {
+  const api = app.withTypeProvider<ZodTypeProvider>();
   const config = { access: { inHandler: true } } as const;
-  const applicationIdOf = (request: FastifyRequest) =>
-    Number((request.params as { applicationId: string }).applicationId);
 
-  app.get("/applications/:applicationId", {
+  api.get("/applications/:applicationId", {
     schema: {
       summary: "Application page (JSON)",
       tags: TAGS,
@@ -49,13 +50,13 @@ export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { s
     config,
     handler: async (request) => {
       await authorizeReleases(request, "Applications_View");
-      const application = (await catalog.listApplications()).find((a) => a.id === applicationIdOf(request));
+      const application = await catalog.findApplication(Number(request.params.applicationId));
       if (application === undefined) throw notFoundHere("application");
       return applicationInfo(application);
     },
   });
 
-  app.get("/applications/:applicationId/releases/:releaseNumber", {
+  api.get("/applications/:applicationId/releases/:releaseNumber", {
     schema: {
       summary: "Release page (JSON)",
       tags: TAGS,
@@ -65,14 +66,14 @@ export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { s
     config,
     handler: async (request) => {
       await authorizeReleases(request, "Applications_View");
-      const { releaseNumber } = request.params as { releaseNumber: string };
-      const [release] = await service.listReleases({ applicationId: applicationIdOf(request), releaseNumber });
+      const { applicationId, releaseNumber } = request.params;
+      const [release] = await service.listReleases({ applicationId: Number(applicationId), releaseNumber });
       if (release === undefined) throw notFoundHere("release");
       return releaseInfo(release);
     },
   });
 
-  app.get("/applications/:applicationId/builds/:buildId", {
+  api.get("/applications/:applicationId/builds/:buildId", {
     schema: {
       summary: "Build page (JSON)",
       tags: TAGS,
@@ -82,14 +83,14 @@ export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { s
     config,
     handler: async (request) => {
       await authorizeReleases(request, "Applications_View");
-      const buildId = Number((request.params as { buildId: string }).buildId);
-      const [build] = await service.listBuilds({ applicationId: applicationIdOf(request), buildId });
+      const { applicationId, buildId } = request.params;
+      const [build] = await service.listBuilds({ applicationId: Number(applicationId), buildId: Number(buildId) });
       if (build === undefined) throw notFoundHere("build");
       return buildInfo(build);
     },
   });
 
-  app.get("/applications/:applicationId/executions/:deploymentId", {
+  api.get("/applications/:applicationId/executions/:deploymentId", {
     schema: {
       summary: "Execution page (JSON): a deployment with its log",
       tags: TAGS,
@@ -99,9 +100,9 @@ export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { s
     config,
     handler: async (request) => {
       await authorizeReleases(request, "Applications_View");
-      const deploymentId = Number((request.params as { deploymentId: string }).deploymentId);
-      const deployment = await service.findDeployment(deploymentId);
-      if (deployment === undefined || deployment.applicationId !== applicationIdOf(request)) {
+      const { applicationId, deploymentId } = request.params;
+      const deployment = await service.findDeployment(Number(deploymentId));
+      if (deployment === undefined || deployment.applicationId !== Number(applicationId)) {
         throw notFoundHere("execution");
       }
       return { ...deploymentInfo(deployment), log: await logOf(deployment) };
