@@ -217,6 +217,57 @@ describe("negative (404) answers are kept only for WHARF_CONNECTOR_NEGATIVE_CACH
   });
 });
 
+describe("404s never push out the answers that serve while the upstream is down", () => {
+  let fake: FakeUpstream;
+  let failing = false;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream((request, response) => {
+      if (failing) return void response.writeHead(503).end();
+      const name = new URL(request.url ?? "/", "http://x").searchParams.get("name") ?? "";
+      if (name !== "kept") return void response.writeHead(404).end();
+      sendJson(response, 200, { name, latestVersion: "1.0.0", versions: ["1.0.0"] });
+    });
+  });
+  afterEach(() => {
+    failing = false;
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+
+  const keptKeys = (down: Downstream) =>
+    down.t.db.prepare("SELECT request_key AS key, status FROM connector_metadata ORDER BY key").all();
+
+  for (const [seconds, kept404s] of [
+    ["0", []],
+    ["30", [{ key: "packages?group=&name=unknown-3", status: 404 }]],
+  ] as const) {
+    it(`WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS=${seconds}: ${seconds === "0" ? "404s are not kept" : "404s are evicted first"}`, async () => {
+      const clock = movableClock();
+      const down = await startDownstream({
+        clock,
+        env: { WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS: seconds },
+        connectors: [{ name: "up", url: `${fake.base}/upack/feed`, metadataCacheMinutes: 1, metadataCacheCount: 2 }],
+      });
+      try {
+        expect(okJson<PackageJson>(await down.get("/upack/proxy/packages?name=kept")).name).toBe("kept");
+        for (let i = 1; i <= 3; i++) {
+          clock.advance(1_000);
+          expectError(await down.get(`/upack/proxy/packages?name=unknown-${i}`), 404);
+        }
+        expect(keptKeys(down)).toEqual([{ key: "packages?group=&name=kept", status: 200 }, ...kept404s]);
+        // Stale now, and the upstream fails: the kept 200 is the answer.
+        clock.advance(60_000);
+        failing = true;
+        expect(okJson<PackageJson>(await down.get("/upack/proxy/packages?name=kept")).name).toBe("kept");
+      } finally {
+        await down.close();
+      }
+    });
+  }
+});
+
 describe("metadataCacheCount", () => {
   it("bounds the answers kept per connector, the least recently fetched going first", async () => {
     const fake = await startFakeUpstream((request, response) => {

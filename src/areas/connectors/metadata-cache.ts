@@ -10,9 +10,11 @@ export interface MetadataCacheRepository {
   find(connectorId: number, requestKey: string): Promise<CachedAnswer | undefined>;
   /**
    * Stores (or replaces) the answer to `requestKey`, keeping at most `keep` answers for the
-   * connector: the least recently fetched others go first.
+   * connector: 404s go first, then the least recently fetched 200s.
    */
   store(connectorId: number, requestKey: string, answer: CachedAnswer, keep: number): Promise<void>;
+  /** Drops the answer to `requestKey`, if one is kept. */
+  forget(connectorId: number, requestKey: string): Promise<void>;
 }
 
 export interface CachedAnswer {
@@ -40,11 +42,16 @@ export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
      DO UPDATE SET status = excluded.status, body = excluded.body, fetched_at = excluded.fetched_at`,
   );
   const count = db.prepare<[number], number>("SELECT count(*) FROM connector_metadata WHERE connector_id = ?").pluck();
-  // Ties on fetched_at (a coarse or frozen clock) are broken by key, so the bound always holds.
+  // 200s are kept before 404s: only a 200 is served while the upstream is down, so a burst of
+  // requests for unknown names must not push them out. Ties on fetched_at (a coarse or frozen
+  // clock) are broken by key, so the bound always holds.
   const trim = db.prepare<{ id: number; key: string; others: number }>(
     `DELETE FROM connector_metadata WHERE connector_id = @id AND request_key <> @key AND request_key NOT IN (
        SELECT request_key FROM connector_metadata WHERE connector_id = @id AND request_key <> @key
-       ORDER BY fetched_at DESC, request_key LIMIT @others)`,
+       ORDER BY status = 200 DESC, fetched_at DESC, request_key LIMIT @others)`,
+  );
+  const remove = db.prepare<[number, string]>(
+    "DELETE FROM connector_metadata WHERE connector_id = ? AND request_key = ?",
   );
 
   const storeTx = db.transaction((id: number, key: string, answer: CachedAnswer, keep: number) => {
@@ -60,6 +67,9 @@ export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
     },
     async store(connectorId, requestKey, answer, keep) {
       storeTx.immediate(connectorId, requestKey, answer, keep);
+    },
+    async forget(connectorId, requestKey) {
+      remove.run(connectorId, requestKey);
     },
   };
 }

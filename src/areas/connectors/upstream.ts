@@ -3,6 +3,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { exceedsJsonDepth } from "../../domain/json-depth.js";
 import { createGuardedFetch, type GuardedResponse, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
+import { changeWatchOf, VersionedCache } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import { type CircuitBreaker, createCircuitBreaker } from "./circuit.js";
 import { basicAuthorization } from "./health.js";
@@ -24,7 +25,9 @@ import { circuitOpen, connectorError, httpError, invalidAnswer, timedOut } from 
  * fall back". A 404 is kept for WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS at most (and never longer
  * than metadataCacheMinutes), and never served after that, failing upstream or not: a package
  * published upstream must show up soon, and a stale "not found" is never better than an honest
- * 502. At most metadataCacheCount answers are kept per connector.
+ * 502; so when that time is 0, a 404 is not kept at all (it only drops what was kept for the
+ * request). At most metadataCacheCount answers are kept per connector, 404s evicted first: they
+ * must not push out the 200s that keep a feed serving while its upstream is down.
  *
  * Errors are DomainErrors naming the connector: `gateway_timeout` (504) when the upstream did not
  * answer in time, `bad_gateway` (502) for everything else: refused by the guard, unreachable,
@@ -34,8 +37,9 @@ export interface ConnectorUpstreams {
   /**
    * The connectors a feed's `connectors` setting names, in that order, that Wharf can ask:
    * universal ones (others are stored only). Names that match no connector are skipped.
+   * Remembered until the database changes (ChangeWatch); shared between callers: never change it.
    */
-  connectorsOf(names: readonly string[]): Promise<Connector[]>;
+  connectorsOf(names: readonly string[]): Promise<readonly Connector[]>;
   /**
    * The upstream's JSON answer, `found: false` for its 404. Concurrent callers of one request
    * share one parsed body: read it, never change it.
@@ -84,6 +88,8 @@ export interface ConnectorUpstreamsDeps {
 const METADATA_MAX_BYTES = 32 * 1024 * 1024;
 /** A download is bounded by the connector's timeout between chunks, and by this as a whole. */
 const DOWNLOAD_MIN_TOTAL_MS = 60 * 60_000;
+/** Distinct `connectors` settings remembered: one per feed with connectors, in practice. */
+const MAX_CONNECTOR_LISTS = 256;
 
 export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): ConnectorUpstreams {
   const { clock, config } = deps;
@@ -92,6 +98,8 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
   const nowMs = () => clock.now().getTime();
   /** Requests for the same answer share one upstream request, and its parsed body. */
   const inFlight = new Map<string, Promise<MetadataAnswer>>();
+  const watch = changeWatchOf(deps.db);
+  const connectorLists = new VersionedCache<string, readonly Connector[]>(MAX_CONNECTOR_LISTS);
 
   const guard = (timeoutMs: number, maxBytes: number) =>
     createGuardedFetch({
@@ -141,15 +149,27 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
     circuit.succeeded(circuitKey);
     if (connector.metadataCacheEnabled) {
       const answer = { status: response.status, body: read.text, fetchedAt: clock.now().toISOString() };
-      await cache.store(connector.id, key, answer, connector.metadataCacheCount);
+      // A 404 that would never be served (see above) is not kept; an answer kept for the request is outdated.
+      if (answer.status === 200 || freshFor(connector, answer) > 0) {
+        await cache.store(connector.id, key, answer, connector.metadataCacheCount);
+      } else {
+        await cache.forget(connector.id, key);
+      }
     }
     return response.status === 200 ? { found: true, body: read.json, stale: false } : { found: false };
   }
 
   return {
     async connectorsOf(names) {
+      // Taken before the lookups read anything: a write during them leaves the entry already invalid.
+      const version = watch.version();
+      const key = JSON.stringify(names);
+      const hit = connectorLists.get(key, version);
+      if (hit !== undefined) return hit;
       const found = await Promise.all(names.map((name) => deps.connectors.findConnector(name)));
-      return found.filter((c): c is Connector => c !== undefined && c.feedType === "universal");
+      const usable = found.filter((c): c is Connector => c !== undefined && c.feedType === "universal");
+      connectorLists.set(key, version, usable);
+      return usable;
     },
 
     async metadata(connector, request) {

@@ -60,7 +60,7 @@ export interface Gathered<T> {
 export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps): UpackQueryService {
   const { upstreams } = deps;
 
-  async function connectorsOf(feedName: string): Promise<Connector[]> {
+  async function connectorsOf(feedName: string): Promise<readonly Connector[]> {
     const feed = await getUniversalFeed(deps.feeds, feedName);
     return feed.settings.connectors.length === 0 ? [] : upstreams.connectorsOf(feed.settings.connectors);
   }
@@ -150,7 +150,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
    * One version: the feed's own when it has it (no upstream is asked), else the first connector,
    * in the feed's order, that knows it.
    */
-  async function oneVersion(feedName: string, query: VersionsQuery, connectors: Connector[]): Promise<Buffer> {
+  async function oneVersion(feedName: string, query: VersionsQuery, connectors: readonly Connector[]): Promise<Buffer> {
     const own = await localOrUndefined(() => local.listVersions(feedName, query));
     if (own !== undefined) return own;
     const group = query.group ?? "";
@@ -229,11 +229,35 @@ export async function firstListing(
   return { failures };
 }
 
+/** Connectors whose compiled filters are remembered; more than any deployment has, in practice. */
+const MAX_COMPILED_FILTERS = 256;
+/**
+ * Compiled filters by connector id, with the list they were compiled from: a connector has up to
+ * 1000 patterns and is asked on every request. Checked against the connector's list on every use,
+ * so a changed list (an update, or a connector of another database with the same id) is compiled
+ * again; modifiedAt would not do, an update within the same millisecond keeps it.
+ */
+const compiledFilters = new Map<number, { readonly filters: readonly string[]; readonly visible: Visible }>();
+
 /** Connector filters (domain/patterns.ts) matched against `group/name`, or `name` in the empty group. */
 export function visibleThrough(connector: Connector): Visible {
-  if (connector.filters.length === 0) return () => true;
-  const patterns = compilePatterns(connector.filters);
-  return (group, name) => patterns.matches(filterSubject(group, name));
+  const { filters } = connector;
+  if (filters.length === 0) return () => true;
+  const kept = compiledFilters.get(connector.id);
+  if (kept !== undefined && sameList(kept.filters, filters)) return kept.visible;
+  const patterns = compilePatterns(filters);
+  const visible: Visible = (group, name) => patterns.matches(filterSubject(group, name));
+  if (kept === undefined && compiledFilters.size >= MAX_COMPILED_FILTERS) {
+    const oldest = compiledFilters.keys().next();
+    if (!oldest.done) compiledFilters.delete(oldest.value);
+  }
+  compiledFilters.set(connector.id, { filters, visible });
+  return visible;
+}
+
+/** Usually the same array (upstreams.connectorsOf remembers connectors), else compared pattern by pattern. */
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((pattern, i) => pattern === b[i]));
 }
 
 function packagesQuery(query: PackagesQuery): Record<string, string | undefined> {
