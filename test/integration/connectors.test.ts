@@ -14,7 +14,13 @@ const CONNECTORS = "/api/management/connectors";
 const FEEDS = "/api/management/feeds";
 type Method = NonNullable<InjectOptions["method"]>;
 
-const DEFAULTS = { timeout: 30, metadataCacheEnabled: true, metadataCacheMinutes: 30, metadataCacheCount: 100 };
+const DEFAULTS = {
+  timeout: 30,
+  metadataCacheEnabled: true,
+  metadataCacheMinutes: 30,
+  metadataCacheCount: 100,
+  mergeWithLocalPackages: false,
+};
 
 describe("connector management: a connector's life", () => {
   let t: TestApp;

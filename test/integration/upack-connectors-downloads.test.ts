@@ -20,7 +20,8 @@ import { buildUpack, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
  * Downloads from a universal feed with connectors (compat.md 2.4, 2.5, 5.3): a remote version is
  * streamed from the upstream and, when the feed caches connectors and the caller may pull, kept
  * as a cached version (verified against the upstream's sha1) that is then served locally. An
- * upstream lying about sha1 gets its file refused, never kept.
+ * upstream lying about sha1, or sending a file whose upack.json names another package or version,
+ * gets its file refused, never kept.
  */
 
 interface VersionJson {
@@ -65,7 +66,8 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
       remote[`${name}@${version}`] = added;
     }
     down = await startDownstream({
-      connectors: [{ name: "up", url: up.feedUrl, ...up.credentials }],
+      // Merges into the feed's own `shared` (shadowing: upack-connectors-shadowing.test.ts).
+      connectors: [{ name: "up", url: up.feedUrl, ...up.credentials, mergeWithLocalPackages: true }],
       feeds: { proxy: {}, nocache: { cacheConnectors: false } },
     });
     await down.upack.addVersion("proxy", { name: "shared", version: "1.5.0" });
@@ -171,13 +173,14 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
   });
 });
 
-describe("an upstream that lies about sha1", () => {
+describe("an upstream that lies about sha1 or about what a file is", () => {
   let fake: FakeUpstream;
   let down: Downstream;
-  const small: Record<"claimed" | "served" | "honest", Buffer> = {
+  const small: Record<"claimed" | "served" | "honest" | "otherVersion", Buffer> = {
     claimed: Buffer.alloc(0),
     served: Buffer.alloc(0),
     honest: Buffer.alloc(0),
+    otherVersion: Buffer.alloc(0),
   };
   let large: Buffer = Buffer.alloc(0);
 
@@ -188,6 +191,8 @@ describe("an upstream that lies about sha1", () => {
     small.served = await buildUpack({ name: "liar", version: "1.0.0", files: { "readme.txt": "tampered" } });
     // Random content does not compress: several chunks on the wire.
     large = await buildUpack({ name: "big-liar", version: "1.0.0", files: { "blob.bin": randomBytes(2 << 20) } });
+    small.otherVersion = await buildUpack({ name: "other-version", version: "2.0.0" });
+    const notAPackage = Buffer.from("PK\u0003\u0004 but nothing a ZIP reader could open");
     const claims: Record<string, { bytes: Buffer; sha1: string }> = {
       liar: { bytes: small.served, sha1: sha1Hex(small.claimed) },
       "big-liar": { bytes: large, sha1: "0".repeat(40) },
@@ -195,6 +200,10 @@ describe("an upstream that lies about sha1", () => {
       // Its sha1 is right, but its upack.json names another package.
       impostor: { bytes: small.claimed, sha1: sha1Hex(small.claimed) },
       chunked: { bytes: chunked, sha1: sha1Hex(chunked) },
+      "other-version": { bytes: small.otherVersion, sha1: sha1Hex(small.otherVersion) },
+      "not-a-package": { bytes: notAPackage, sha1: sha1Hex(notAPackage) },
+      // Right sha1, several chunks on the wire, but it is `big-liar`.
+      "big-impostor": { bytes: large, sha1: sha1Hex(large) },
     };
     fake = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? "/", "http://x");
@@ -220,6 +229,12 @@ describe("an upstream that lies about sha1", () => {
     await fake?.close();
   });
 
+  /** The downstream's base URL on a real socket (listening from the first call on). */
+  async function listening(): Promise<string> {
+    if (!down.t.app.server.listening) await down.t.app.listen({ port: 0, host: "127.0.0.1" });
+    return `http://127.0.0.1:${(down.t.app.server.address() as AddressInfo).port}`;
+  }
+
   it("refuses a small file whose sha1 does not match: 502 naming the connector, nothing kept", async () => {
     expectError(await down.get("/upack/proxy/download/liar/1.0.0"), 502, "Connector 'liar-up'", "SHA-1");
     await pause(100);
@@ -229,9 +244,7 @@ describe("an upstream that lies about sha1", () => {
   });
 
   it("aborts a large download before its last bytes when the sha1 does not match (real socket)", async () => {
-    await down.t.app.listen({ port: 0, host: "127.0.0.1" });
-    const { port } = down.t.app.server.address() as AddressInfo;
-    const res = await fetch(`http://127.0.0.1:${port}/upack/proxy/download/big-liar/1.0.0`, {
+    const res = await fetch(`${await listening()}/upack/proxy/download/big-liar/1.0.0`, {
       headers: { "x-apikey": down.t.adminKey },
     });
     expect(res.status).toBe(200);
@@ -241,12 +254,55 @@ describe("an upstream that lies about sha1", () => {
     expect(cachedRow(down, "big-liar", "1.0.0")).toBeUndefined();
   });
 
-  it("serves a file whose upack.json names another package, but does not keep it", async () => {
-    const res = await down.get("/upack/proxy/download/impostor/1.0.0");
-    expect(res.statusCode).toBe(200);
-    await pause(200);
-    expect(cachedRow(down, "impostor", "1.0.0")).toBeUndefined();
-    expect(cachedRow(down, "liar", "1.0.0")).toBeUndefined();
+  it("refuses a file whose upack.json names another package or version, as a SHA-1 mismatch: 502, nothing kept", async () => {
+    const viewer = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view"]) };
+    for (const headers of [undefined, viewer]) {
+      expectError(
+        await down.get("/upack/proxy/download/impostor/1.0.0", headers),
+        502,
+        "Connector 'liar-up'",
+        "upack.json names 'liar 1.0.0'",
+      );
+    }
+    expectError(await down.get("/upack/proxy/download/other-version/1.0.0"), 502, "names 'other-version 2.0.0'");
+    expectError(await down.get("/upack/proxy/download/not-a-package/1.0.0"), 502, "not a universal package");
+    expectError(
+      await down.get("/upack/proxy/download-file/impostor/1.0.0?path=upack.json"),
+      502,
+      "upack.json names 'liar 1.0.0'",
+    );
+    expectError(await down.get("/upack/proxy/download/impostor/1.0.0?contentOnly=zip"), 502, "names 'liar 1.0.0'");
+    await pause(100);
+    for (const name of ["impostor", "liar", "other-version", "not-a-package"]) {
+      expect(cachedRow(down, name, "1.0.0")).toBeUndefined();
+    }
+    // The refused bytes are not left in the store either.
+    for (const bytes of [small.claimed, small.otherVersion]) {
+      const sha256 = createHash("sha256").update(bytes).digest("hex");
+      await eventually(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined());
+    }
+  });
+
+  it("aborts a large download before its last 128 KiB when its upack.json names another package (real socket)", async () => {
+    const res = await fetch(`${await listening()}/upack/proxy/download/big-impostor/1.0.0`, {
+      headers: { "x-apikey": down.t.adminKey },
+    });
+    expect(res.status).toBe(200);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let received = 0;
+    await expect(
+      (async () => {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          received += value.length;
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(received).toBeGreaterThan(0);
+    expect(received).toBeLessThanOrEqual(large.length - 128 * 1024);
+    await pause(100);
+    expect(cachedRow(down, "big-impostor", "1.0.0")).toBeUndefined();
   });
 
   it("keeps an honest file from the same upstream; HEAD asks the upstream for no file", async () => {

@@ -76,7 +76,8 @@ describe("a universal feed with a connector to another Wharf: listings", () => {
     });
     down = await startDownstream({
       connectors: [
-        { name: "up", url: up.feedUrl, ...up.credentials, filters: ["!blocked-*"] },
+        // Merges into the feed's own `shared`: how versions combine (shadowing: upack-connectors-shadowing).
+        { name: "up", url: up.feedUrl, ...up.credentials, filters: ["!blocked-*"], mergeWithLocalPackages: true },
         { name: "second", url: `${second.base}/upack/feed` },
       ],
       feeds: { proxy: { connectors: ["up"] }, plain: { connectors: [] }, both: { connectors: ["up", "second"] } },

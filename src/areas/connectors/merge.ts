@@ -46,6 +46,7 @@ export function mergeConnectorInput(current: ConnectorDraft | undefined, input: 
     password: removable(input.password, before.password),
     filters:
       input.filters === null || input.filters === undefined ? [...before.filters] : connectorFilters(input.filters),
+    mergeWithLocalPackages: keep(input.mergeWithLocalPackages, before.mergeWithLocalPackages),
   };
 }
 

@@ -20,6 +20,11 @@ export interface Connector {
   readonly password: string | undefined;
   /** Shared wildcard patterns (domain/patterns.ts): which remote packages are visible; `!` blocks. */
   readonly filters: readonly string[];
+  /**
+   * Whether this upstream may add versions to a package the feed publishes itself. Off by default:
+   * a local package shadows the connector's package of the same name (upack/remote-shadow.ts).
+   */
+  readonly mergeWithLocalPackages: boolean;
   readonly health: ConnectorHealth;
   readonly createdAt: string;
   readonly modifiedAt: string;
@@ -42,4 +47,5 @@ export const CONNECTOR_DEFAULTS = {
   metadataCacheEnabled: true,
   metadataCacheMinutes: 30,
   metadataCacheCount: 100,
+  mergeWithLocalPackages: false,
 } as const;

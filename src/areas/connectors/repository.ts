@@ -54,6 +54,7 @@ interface StoredSettings {
   username?: string;
   filters: string[];
 }
+  mergeWithLocalPackages: boolean;
 
 const COLUMNS =
   "id, name, url, feed_type, settings, password, health_state, health_error, health_checked_at, created_at, modified_at";
@@ -186,6 +187,7 @@ function encodeSettings(draft: ConnectorDraft): string {
     ...(draft.username === undefined ? {} : { username: draft.username }),
     filters: [...draft.filters],
   };
+    mergeWithLocalPackages: draft.mergeWithLocalPackages,
   return JSON.stringify(settings);
 }
 
@@ -197,6 +199,7 @@ const STORED_DEFAULTS: StoredSettings = {
   metadataCacheCount: CONNECTOR_DEFAULTS.metadataCacheCount,
   filters: [],
 };
+  mergeWithLocalPackages: CONNECTOR_DEFAULTS.mergeWithLocalPackages,
 
 function toConnector(row: ConnectorRow): Connector {
   const settings: StoredSettings = { ...STORED_DEFAULTS, ...(JSON.parse(row.settings) as Partial<StoredSettings>) };
@@ -213,6 +216,7 @@ function toConnector(row: ConnectorRow): Connector {
     password: row.password ?? undefined,
     filters: settings.filters,
     health: {
+    mergeWithLocalPackages: settings.mergeWithLocalPackages,
       state: row.health_state,
       errorMessage: row.health_error ?? undefined,
       lastChecked: row.health_checked_at ?? undefined,

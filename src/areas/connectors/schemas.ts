@@ -32,6 +32,13 @@ export const connectorInputSchema = z
       .max(1000)
       .nullish()
       .describe("Wildcard patterns of visible remote packages (`*`), `!` blocks; replaced wholesale"),
+    mergeWithLocalPackages: z
+      .boolean()
+      .nullish()
+      .describe(
+        "Wharf extension, default false: whether this upstream's versions are merged into packages the feed " +
+          "publishes itself. Off, a package with an uploaded version shadows the upstream's package of that name",
+      ),
   })
   .loose();
 export type ConnectorInput = z.infer<typeof connectorInputSchema>;
@@ -47,6 +54,7 @@ export const connectorSchema = z.object({
   metadataCacheCount: z.number(),
   username: z.string().optional(),
   filters: z.array(z.string()),
+  mergeWithLocalPackages: z.boolean(),
 });
 export type ConnectorJson = z.infer<typeof connectorSchema>;
 

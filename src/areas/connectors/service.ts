@@ -154,6 +154,7 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
         url: connector.url,
         feedType: connector.feedType,
         timeout: connector.timeoutSeconds,
+        mergeWithLocalPackages: connector.mergeWithLocalPackages,
         metadataCacheEnabled: connector.metadataCacheEnabled,
         metadataCacheMinutes: connector.metadataCacheMinutes,
         metadataCacheCount: connector.metadataCacheCount,

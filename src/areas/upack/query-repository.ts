@@ -86,6 +86,8 @@ export interface UpackQueryRepository {
     versionKey: string | undefined,
   ): Promise<DownloadRow | undefined>;
   packageExists(feedId: number, groupKey: string, nameKey: string): Promise<boolean>;
+  /** Whether the feed holds a version of the package that was uploaded or imported, not pulled and cached. */
+  ownsPackage(feedId: number, groupKey: string, nameKey: string): Promise<boolean>;
   /** The stored manifest (upack.json as validated at upload) of one version. */
   manifestOf(versionId: number): Promise<string | undefined>;
   counts(feedId: number): Promise<{ packages: number; versions: number }>;
@@ -179,6 +181,12 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
       "SELECT 1 FROM upack_packages WHERE feed_id = ? AND group_key = ? AND name_key = ? AND latest_version_id IS NOT NULL",
     )
     .pluck();
+  const ownsPackage = db
+    .prepare<[number, string, string], number>(
+      `SELECT 1 FROM ${VERSIONS_FROM} WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.is_cached = 0
+       LIMIT 1`,
+    )
+    .pluck();
   const manifestOf = db.prepare<[number], string>("SELECT manifest FROM upack_versions WHERE id = ?").pluck();
   const counts = db.prepare<[number, number], { packages: number; versions: number }>(
     `SELECT (SELECT COUNT(*) FROM upack_packages WHERE feed_id = ? AND latest_version_id IS NOT NULL) AS packages,
@@ -221,6 +229,9 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
     },
     async packageExists(feedId, groupKey, nameKey) {
       return packageExists.get(feedId, groupKey, nameKey) !== undefined;
+    },
+    async ownsPackage(feedId, groupKey, nameKey) {
+      return ownsPackage.get(feedId, groupKey, nameKey) !== undefined;
     },
     async manifestOf(versionId) {
       return manifestOf.get(versionId);

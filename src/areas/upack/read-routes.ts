@@ -13,6 +13,7 @@ import { createUpackQueryRepository } from "./query-repository.js";
 import { createUpackQueryService, MAX_LIST_COUNT } from "./query-service.js";
 import type { RemoteDownloads } from "./remote-downloads.js";
 import { withConnectors } from "./remote-listings.js";
+import { ownershipOf } from "./remote-shadow.js";
 
 /**
  * Universal feed reads (seed-api.md area A: list packages, list versions, search, feed metadata,
@@ -53,7 +54,12 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
     ...(options.deployments ? { deploymentCounts: options.deployments.countsByVersion } : {}),
   });
   const queries = options.upstreams
-    ? withConnectors(local, { feeds: options.feeds, upstreams: options.upstreams, log: app.log })
+    ? withConnectors(local, {
+        feeds: options.feeds,
+        upstreams: options.upstreams,
+        owns: ownershipOf(repository),
+        log: app.log,
+      })
     : local;
   const view = { access: { need: feedNeed("Feeds_ViewFeed") } };
 
@@ -63,7 +69,8 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       description:
         "With `name`: one PackageData object (404 when missing); otherwise an array ordered by group and name. " +
         "Matching is case-insensitive (seed-api.md A, compat.md 2.2). A feed with connectors also lists their " +
-        "packages (`isLocal: false`); its own versions shadow theirs.",
+        "packages (`isLocal: false`); its own versions shadow theirs, and a package it publishes itself hides " +
+        "theirs entirely unless the connector merges with local packages.",
       tags: TAGS,
       querystring: queryDoc({ group: GROUP_DOC, name: "Package name: answer one object", count: COUNT_DOC }),
       response: { 200: z.union([packageDataSchema, z.array(packageDataSchema)]), ...errors },

@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import { PassThrough, type Readable, Transform, type TransformCallback } from "node:stream";
 import { DomainError } from "../../domain/errors.js";
 import type { Principal } from "../../domain/principal.js";
 import type { BlobKeeper } from "../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
 import type { StoredPackage } from "./download-service.js";
+import { checkPulledIdentity } from "./pulled-identity.js";
 import { versionNotFound } from "./query-service.js";
 import { createRemoteLookup, type Located, type RemoteLookupDeps, type RemoteTarget } from "./remote-lookup.js";
 import type { UpackWriteService } from "./upload-service.js";
@@ -16,18 +16,24 @@ export type { Located, RemoteTarget } from "./remote-lookup.js";
  * does not store is looked up in its connectors (in the feed's order, through their filters) and
  * served from the first upstream that has it.
  *
- * - `download` streams the upstream's bytes to the client while, when the feed caches connectors
- *   (`cacheConnectors`) and the caller has Feeds_PullPackage, putting the same bytes into the blob
- *   store; the file must hash to the `sha1` the upstream lists for the version, else nothing is
- *   kept and the client's response is aborted before its last bytes (the client sees a failed
- *   download, never a complete wrong file). Once stored, the version is saved through the upload
- *   service (cachePulled: the same validation as an upload) with `isCached`, and from then on is
- *   served by the local path, upstream up or down.
+ * Every file an upstream sends is verified before a client gets all of it: it must hash to the
+ * `sha1` the upstream lists for the version (when it lists a valid one), and its upack.json must
+ * name the version asked for (pulled-identity.ts). Verifying needs the whole file (a ZIP's
+ * directory is at its end), so the bytes are written to the blob store as they arrive:
+ *
+ * - `download` streams them to the client at the same time, holding back the last WITHHELD_BYTES
+ *   until the stored copy is verified. A refused file fails the response: before its first byte
+ *   (a 502 naming the connector) when it is that small, else by aborting it without its end, so
+ *   that no client ever has a complete wrong file (not even the ZIP's end record). When the feed
+ *   caches connectors (`cacheConnectors`) and the caller has Feeds_PullPackage, the verified copy
+ *   is saved through the upload service (cachePulled: the same validation as an upload) with
+ *   `isCached`, and from then on served by the local path, upstream up or down; otherwise it is
+ *   deleted once verified.
  * - `download-file` and `contentOnly` need the whole archive: it is fetched into the store first
  *   (verified the same way), kept as a cached version on the same conditions, and otherwise
  *   dropped once the archive is open.
  * - A version whose upstream lists no valid `sha1`, or a virtual one (its `sha1` is that of the
- *   manifest, not of the package the upstream assembles), cannot be verified: it is streamed but
+ *   manifest, not of the package the upstream assembles), is checked by its upack.json only, and
  *   never kept.
  * - A download served from the upstream is not counted, records no deployment it announces
  *   (X-ProGet-Deployment-*) and ignores Range (the whole file is sent): the version is not the
@@ -36,11 +42,11 @@ export type { Located, RemoteTarget } from "./remote-lookup.js";
 export interface RemoteDownloads {
   /** The version a download URL names, the feed's own or a connector's (remote-lookup.ts). */
   locate(feedName: string, tail: string, latest: boolean): Promise<Located>;
-  /** The upstream's package file, streamed, and maybe kept (see above). */
+  /** The upstream's package file, streamed as it is verified, and maybe kept (see above). */
   stream(remote: RemoteTarget, options: PullOptions): Promise<{ body: Readable; length: number | undefined }>;
   /**
-   * The whole package file in the store, maybe kept as a cached version. Archive reads open the
-   * blob range by range: release it only once the response is done (a kept one stays).
+   * The whole package file in the store, verified, maybe kept as a cached version. Archive reads
+   * open the blob range by range: release it only once the response is done (a kept one stays).
    */
   materialize(remote: RemoteTarget, options: PullOptions): Promise<{ file: StoredPackage; release(): Promise<void> }>;
 }
@@ -49,7 +55,7 @@ export interface PullOptions {
   readonly principal: Principal;
   /** Whether the caller has Feeds_PullPackage on the feed; asked only when the feed caches connectors. */
   readonly canPull: () => Promise<boolean>;
-  /** Where a pull that could not be kept is reported (it outlives the request). */
+  /** Where a pull that was refused or could not be kept is reported (it outlives the request). */
   readonly log: { warn(fields: object, message: string): void };
 }
 
@@ -61,9 +67,21 @@ export interface RemoteDownloadsDeps extends RemoteLookupDeps {
   readonly maxBytes: number;
 }
 
+/**
+ * Bytes of a streamed file held back until it is verified: more than a ZIP's end record (22 bytes
+ * and a comment of up to 64 KiB), so that a refused file never reaches a client as an archive.
+ */
+const WITHHELD_BYTES = 128 * 1024;
+
+/** A verified upstream file in the store, held until `release` (which deletes it unless a version uses it). */
+interface Pulled {
+  readonly blob: BlobInfo;
+  release(): Promise<void>;
+}
+
 export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownloads {
   const { upstreams, blobs, keeper } = deps;
-  /** Versions being pulled into the store: a second download meanwhile only streams. */
+  /** Versions being pulled into the store: a second download meanwhile does not keep its copy. */
   const pulling = new Set<string>();
 
   async function shouldKeep(remote: RemoteTarget, options: PullOptions, key: string): Promise<boolean> {
@@ -71,21 +89,37 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
     return options.canPull();
   }
 
-  /** Saves the blob `store` puts as a cached version; until then a second download only streams. */
-  async function keep(
-    remote: RemoteTarget,
-    options: PullOptions,
-    key: string,
-    store: () => Promise<BlobInfo>,
-  ): Promise<void> {
-    pulling.add(key);
+  /** Saves a verified file as a cached version; a failure is reported, not thrown (it outlives the request). */
+  async function keep(remote: RemoteTarget, options: PullOptions, blob: BlobInfo): Promise<void> {
     try {
-      const blob = await store();
-      // The save path holds the blob, and deletes it again unless the version was saved.
       await deps.write.cachePulled({ feedId: remote.feed.id, principal: options.principal, blob, ...identity(remote) });
-    } finally {
-      pulling.delete(key);
+    } catch (error) {
+      reportUnkept(options, remote, error);
     }
+  }
+
+  /** The upstream's file into the store, then verified (see above); a refused one is deleted again. */
+  async function fetchVerified(remote: RemoteTarget, body: Readable, maxBytes?: number): Promise<Pulled> {
+    const expected = remote.sha1 === undefined ? {} : { expected: { sha1: remote.sha1 } };
+    let blob: BlobInfo;
+    try {
+      blob = await blobs.put(body, { ...(maxBytes === undefined ? {} : { maxBytes }), ...expected });
+    } catch (error) {
+      body.destroy();
+      throw storeError(remote, error, deps.maxBytes);
+    }
+    const hold = await keeper.hold(blob.sha256);
+    const release = async () => {
+      hold();
+      await keeper.discardIfUnused(blob.sha256).catch(() => undefined);
+    };
+    try {
+      await checkPulledIdentity(blobs, blob, remote);
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    return { blob, release };
   }
 
   async function open(remote: RemoteTarget) {
@@ -102,57 +136,50 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
       const key = pullKey(remote);
       const download = await open(remote);
       const kept = await shouldKeep(remote, options, key).catch(() => false);
+      if (kept) pulling.add(key);
       const source = download.body;
-      const client = verifying(remote);
-      const store = kept ? new PassThrough() : undefined;
+      // The upstream's guard bounds the body (WHARF_FETCH_MAX_BYTES); keeping checks maxBytes below.
+      const spool = new PassThrough();
+      const verified = fetchVerified(remote, spool);
+      const client = withheldUntil(verified);
       source.on("error", (error) => {
         client.destroy(error);
-        store?.destroy(error);
+        spool.destroy(error);
       });
       // A client that goes away stops the upstream, unless the bytes are being kept.
       client.on("close", () => {
-        if (store === undefined || store.destroyed) source.destroy();
+        if (kept && !spool.destroyed) return;
+        source.destroy();
+        spool.destroy();
       });
       source.pipe(client);
-      if (store !== undefined) {
-        source.pipe(store);
-        const put = () => blobs.put(store, { maxBytes: deps.maxBytes, expected: { sha1: remote.sha1 ?? "" } });
-        keep(remote, options, key, put).catch((error: unknown) => {
-          // Unpiped by its close, so that the client's copy goes on.
-          store.destroy();
-          if (client.destroyed) source.destroy();
-          reportUnkept(options, remote, error);
-        });
-      }
+      source.pipe(spool);
+      void (async () => {
+        try {
+          const pulled = await verified;
+          if (kept && pulled.blob.size <= deps.maxBytes) await keep(remote, options, pulled.blob);
+          await pulled.release();
+        } catch (error) {
+          client.destroy(error instanceof Error ? error : new Error(String(error)));
+          reportRefused(options, remote, error);
+        } finally {
+          if (kept) pulling.delete(key);
+        }
+      })();
       return { body: client, length: download.length };
     },
 
     async materialize(remote, options) {
       const download = await open(remote);
-      const expected = remote.sha1 === undefined ? {} : { expected: { sha1: remote.sha1 } };
-      let blob;
-      try {
-        blob = await blobs.put(download.body, { maxBytes: deps.maxBytes, ...expected });
-      } catch (error) {
-        download.body.destroy();
-        throw storeError(remote, error, deps.maxBytes);
-      }
-      const release = await keeper.hold(blob.sha256);
+      const pulled = await fetchVerified(remote, download.body, deps.maxBytes);
       const key = pullKey(remote);
       if (await shouldKeep(remote, options, key).catch(() => false)) {
-        await keep(remote, options, key, async () => blob).catch((error: unknown) =>
-          reportUnkept(options, remote, error),
-        );
+        pulling.add(key);
+        await keep(remote, options, pulled.blob).finally(() => pulling.delete(key));
       }
-      const file = { sha256: blob.sha256, size: blob.size, lastModified: remote.published ?? new Date() };
-      return {
-        file,
-        async release() {
-          release();
-          // A kept version references the blob; otherwise it goes now.
-          await keeper.discardIfUnused(blob.sha256).catch(() => undefined);
-        },
-      };
+      const file = { sha256: pulled.blob.sha256, size: pulled.blob.size, lastModified: remote.published ?? new Date() };
+      // A kept version references the blob; otherwise it goes once the response is done.
+      return { file, release: pulled.release };
     },
   };
 }
@@ -164,38 +191,34 @@ function pullKey(remote: RemoteTarget): string {
 }
 
 /**
- * The client's copy: hashed on the way, with the last chunk held back until the whole file is
- * known to hash to the upstream's `sha1`. A mismatch fails the stream, which aborts the response
- * one chunk short of complete.
+ * The client's copy: passed on as it comes, except for its last WITHHELD_BYTES (at least), which
+ * go out once `verified` resolves. When it rejects, the stream fails with its error: before any
+ * byte for a small file, else one tail short of complete, which aborts the response.
  */
-function verifying(remote: RemoteTarget): Transform {
-  const expected = remote.sha1;
-  const hash = createHash("sha1");
-  let held: Buffer | undefined;
+function withheldUntil(verified: Promise<unknown>): Transform {
+  const held: Buffer[] = [];
+  let heldBytes = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
-      hash.update(chunk);
-      if (expected === undefined) return callback(null, chunk);
-      const previous = held;
-      held = chunk;
-      callback(null, previous);
+      held.push(chunk);
+      heldBytes += chunk.length;
+      for (let first = held[0]; first !== undefined && heldBytes - first.length >= WITHHELD_BYTES; first = held[0]) {
+        held.shift();
+        heldBytes -= first.length;
+        this.push(first);
+      }
+      callback();
     },
     flush(callback: TransformCallback) {
-      if (expected === undefined) return callback();
-      const actual = hash.digest("hex");
-      if (actual !== expected) return callback(sha1Mismatch(remote, actual));
-      callback(null, held);
+      verified.then(
+        () => {
+          for (const chunk of held.splice(0)) this.push(chunk);
+          callback();
+        },
+        (error: unknown) => callback(error instanceof Error ? error : new Error(String(error))),
+      );
     },
   });
-}
-
-function sha1Mismatch(remote: RemoteTarget, actual: string): DomainError {
-  return new DomainError(
-    "bad_gateway",
-    "CONNECTOR_SHA1_MISMATCH",
-    `Connector '${remote.connector.name}' sent a file for ${remote.name} ${remote.version} whose SHA-1 (${actual}) ` +
-      `is not the one it lists (${remote.sha1 ?? ""}); the download was refused.`,
-  );
 }
 
 /** A failed put of the upstream's bytes, as the 502 (or 504) the client gets. */
@@ -217,6 +240,20 @@ function storeError(remote: RemoteTarget, error: unknown, maxBytes: number): Err
     );
   }
   return error;
+}
+
+/** A refusal (SHA-1, identity) is worth the administrator's attention; a client that went away is not. */
+function reportRefused(options: PullOptions, remote: RemoteTarget, error: unknown): void {
+  if (!(error instanceof DomainError) || error.kind !== "bad_gateway") return;
+  options.log.warn(
+    {
+      code: error.code,
+      connector: remote.connector.name,
+      package: `${remote.group}/${remote.name}`,
+      version: remote.version,
+    },
+    error.message,
+  );
 }
 
 function reportUnkept(options: PullOptions, remote: RemoteTarget, error: unknown): void {

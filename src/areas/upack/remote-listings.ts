@@ -2,7 +2,7 @@ import { DomainError } from "../../domain/errors.js";
 import { compilePatterns } from "../../domain/patterns.js";
 import { canonicalVersion } from "../../domain/upack-version.js";
 import type { Connector, ConnectorUpstreams, MetadataRequest } from "../connectors/index.js";
-import type { FeedService } from "../management/index.js";
+import type { Feed, FeedService } from "../management/index.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import {
   filterSubject,
@@ -14,6 +14,7 @@ import {
   type Visible,
 } from "./remote-entries.js";
 import { byPackage, byVersion, type Json, mergePackages, mergeVersions, type Source } from "./remote-merge.js";
+import { connectorsForPackage, type OwnsPackage, withoutShadowed } from "./remote-shadow.js";
 import {
   packageNotFound,
   type PackagesQuery,
@@ -34,6 +35,8 @@ import {
  *   its `versions` and `latestVersion` are those of every source, so a client choosing from
  *   `packages?name=` sees what `versions?name=` lists and downloads can serve.
  * - Connector filters decide which remote packages are visible at all.
+ * - A package the feed publishes itself hides connectors' packages of that name altogether,
+ *   unless a connector merges with local packages (remote-shadow.ts).
  * - Remote entries carry `isLocal: false, isCached: false`; pulled versions are local rows with
  *   `isLocal: false, isCached: true` (present.ts).
  * - Upstream trouble: each connector's answer may come from its metadata cache, fresh or, when
@@ -47,6 +50,8 @@ import {
 export interface RemoteListingDeps {
   readonly feeds: FeedService;
   readonly upstreams: ConnectorUpstreams;
+  /** Whether the feed publishes a package itself (remote-shadow.ts). */
+  readonly owns: OwnsPackage;
   /** Where a connector left out of an answer is reported (the answer itself does not say so). */
   readonly log?: { warn(fields: object, message: string): void };
 }
@@ -58,11 +63,12 @@ export interface Gathered<T> {
 }
 
 export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps): UpackQueryService {
-  const { upstreams } = deps;
+  const { upstreams, owns } = deps;
 
-  async function connectorsOf(feedName: string): Promise<readonly Connector[]> {
+  async function connectorsOf(feedName: string): Promise<{ feed: Feed; connectors: readonly Connector[] }> {
     const feed = await getUniversalFeed(deps.feeds, feedName);
-    return feed.settings.connectors.length === 0 ? [] : upstreams.connectorsOf(feed.settings.connectors);
+    const names = feed.settings.connectors;
+    return { feed, connectors: names.length === 0 ? [] : await upstreams.connectorsOf(names) };
   }
 
   /**
@@ -80,10 +86,12 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
     ...local,
 
     async listPackages(feedName, query) {
-      const connectors = await connectorsOf(feedName);
-      if (connectors.length === 0) return local.listPackages(feedName, query);
+      const { feed, connectors: all } = await connectorsOf(feedName);
+      if (all.length === 0) return local.listPackages(feedName, query);
       if (query.name !== undefined) {
         const group = query.group ?? "";
+        const connectors = await connectorsForPackage(owns, feed, all, group, query.name);
+        if (connectors.length === 0) return local.listPackages(feedName, query);
         const [own, remote] = await Promise.all([
           localOrUndefined(() => local.listPackages(feedName, query)),
           gather(
@@ -102,15 +110,16 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       }
       const [own, remote] = await Promise.all([
         local.listPackages(feedName, query),
-        gather(upstreams, connectors, { endpoint: "packages", query: packagesQuery(query) }, remotePackagesOf),
+        gather(upstreams, all, { endpoint: "packages", query: packagesQuery(query) }, remotePackagesOf),
       ]);
-      const merged = mergePackages(parseArray(own), remote.sources).sort(byPackage).slice(0, query.count);
+      const sources = await withoutShadowed(owns, feed, remote.sources);
+      const merged = mergePackages(parseArray(own), sources).sort(byPackage).slice(0, query.count);
       throwWhenNothing(merged, remote.failures);
       return toBuffer(merged);
     },
 
     async search(feedName, term, count) {
-      const connectors = await connectorsOf(feedName);
+      const { feed, connectors } = await connectorsOf(feedName);
       if (connectors.length === 0) return local.search(feedName, term, count);
       const trimmed = term.trim();
       const request: MetadataRequest =
@@ -122,14 +131,18 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
         gather(upstreams, connectors, request, remotePackagesOf),
       ]);
       // Ranked already, locally and upstream: the order is kept, local matches first.
-      const merged = mergePackages(parseArray(own), remote.sources);
+      const merged = mergePackages(parseArray(own), await withoutShadowed(owns, feed, remote.sources));
       if (trimmed === "") merged.sort(byPackage);
       throwWhenNothing(merged, remote.failures);
       return toBuffer(merged.slice(0, count));
     },
 
     async listVersions(feedName, query) {
-      const connectors = await connectorsOf(feedName);
+      const { feed, connectors: all } = await connectorsOf(feedName);
+      const connectors =
+        query.name === undefined || all.length === 0
+          ? all
+          : await connectorsForPackage(owns, feed, all, query.group ?? "", query.name);
       if (connectors.length === 0) return local.listVersions(feedName, query);
       if (query.version !== undefined) return oneVersion(feedName, query, connectors);
       const [own, remote] = await Promise.all([
@@ -138,7 +151,8 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
           remoteVersionsOf(body, visible, query.includeFileList),
         ),
       ]);
-      let merged = mergeVersions(parseArray(own), remote.sources).sort(byVersion);
+      const sources = await withoutShadowed(owns, feed, remote.sources);
+      let merged = mergeVersions(parseArray(own), sources).sort(byVersion);
       // With a name, `count` does not apply (seed-api.md A), as locally.
       if (query.name === undefined) merged = merged.slice(0, query.count);
       throwWhenNothing(merged, remote.failures);

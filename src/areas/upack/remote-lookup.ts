@@ -8,12 +8,14 @@ import { getUniversalFeed } from "./feed-lookup.js";
 import { versionNotFound } from "./query-service.js";
 import { packageKey, type RemoteVersion, remoteVersionsOf } from "./remote-entries.js";
 import { firstListing, gather, isLocalMiss, type Listed } from "./remote-listings.js";
+import { connectorsForPackage, type OwnsPackage } from "./remote-shadow.js";
 
 /**
  * Which version a download URL names on a feed with connectors (compat.md 2.4, 2.12, 5.3): the
  * feed's own when it stores it, else the first connector's (in the feed's order, through its
  * filters) that lists it; with `latest`, the highest version of the feed and its connectors (the
- * feed's own on a tie).
+ * feed's own on a tie). A package the feed publishes itself is served only from the feed, and
+ * from connectors that merge with local packages (remote-shadow.ts).
  */
 
 export type Located =
@@ -39,6 +41,8 @@ export interface RemoteLookupDeps {
   readonly downloads: Pick<UpackDownloadService, "resolve">;
   readonly feeds: FeedService;
   readonly upstreams: ConnectorUpstreams;
+  /** Whether the feed publishes a package itself (remote-shadow.ts). */
+  readonly owns: OwnsPackage;
 }
 
 /**
@@ -63,10 +67,11 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
     const feed = local?.feed ?? (await getUniversalFeed(deps.feeds, feedName));
     // The feed's own exact version needs no upstream; nor does anything on a feed without connectors.
     if (local !== undefined && (!latest || feed.settings.connectors.length === 0)) return local;
-    const connectors =
-      feed.settings.connectors.length === 0 ? [] : await upstreams.connectorsOf(feed.settings.connectors);
-    if (connectors.length === 0) return orMiss(local, miss);
+    const all = feed.settings.connectors.length === 0 ? [] : await upstreams.connectorsOf(feed.settings.connectors);
+    if (all.length === 0) return orMiss(local, miss);
     const path = parsePackagePath(tail.split("/"), { versionExpected: !latest });
+    const connectors = await connectorsForPackage(deps.owns, feed, all, path.group, path.name);
+    if (connectors.length === 0) return orMiss(local, miss);
     const found = latest ? await highest(connectors, path) : await exact(connectors, path);
     const localVersion = local === undefined ? undefined : parseVersion(local.target.version);
     if (

@@ -12,6 +12,7 @@ import type { UpackAreaOptions } from "./index.js";
 import { createUpackQueryRepository } from "./query-repository.js";
 import { createUpackWriteRepository } from "./repository.js";
 import { createRemoteDownloads, type RemoteDownloads } from "./remote-downloads.js";
+import { ownershipOf } from "./remote-shadow.js";
 import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
 import { createVirtualDownloads } from "./vpack-download.js";
 
@@ -82,6 +83,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       downloads,
       feeds: options.feeds,
       upstreams: options.upstreams,
+      owns: ownershipOf(queries),
       blobs: options.blobs,
       keeper: options.keeper,
       write,

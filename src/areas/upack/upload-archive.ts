@@ -39,7 +39,7 @@ export interface PackageFileDeps {
 }
 
 /** upack.json is read into memory; real manifests are a few KiB, long Markdown descriptions included. */
-const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const CONTENT_PREFIX = "package/";
 
 /**
