@@ -4,10 +4,10 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { ciBadgesArea } from "./areas/ci-badges/index.js";
 import {
-  connectorExists,
   connectorsArea,
   createConnectors,
   createConnectorUpstreams,
+  findConnectorReference,
 } from "./areas/connectors/index.js";
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
@@ -85,7 +85,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(formbody);
   await registerOpenApi(app);
 
-  const feeds = createFeedService({ db: deps.db, clock, config, connectorExists: connectorExists(deps.db) });
+  const feeds = createFeedService({ db: deps.db, clock, config, findConnector: findConnectorReference(deps.db) });
   const authenticator = createAuthenticator({
     repository: createAuthRepository(deps.db),
     clock,

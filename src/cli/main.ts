@@ -129,12 +129,12 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
   // Loaded here, after the configuration is known to be valid: they pull in SQLite and the areas.
   const { openDatabase } = await import("../storage/database.js");
   const { createFeedService } = await import("../areas/management/index.js");
-  const { connectorExists } = await import("../areas/connectors/index.js");
+  const { findConnectorReference } = await import("../areas/connectors/index.js");
   const db = openDatabase(file);
   try {
     // A typo in WHARF_DATA_DIR would otherwise go unnoticed: say where the new database is.
     if (isNew) io.err(`note: created a new, empty Wharf database in ${config.dataDir}`);
-    const feeds = createFeedService({ db, clock: systemClock, config, connectorExists: connectorExists(db) });
+    const feeds = createFeedService({ db, clock: systemClock, config, findConnector: findConnectorReference(db) });
     return await command(args, { db, clock: systemClock, feeds, out: io.out, err: io.err });
   } finally {
     db.close();

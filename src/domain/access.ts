@@ -4,8 +4,8 @@ import type { AccessNeed, FeedScope, Principal } from "./principal.js";
 /** One permission row as the access rules see it: a task's attributes, its scope, grant or deny. */
 export interface Grant {
   readonly attributes: readonly string[];
-  /** Lowercased feed name or feed group name; both undefined means global. */
-  readonly feedName?: string | undefined;
+  /** The feed's id, or the lowercased feed group name; both undefined means global. */
+  readonly feedId?: number | undefined;
   readonly feedGroup?: string | undefined;
   readonly deny: boolean;
 }
@@ -25,7 +25,7 @@ export function keyAllows(
   }
   if (!scope) return false;
   const onItsFeed =
-    (principal.feed !== undefined && principal.feed.toLowerCase() === scope.name.toLowerCase()) ||
+    (principal.feedId !== undefined && principal.feedId === scope.id) ||
     (principal.feedGroup !== undefined &&
       scope.group !== undefined &&
       principal.feedGroup.toLowerCase() === scope.group.toLowerCase());
@@ -40,10 +40,10 @@ export function keyAllows(
 export function grantsAllow(grants: readonly Grant[], attribute: string, scope: FeedScope | undefined): boolean {
   let granted = false;
   for (const grant of grants) {
-    const global = grant.feedName === undefined && grant.feedGroup === undefined;
+    const global = grant.feedId === undefined && grant.feedGroup === undefined;
     const applies =
       global ||
-      (scope !== undefined && grant.feedName === scope.name.toLowerCase()) ||
+      (grant.feedId !== undefined && grant.feedId === scope?.id) ||
       (scope?.group !== undefined && grant.feedGroup === scope.group.toLowerCase());
     if (!applies) continue;
     const carries = grant.attributes.includes(attribute);

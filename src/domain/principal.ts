@@ -41,8 +41,8 @@ export type Principal =
   | {
       readonly type: "feed-key";
       readonly keyId: number;
-      /** Canonical feed name, or undefined when the key is for a feed group. */
-      readonly feed: string | undefined;
+      /** The id of the key's feed (never its name: see FeedScope), or undefined for a feed-group key. */
+      readonly feedId: number | undefined;
       readonly feedGroup: string | undefined;
       readonly permissions: readonly FeedKeyPermission[];
       readonly displayName?: string | undefined;
@@ -64,8 +64,21 @@ export interface AccessNeed {
   readonly feed?: string | FeedScope;
 }
 
-/** The feed a need is about, resolved to its canonical name and feed group. */
+/**
+ * Managing connectors, and attaching one that carries stored credentials to a feed: a connector
+ * names an upstream and the account Wharf uses there, and belongs to no feed, so only global
+ * grants count (System keys: the `feeds` scope; Feed keys never).
+ */
+export const MANAGE_CONNECTORS: AccessNeed = Object.freeze({ api: "feeds", attribute: "Admin_ManageFeed" });
+
+/**
+ * The feed a need is about, resolved. Access is decided by `id` and `group` only: a name is a
+ * label that a renamed feed leaves and a new feed may take, so keys and grants never match it.
+ */
 export interface FeedScope {
+  /** undefined when no feed has the name: then only global and feed-group grants can apply. */
+  readonly id: number | undefined;
+  /** Canonical name (or the name as requested, for an unknown feed); for messages only. */
   readonly name: string;
   readonly group: string | undefined;
 }

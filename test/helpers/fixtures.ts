@@ -2,7 +2,8 @@
  * Security fixtures for integration tests: API keys, users, groups and permission grants written
  * straight into the database, so that any area can test its access rules without going through
  * the security endpoints. Every function returns what a test needs next (a key to send, an id to
- * grant to). Rows follow migrations/0001-initial.sql; keys are stored as hashApiKey(key).
+ * grant to). Rows follow migrations/0001-initial.sql and 0010 (feed keys and feed-scoped grants
+ * are bound to the feed's id, so the feed must exist first); keys are stored as hashApiKey(key).
  *
  * Typical use:
  *   const key = createFeedKey(t.db, "main", ["view"]);
@@ -42,7 +43,7 @@ function insertKey(
 ): string {
   const key = newKey(columns.type.toLowerCase());
   db.prepare(
-    `INSERT INTO api_keys (key_hash, key_type, display_name, system_apis, package_permissions, feed_name, feed_group,
+    `INSERT INTO api_keys (key_hash, key_type, display_name, system_apis, package_permissions, feed_id, feed_group,
                            user_id, expires_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
@@ -51,7 +52,7 @@ function insertKey(
     options.displayName ?? `${columns.type} key (test)`,
     columns.systemApis ? JSON.stringify(columns.systemApis) : null,
     columns.permissions ? JSON.stringify(columns.permissions) : null,
-    columns.feed ?? null,
+    columns.feed === undefined ? null : feedIdOf(db, columns.feed),
     columns.feedGroup ?? null,
     columns.userId ?? null,
     options.expiresAt ?? null,
@@ -122,7 +123,7 @@ export type GrantTarget = { user: number } | { group: number } | { anonymous: tr
 
 export type GrantOptions = GrantTarget & {
   attributes: readonly string[];
-  /** Scope to one feed (by name) or a feed group; neither means global. */
+  /** Scope to one feed (named here, bound to its id) or a feed group; neither means global. */
   feed?: string;
   feedGroup?: string;
   /** A deny wins over any grant of the same attribute. */
@@ -139,17 +140,27 @@ export function grant(db: Db, options: GrantOptions): void {
         ? (["group", null, options.group] as const)
         : (["anonymous", null, null] as const);
   db.prepare(
-    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_name_key, feed_group_key, deny)
+    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_id, feed_group_key, deny)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     type,
     userId,
     groupId,
     taskId,
-    options.feed?.toLowerCase() ?? null,
+    options.feed === undefined ? null : feedIdOf(db, options.feed),
     options.feedGroup?.toLowerCase() ?? null,
     options.deny ? 1 : 0,
   );
+}
+
+/** The id of the feed with this name or alternate name; throws when there is none. */
+export function feedIdOf(db: Db, name: string): number {
+  const id = db
+    .prepare<[string], number>("SELECT feed_id FROM feed_names WHERE name_key = ?")
+    .pluck()
+    .get(name.toLowerCase());
+  if (id === undefined) throw new Error(`no feed is named '${name}': create it before its keys and grants`);
+  return id;
 }
 
 /** `Authorization: Basic` header for a user name and password (or `api` and a key). */

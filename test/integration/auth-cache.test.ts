@@ -65,7 +65,10 @@ describe("authentication caches: a change takes effect on the next request", () 
     ["deleted", "DELETE FROM api_keys WHERE key_hash = ?"],
     ["expired", "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00.000Z' WHERE key_hash = ?"],
     ["narrowed to no permission", "UPDATE api_keys SET package_permissions = '[]' WHERE key_hash = ?"],
-    ["moved to another feed", "UPDATE api_keys SET feed_name = 'other' WHERE key_hash = ?"],
+    [
+      "moved to another feed",
+      "UPDATE api_keys SET feed_id = (SELECT feed_id FROM feed_names WHERE name_key = 'other') WHERE key_hash = ?",
+    ],
   ])("refuses a key %s by another connection", async (_change, sql) => {
     const key = createFeedKey(t.db, "main", ["view"]);
     await expectWorks({ "x-apikey": key });

@@ -48,6 +48,14 @@ describe("authentication: every transport, one principal", () => {
     });
     expect(res.statusCode).toBe(200);
     adminUserKey = createPersonalKey(t.db, adminId);
+    // Feed keys are bound to a feed that exists (migration 0010).
+    const feed = await t.app.inject({
+      method: "POST",
+      url: "/api/management/feeds/create",
+      headers: { "x-apikey": t.adminKey },
+      payload: { name: "main", feedType: "universal" },
+    });
+    expect(feed.statusCode).toBe(201);
   });
   afterAll(async () => t?.close());
 

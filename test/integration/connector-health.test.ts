@@ -425,6 +425,14 @@ describe("health endpoints: shapes and statuses", () => {
       expect(res.body).toBe(PERMISSION_DENIED_MESSAGE);
     }
     expectText(await get({ "x-apikey": newKey("unknown") }, HEALTH), 403);
+    // A feed named like the connector: its key and its feed-scoped grants still reach no connector.
+    const feed = await t.app.inject({
+      method: "POST",
+      url: "/api/management/feeds/create",
+      headers: { "x-apikey": t.adminKey },
+      payload: { name: "mid", feedType: "universal" },
+    });
+    expectJson(feed, 201);
     expectText(await get({ "x-apikey": createFeedKey(t.db, "mid", ["view", "add", "delete"]) }), 403);
     expectJson(await get({ "x-apikey": createSystemKey(t.db, ["connector-health"]) }), 200);
     expectJson(await get({ "x-apikey": createSystemKey(t.db, ["connector-health"]) }, HEALTH), 200);

@@ -249,13 +249,13 @@ describe("connector management: a connector's life", () => {
     expectJson(await call("GET", `${CONNECTORS}/get/beta`), 200);
   });
 
-  it("feeds may now name existing connectors (any case); unknown ones are still 422", async () => {
+  it("feeds may now name existing connectors (any case, shown as the connector spells it); unknown ones are still 422", async () => {
     const created = await call("POST", `${FEEDS}/create`, {
       name: "proxy",
       feedType: "universal",
       connectors: ["upstream"],
     });
-    expect((expectJson(created, 201) as { connectors: string[] }).connectors).toEqual(["upstream"]);
+    expect((expectJson(created, 201) as { connectors: string[] }).connectors).toEqual(["Upstream"]);
     expectText(
       await call("POST", `${FEEDS}/create`, { name: "proxy2", feedType: "universal", connectors: ["ghost"] }),
       422,
@@ -264,7 +264,7 @@ describe("connector management: a connector's life", () => {
     expectJson(await call("POST", `${FEEDS}/update/proxy`, { connectors: ["Upstream", "beta"] }), 200);
   });
 
-  it("refuses to delete or rename a connector feeds use (409 naming them); a case change is no rename", async () => {
+  it("refuses to delete a connector feeds use (409 naming them); renaming one carries the feeds along", async () => {
     for (const method of ["POST", "DELETE"] as const) {
       expectText(
         await call(method, `${CONNECTORS}/delete/upstream`),
@@ -272,10 +272,14 @@ describe("connector management: a connector's life", () => {
         "connector 'Upstream' cannot be deleted while feeds use it ('proxy')",
       );
     }
-    expectText(await call("POST", `${CONNECTORS}/update/beta`, { name: "gamma" }), 409, "cannot be renamed");
+    const connectorsOfProxy = async () =>
+      (expectJson(await call("GET", `${FEEDS}/get/proxy`), 200) as { connectors: string[] }).connectors;
+    expectJson(await call("POST", `${CONNECTORS}/update/beta`, { name: "gamma" }), 200);
+    expect(await connectorsOfProxy()).toEqual(["Upstream", "gamma"]);
     expect(
-      (expectJson(await call("POST", `${CONNECTORS}/update/beta`, { name: "BETA" }), 200) as { name: string }).name,
+      (expectJson(await call("POST", `${CONNECTORS}/update/gamma`, { name: "BETA" }), 200) as { name: string }).name,
     ).toBe("BETA");
+    expect(await connectorsOfProxy()).toEqual(["Upstream", "BETA"]);
     expectJson(await call("GET", `${CONNECTORS}/get/upstream`), 200);
   });
 

@@ -726,7 +726,7 @@ describe("feed management: who may do what", () => {
     );
   });
 
-  it("renaming needs the manage right on the new name as well (names carry permissions and keys)", async () => {
+  it("renaming into a free name needs the right to manage feeds in general, not only this feed", async () => {
     const scoped = await createUser(t.db, "alpha-admin", "pw-alpha");
     grant(t.db, { user: scoped, attributes: ["Admin_ManageFeed"], feed: "alpha" });
     const headers = basic("alpha-admin", "pw-alpha");

@@ -125,7 +125,9 @@ describe("replayed small downloads", () => {
 
     const second = createFeedKey(t.db, "main", ["view"]);
     expect((await replaysOf(() => download({ "x-apikey": second }))).replayed).toBe(1);
-    outside("DELETE FROM api_keys WHERE key_type = 'Feed' AND feed_name = 'main'");
+    outside(
+      "DELETE FROM api_keys WHERE key_type = 'Feed' AND feed_id = (SELECT feed_id FROM feed_names WHERE name_key = 'main')",
+    );
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await download({ "x-apikey": second })).status).toBe(403);
   });

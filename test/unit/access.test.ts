@@ -8,14 +8,21 @@ import type { AccessNeed, FeedKeyPermission, FeedScope, Principal, SystemApi } f
 type KeyPrincipal = Extract<Principal, { type: "system-key" | "feed-key" }>;
 
 const systemKey = (...apis: SystemApi[]): KeyPrincipal => ({ type: "system-key", keyId: 1, apis });
-const feedKey = (target: { feed?: string; feedGroup?: string }, ...permissions: FeedKeyPermission[]): KeyPrincipal => ({
+const feedKey = (
+  target: { feedId?: number; feedGroup?: string },
+  ...permissions: FeedKeyPermission[]
+): KeyPrincipal => ({
   type: "feed-key",
   keyId: 2,
-  feed: target.feed,
+  feedId: target.feedId,
   feedGroup: target.feedGroup,
   permissions,
 });
-const scope = (name: string, group?: string): FeedScope => ({ name, group });
+/** Feed ids: keys and grants match a feed's id, never its name (which a later feed may take). */
+const MAIN = 1;
+const OTHER = 2;
+const A = 3;
+const scope = (id: number | undefined, group?: string, name = `feed-${id}`): FeedScope => ({ id, name, group });
 
 describe("keyAllows: System keys", () => {
   const admin: AccessNeed = { api: "full-control", attribute: "Admin_ConfigureProGet" };
@@ -24,14 +31,14 @@ describe("keyAllows: System keys", () => {
 
   it.each<[string, KeyPrincipal, AccessNeed, FeedScope | undefined, boolean]>([
     ["full-control passes an admin need", systemKey("full-control"), admin, undefined, true],
-    ["full-control passes a feeds need", systemKey("full-control"), feedsNeed, scope("main"), true],
+    ["full-control passes a feeds need", systemKey("full-control"), feedsNeed, scope(MAIN), true],
     ["full-control passes a need with no api", systemKey("full-control"), onlyFullControl, undefined, true],
-    ["the need's own api passes", systemKey("feeds"), feedsNeed, scope("main"), true],
-    ["one of several apis passes", systemKey("metrics", "feeds"), feedsNeed, scope("main"), true],
-    ["another api does not pass", systemKey("metrics"), feedsNeed, scope("main"), false],
+    ["the need's own api passes", systemKey("feeds"), feedsNeed, scope(MAIN), true],
+    ["one of several apis passes", systemKey("metrics", "feeds"), feedsNeed, scope(MAIN), true],
+    ["another api does not pass", systemKey("metrics"), feedsNeed, scope(MAIN), false],
     ["feeds does not pass an admin need", systemKey("feeds"), admin, undefined, false],
     ["no api never passes a need with no api", systemKey("feeds", "metrics"), onlyFullControl, undefined, false],
-    ["a key with no apis passes nothing", systemKey(), feedsNeed, scope("main"), false],
+    ["a key with no apis passes nothing", systemKey(), feedsNeed, scope(MAIN), false],
   ])("%s", (_name, principal, need, feed, expected) => {
     expect(keyAllows(principal, need, feed)).toBe(expected);
   });
@@ -45,79 +52,87 @@ describe("keyAllows: Feed keys", () => {
   });
 
   it.each<[string, KeyPrincipal, AccessNeed, FeedScope | undefined, boolean]>([
-    ["view on its feed", feedKey({ feed: "Main" }, "view"), need("Feeds_ViewFeed", "main"), scope("main"), true],
+    ["view on its feed", feedKey({ feedId: MAIN }, "view"), need("Feeds_ViewFeed", "main"), scope(MAIN), true],
     [
-      "feed names compare case-insensitively",
-      feedKey({ feed: "main" }, "view"),
-      need("Feeds_DownloadPackage"),
-      scope("MAIN"),
+      "its feed renamed (same id, another name)",
+      feedKey({ feedId: MAIN }, "view"),
+      need("Feeds_DownloadPackage", "renamed"),
+      scope(MAIN, undefined, "renamed"),
       true,
     ],
-    ["view on another feed", feedKey({ feed: "main" }, "view"), need("Feeds_ViewFeed"), scope("other"), false],
+    [
+      "a new feed under its feed's old name (another id)",
+      feedKey({ feedId: MAIN }, "view"),
+      need("Feeds_DownloadPackage", "main"),
+      scope(OTHER, undefined, "main"),
+      false,
+    ],
+    ["a feed no feed has (no id)", feedKey({ feedId: MAIN }, "view"), need("Feeds_ViewFeed"), scope(undefined), false],
+    ["view on another feed", feedKey({ feedId: MAIN }, "view"), need("Feeds_ViewFeed"), scope(OTHER), false],
     [
       "any need with no feed",
-      feedKey({ feed: "main" }, "view", "add", "promote", "delete"),
+      feedKey({ feedId: MAIN }, "view", "add", "promote", "delete"),
       need("Feeds_ViewFeed"),
       undefined,
       false,
     ],
     [
       "an admin need",
-      feedKey({ feed: "main" }, "view", "add", "promote", "delete"),
+      feedKey({ feedId: MAIN }, "view", "add", "promote", "delete"),
       need("Admin_ConfigureProGet"),
-      scope("main"),
+      scope(MAIN),
       false,
     ],
     [
       "managing its own feed",
-      feedKey({ feed: "main" }, "view", "add", "promote", "delete"),
+      feedKey({ feedId: MAIN }, "view", "add", "promote", "delete"),
       need("Admin_ManageFeed"),
-      scope("main"),
+      scope(MAIN),
       false,
     ],
-    ["view does not add", feedKey({ feed: "main" }, "view"), need("Feeds_AddPackage"), scope("main"), false],
-    ["add adds and pulls", feedKey({ feed: "main" }, "add"), need("Feeds_PullPackage"), scope("main"), true],
-    ["add does not view", feedKey({ feed: "main" }, "add"), need("Feeds_ViewFeed"), scope("main"), false],
+    ["view does not add", feedKey({ feedId: MAIN }, "view"), need("Feeds_AddPackage"), scope(MAIN), false],
+    ["add adds and pulls", feedKey({ feedId: MAIN }, "add"), need("Feeds_PullPackage"), scope(MAIN), true],
+    ["add does not view", feedKey({ feedId: MAIN }, "add"), need("Feeds_ViewFeed"), scope(MAIN), false],
     [
       "promote accepts promotions",
-      feedKey({ feed: "main" }, "promote"),
+      feedKey({ feedId: MAIN }, "promote"),
       need("Feeds_AcceptPackagePromotions"),
-      scope("main"),
+      scope(MAIN),
       true,
     ],
-    ["delete overwrites", feedKey({ feed: "main" }, "delete"), need("Feeds_OverwritePackage"), scope("main"), true],
-    ["delete deletes", feedKey({ feed: "main" }, "delete"), need("Feeds_DeletePackage"), scope("main"), true],
-    ["delete unlists", feedKey({ feed: "main" }, "delete"), need("Feeds_UnlistPackage"), scope("main"), true],
-    ["delete does not add", feedKey({ feed: "main" }, "delete"), need("Feeds_AddPackage"), scope("main"), false],
+    ["delete overwrites", feedKey({ feedId: MAIN }, "delete"), need("Feeds_OverwritePackage"), scope(MAIN), true],
+    ["delete deletes", feedKey({ feedId: MAIN }, "delete"), need("Feeds_DeletePackage"), scope(MAIN), true],
+    ["delete unlists", feedKey({ feedId: MAIN }, "delete"), need("Feeds_UnlistPackage"), scope(MAIN), true],
+    ["delete does not add", feedKey({ feedId: MAIN }, "delete"), need("Feeds_AddPackage"), scope(MAIN), false],
     [
       "a group key on a feed of its group",
       feedKey({ feedGroup: "Team" }, "view"),
       need("Feeds_ViewFeed"),
-      scope("a", "team"),
+      scope(A, "team"),
       true,
     ],
     [
       "a group key on a feed of another group",
       feedKey({ feedGroup: "team" }, "view"),
       need("Feeds_ViewFeed"),
-      scope("a", "ops"),
+      scope(A, "ops"),
       false,
     ],
     [
       "a group key on a feed of no group",
       feedKey({ feedGroup: "team" }, "view"),
       need("Feeds_ViewFeed"),
-      scope("a"),
+      scope(A),
       false,
     ],
     [
       "a feed key whose feed is in a group",
-      feedKey({ feed: "a" }, "view"),
+      feedKey({ feedId: A }, "view"),
       need("Feeds_ViewFeed"),
-      scope("a", "team"),
+      scope(A, "team"),
       true,
     ],
-    ["a key with no permissions", feedKey({ feed: "main" }), need("Feeds_ViewFeed"), scope("main"), false],
+    ["a key with no permissions", feedKey({ feedId: MAIN }), need("Feeds_ViewFeed"), scope(MAIN), false],
   ])("%s", (_name, principal, need, feed, expected) => {
     expect(keyAllows(principal, need, feed)).toBe(expected);
   });
@@ -132,7 +147,7 @@ describe("keyAllows: Feed keys", () => {
     };
     for (const word of words) {
       const allowed = ATTRIBUTES.filter((attribute) =>
-        keyAllows(feedKey({ feed: "main" }, word), { attribute, feed: "main" }, scope("main")),
+        keyAllows(feedKey({ feedId: MAIN }, word), { attribute, feed: "main" }, scope(MAIN)),
       );
       expect(allowed, word).toEqual(expected[word]);
     }
@@ -144,7 +159,7 @@ describe("grantsAllow", () => {
   const administer = [...ATTRIBUTES];
   const g = (
     attributes: readonly string[],
-    where: { feedName?: string; feedGroup?: string } = {},
+    where: { feedId?: number; feedGroup?: string } = {},
     deny = false,
   ): Grant => ({
     attributes,
@@ -153,74 +168,96 @@ describe("grantsAllow", () => {
   });
 
   it.each<[string, Grant[], string, FeedScope | undefined, boolean]>([
-    ["nothing granted", [], "Feeds_ViewFeed", scope("main"), false],
-    ["a global grant, on a feed", [g(view)], "Feeds_ViewFeed", scope("main"), true],
+    ["nothing granted", [], "Feeds_ViewFeed", scope(MAIN), false],
+    ["a global grant, on a feed", [g(view)], "Feeds_ViewFeed", scope(MAIN), true],
     ["a global grant, on no feed", [g(view)], "Feeds_ViewFeed", undefined, true],
-    ["a grant without the attribute", [g(view)], "Feeds_AddPackage", scope("main"), false],
-    ["a feed grant on its feed", [g(view, { feedName: "main" })], "Feeds_ViewFeed", scope("Main"), true],
-    ["a feed grant on another feed", [g(view, { feedName: "main" })], "Feeds_ViewFeed", scope("other"), false],
-    ["a feed grant on a need with no feed", [g(view, { feedName: "main" })], "Feeds_ViewFeed", undefined, false],
+    ["a grant without the attribute", [g(view)], "Feeds_AddPackage", scope(MAIN), false],
+    ["a feed grant on its feed", [g(view, { feedId: MAIN })], "Feeds_ViewFeed", scope(MAIN), true],
+    [
+      "a feed grant on its feed renamed",
+      [g(view, { feedId: MAIN })],
+      "Feeds_ViewFeed",
+      scope(MAIN, undefined, "renamed"),
+      true,
+    ],
+    [
+      "a feed grant on a new feed under its feed's old name",
+      [g(view, { feedId: MAIN })],
+      "Feeds_ViewFeed",
+      scope(OTHER, undefined, "feed-1"),
+      false,
+    ],
+    ["a feed grant on an unknown feed", [g(view, { feedId: MAIN })], "Feeds_ViewFeed", scope(undefined), false],
+    [
+      "a feed-group grant on a group need (no feed id)",
+      [g(view, { feedGroup: "team" })],
+      "Feeds_ViewFeed",
+      scope(undefined, "team"),
+      true,
+    ],
+    ["a feed grant on another feed", [g(view, { feedId: MAIN })], "Feeds_ViewFeed", scope(OTHER), false],
+    ["a feed grant on a need with no feed", [g(view, { feedId: MAIN })], "Feeds_ViewFeed", undefined, false],
     [
       "a feed-group grant on a feed of the group",
       [g(view, { feedGroup: "team" })],
       "Feeds_ViewFeed",
-      scope("a", "Team"),
+      scope(A, "Team"),
       true,
     ],
     [
       "a feed-group grant on a feed of another group",
       [g(view, { feedGroup: "team" })],
       "Feeds_ViewFeed",
-      scope("a", "ops"),
+      scope(A, "ops"),
       false,
     ],
-    ["a feed-group grant on a feed of no group", [g(view, { feedGroup: "team" })], "Feeds_ViewFeed", scope("a"), false],
+    ["a feed-group grant on a feed of no group", [g(view, { feedGroup: "team" })], "Feeds_ViewFeed", scope(A), false],
     [
       "a feed-group grant named like the feed",
       [g(view, { feedGroup: "main" })],
       "Feeds_ViewFeed",
-      scope("main"),
+      scope(MAIN, undefined, "main"),
       false,
     ],
-    ["a global deny beats a global grant", [g(view), g(view, {}, true)], "Feeds_ViewFeed", scope("main"), false],
-    ["a deny listed first still wins", [g(view, {}, true), g(view)], "Feeds_ViewFeed", scope("main"), false],
+    ["a global deny beats a global grant", [g(view), g(view, {}, true)], "Feeds_ViewFeed", scope(MAIN), false],
+    ["a deny listed first still wins", [g(view, {}, true), g(view)], "Feeds_ViewFeed", scope(MAIN), false],
     [
       "a feed deny beats a global grant on that feed",
-      [g(view), g(view, { feedName: "main" }, true)],
+      [g(view), g(view, { feedId: MAIN }, true)],
       "Feeds_ViewFeed",
-      scope("main"),
+      scope(MAIN),
       false,
     ],
     [
       "a feed deny leaves other feeds alone",
-      [g(view), g(view, { feedName: "main" }, true)],
+      [g(view), g(view, { feedId: MAIN }, true)],
       "Feeds_ViewFeed",
-      scope("other"),
+      scope(OTHER),
       true,
     ],
     [
       "a feed deny leaves global needs alone",
-      [g(administer), g(view, { feedName: "main" }, true)],
+      [g(administer), g(view, { feedId: MAIN }, true)],
       "Feeds_ViewFeed",
       undefined,
       true,
     ],
     [
       "a group deny beats a feed grant",
-      [g(view, { feedName: "a" }), g(view, { feedGroup: "team" }, true)],
+      [g(view, { feedId: A }), g(view, { feedGroup: "team" }, true)],
       "Feeds_ViewFeed",
-      scope("a", "team"),
+      scope(A, "team"),
       false,
     ],
     [
       "a deny of another attribute does not deny",
       [g(view), g(["Feeds_DownloadPackage"], {}, true)],
       "Feeds_ViewFeed",
-      scope("main"),
+      scope(MAIN),
       true,
     ],
-    ["a deny alone grants nothing", [g(view, {}, true)], "Feeds_AddPackage", scope("main"), false],
-    ["a deny beats the super attribute", [g(administer), g(view, {}, true)], "Feeds_ViewFeed", scope("main"), false],
+    ["a deny alone grants nothing", [g(view, {}, true)], "Feeds_AddPackage", scope(MAIN), false],
+    ["a deny beats the super attribute", [g(administer), g(view, {}, true)], "Feeds_ViewFeed", scope(MAIN), false],
     [
       "the global super attribute implies any attribute",
       [g(["Admin_ConfigureProGet"])],
@@ -232,28 +269,28 @@ describe("grantsAllow", () => {
       "the global super attribute implies unknown ones",
       [g(["Admin_ConfigureProGet"])],
       "Some_FutureAttribute",
-      scope("main"),
+      scope(MAIN),
       true,
     ],
     [
       "the super attribute on a feed implies nothing else",
-      [g(["Admin_ConfigureProGet"], { feedName: "main" })],
+      [g(["Admin_ConfigureProGet"], { feedId: MAIN })],
       "Feeds_ViewFeed",
-      scope("main"),
+      scope(MAIN),
       false,
     ],
     [
       "the super attribute on a feed group implies nothing else",
       [g(["Admin_ConfigureProGet"], { feedGroup: "t" })],
       "Feeds_AddPackage",
-      scope("a", "t"),
+      scope(A, "t"),
       false,
     ],
     [
       "the super attribute on a feed still grants itself there",
-      [g(["Admin_ConfigureProGet"], { feedName: "main" })],
+      [g(["Admin_ConfigureProGet"], { feedId: MAIN })],
       "Admin_ConfigureProGet",
-      scope("main"),
+      scope(MAIN),
       true,
     ],
     [

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
-import type { FeedService } from "../management/index.js";
+import type { ConnectorReference, FeedService } from "../management/index.js";
 import { createHealthProbe, createHealthScheduler } from "./health.js";
 import { connectorHealthRoutes } from "./health-routes.js";
 import { createConnectorRepository } from "./repository.js";
@@ -42,12 +42,18 @@ export function createConnectors(deps: ConnectorsDeps): ConnectorService {
 }
 
 /**
- * Whether a connector has this name (case-insensitively): the FeedService's `connectorExists`.
- * Built on the database alone because the feed service exists before this area's service does.
+ * The connector with this name (case-insensitively), as a feed needs to know it: the
+ * FeedService's `findConnector`. Built on the database alone because the feed service exists
+ * before this area's service does.
  */
-export function connectorExists(db: Db): (name: string) => Promise<boolean> {
+export function findConnectorReference(db: Db): (name: string) => Promise<ConnectorReference | undefined> {
   const repository = createConnectorRepository(db);
-  return async (name) => (await repository.findByName(name)) !== undefined;
+  return async (name) => {
+    const connector = await repository.findByName(name);
+    // Either one is sent upstream as Basic credentials (health.ts, upstream.ts).
+    const hasCredentials = connector?.username !== undefined || connector?.password !== undefined;
+    return connector && { name: connector.name, hasCredentials };
+  };
 }
 
 /**

@@ -53,8 +53,8 @@ interface StoredSettings {
   metadataCacheCount: number;
   username?: string;
   filters: string[];
-}
   mergeWithLocalPackages: boolean;
+}
 
 const COLUMNS =
   "id, name, url, feed_type, settings, password, health_state, health_error, health_checked_at, created_at, modified_at";
@@ -186,8 +186,8 @@ function encodeSettings(draft: ConnectorDraft): string {
     metadataCacheCount: draft.metadataCacheCount,
     ...(draft.username === undefined ? {} : { username: draft.username }),
     filters: [...draft.filters],
-  };
     mergeWithLocalPackages: draft.mergeWithLocalPackages,
+  };
   return JSON.stringify(settings);
 }
 
@@ -198,8 +198,8 @@ const STORED_DEFAULTS: StoredSettings = {
   metadataCacheMinutes: CONNECTOR_DEFAULTS.metadataCacheMinutes,
   metadataCacheCount: CONNECTOR_DEFAULTS.metadataCacheCount,
   filters: [],
-};
   mergeWithLocalPackages: CONNECTOR_DEFAULTS.mergeWithLocalPackages,
+};
 
 function toConnector(row: ConnectorRow): Connector {
   const settings: StoredSettings = { ...STORED_DEFAULTS, ...(JSON.parse(row.settings) as Partial<StoredSettings>) };
@@ -215,8 +215,8 @@ function toConnector(row: ConnectorRow): Connector {
     username: settings.username,
     password: row.password ?? undefined,
     filters: settings.filters,
-    health: {
     mergeWithLocalPackages: settings.mergeWithLocalPackages,
+    health: {
       state: row.health_state,
       errorMessage: row.health_error ?? undefined,
       lastChecked: row.health_checked_at ?? undefined,

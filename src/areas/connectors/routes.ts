@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AccessNeed } from "../../domain/principal.js";
+import { MANAGE_CONNECTORS } from "../../domain/principal.js";
 import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import { errorText, managementQuery } from "../management/schemas.js";
 import { connectorHealthSchema, connectorInputSchema, connectorNameParams, connectorSchema } from "./schemas.js";
@@ -20,7 +20,7 @@ const PREFIX = "/api/management/connectors";
 const TAGS = ["connectors"];
 
 /** For reading as well as changing: a connector shows an upstream's URL and account (see above). */
-const adminNeed: AccessNeed = { api: "feeds", attribute: "Admin_ManageFeed" };
+const adminNeed = MANAGE_CONNECTORS;
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
@@ -94,8 +94,8 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       summary: "Update a connector (partial)",
       description:
         "Omitted or null members keep their value, except username and password (null or '' removes); " +
-        "`filters` is replaced wholesale; a different `name` renames the connector, refused (409) while " +
-        "feeds use it. Changing url, feedType or credentials resets health to unknown.",
+        "`filters` is replaced wholesale; a different `name` renames the connector, and feeds using it keep " +
+        "it. Changing url, feedType or credentials resets health to unknown.",
       tags: TAGS,
       params: connectorNameParams,
       querystring: managementQuery,

@@ -20,8 +20,8 @@ export interface ConnectorService {
   /** Validates (400), then stores with health `unknown`; 409 when the name is taken. */
   createConnector(input: ConnectorInput): Promise<Connector>;
   /**
-   * Partial update (compat.md 5.1 conventions); a different `input.name` renames, refused (409)
-   * while feeds name the connector. Changing the upstream resets health to `unknown`.
+   * Partial update (compat.md 5.1 conventions); a different `input.name` renames, and feeds using
+   * the connector keep it (they are bound to its id). Changing the upstream resets health to `unknown`.
    */
   updateConnector(name: string, input: ConnectorInput): Promise<Connector>;
   /** Refused (409, naming them) while feeds name the connector in their `connectors`. */
@@ -67,9 +67,8 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
   }
 
   /**
-   * Feeds name connectors in their settings. Deleting or renaming one of those would leave
-   * dangling names that the feed API later fails on; the administrator decides which feeds lose
-   * it, not Wharf silently.
+   * Feeds use connectors (by id: a rename carries them along). Deleting one in use would take it
+   * from those feeds; the administrator decides which feeds lose it, not Wharf silently.
    */
   async function refuseWhileUsed(connector: Connector, action: string): Promise<void> {
     const key = connector.name.toLowerCase();
@@ -109,10 +108,6 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
 
     async updateConnector(name, input) {
       const current = await getConnector(name);
-      // Validate against what we read (a bad request fails before the feeds are read), then merge
-      // again inside the transaction against the row as it is then.
-      const draft = mergeConnectorInput(current, input);
-      if (draft.name.toLowerCase() !== current.name.toLowerCase()) await refuseWhileUsed(current, "renamed");
       return repository.update(current.id, (fresh) => mergeConnectorInput(fresh, input), now());
     },
 
@@ -154,12 +149,12 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
         url: connector.url,
         feedType: connector.feedType,
         timeout: connector.timeoutSeconds,
-        mergeWithLocalPackages: connector.mergeWithLocalPackages,
         metadataCacheEnabled: connector.metadataCacheEnabled,
         metadataCacheMinutes: connector.metadataCacheMinutes,
         metadataCacheCount: connector.metadataCacheCount,
         ...(connector.username === undefined ? {} : { username: connector.username }),
         filters: [...connector.filters],
+        mergeWithLocalPackages: connector.mergeWithLocalPackages,
       };
     },
 

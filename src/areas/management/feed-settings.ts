@@ -3,9 +3,10 @@ import type { FeedType } from "../../domain/feeds.js";
 import type { StorageConfig } from "../../domain/package-store.js";
 
 /**
- * The Feed as Wharf keeps it (compat.md 5.2). Everything except the names, type and group lives
- * in the `feeds.settings` JSON column as a FeedSettings object, so that adding a setting needs no
- * migration: decodeSettings fills what an older row lacks with the defaults below.
+ * The Feed as Wharf keeps it (compat.md 5.2). Everything except the names, type, group and
+ * connectors lives in the `feeds.settings` JSON column as a FeedSettings object, so that adding a
+ * setting needs no migration: decodeSettings fills what an older row lacks with the defaults
+ * below. Connectors are bound to connector ids in their own table (feed-connectors.ts).
  */
 
 /** Retention rule (compat.md 5.2, pgutil RetentionRule.cs); absent numbers mean "no limit". */
@@ -149,6 +150,8 @@ export function decodeSettings(json: string): FeedSettings {
   return settings;
 }
 
+/** Connectors are not part of the JSON: they are rows bound to connector ids (feed-connectors.ts). */
 export function encodeSettings(settings: FeedSettings): string {
-  return JSON.stringify(settings);
+  const { connectors: _connectors, ...stored } = settings;
+  return JSON.stringify(stored);
 }

@@ -2,27 +2,29 @@ import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
+import type { ConnectorReference } from "./feed-caller.js";
 import { createFeedRepository } from "./repository.js";
 import { feedRoutes } from "./routes.js";
 import { createFeedServiceWith, type FeedService } from "./service.js";
 import { storageRoutes } from "./storage-routes.js";
 
+export type { ConnectorReference, FeedCaller } from "./feed-caller.js";
 export type { Feed, FeedDraft, FeedSettings, RetentionRule } from "./feed-settings.js";
 export type { FeedInput, FeedJson } from "./schemas.js";
 export { endpointUrl, type FeedService, type FeedView } from "./service.js";
 
 /**
  * Wires repository -> service for feed management; app.ts shares the service with other areas.
- * `connectorExists` comes from the connectors area; without it no connector exists (CLI, tests).
+ * `findConnector` comes from the connectors area; without it no connector exists (tests).
  */
 export function createFeedService(deps: {
   db: Db;
   clock: Clock;
   config: Config;
-  connectorExists?: (name: string) => Promise<boolean>;
+  findConnector?: (name: string) => Promise<ConnectorReference | undefined>;
 }): FeedService {
-  const { clock, config, connectorExists } = deps;
-  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock, config, connectorExists });
+  const { clock, config, findConnector } = deps;
+  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock, config, findConnector });
 }
 
 /** Area I: `/api/management/feeds/...` and `/api/storage`. */

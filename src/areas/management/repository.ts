@@ -3,26 +3,32 @@ import { conflict, notFound } from "../../domain/errors.js";
 import type { FeedType } from "../../domain/feeds.js";
 import type { FeedScope } from "../../domain/principal.js";
 import type { Db } from "../../storage/database.js";
+import { createFeedConnectorRows } from "./feed-connectors.js";
 import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
 
 /**
- * SQL for `feeds` and `feed_names` (migrations 0001, 0002). Every method is one transaction and
- * returns a Promise, so that another database can implement the same interface.
+ * SQL for `feeds`, `feed_names` and `feed_connectors` (migrations 0001, 0002, 0010). Every method
+ * is one transaction and returns a Promise, so that another database can implement the same
+ * interface. A feed's `settings.connectors` are stored as connector ids and read back as the
+ * connectors' current names: a renamed connector stays the feed's, a deleted one leaves it.
  */
 export interface FeedRepository {
-  /** Canonical name and group of the feed with this primary or alternate name, case-insensitively. */
+  /** Id, canonical name and group of the feed with this primary or alternate name, case-insensitively. */
   findScope(name: string): Promise<FeedScope | undefined>;
   findByName(name: string): Promise<Feed | undefined>;
   /** All feeds, ordered by name case-insensitively. */
   list(): Promise<Feed[]>;
-  /** Throws conflict when a name (primary or alternate) is taken by another feed. */
+  /**
+   * Throws conflict when a name (primary or alternate) is taken by another feed, unprocessable
+   * CONNECTOR_NOT_FOUND when no connector has a name of `settings.connectors` (update too).
+   */
   insert(draft: FeedDraft, storageKey: string, now: string): Promise<Feed>;
   /**
    * Reads the feed, applies `change` to it and writes the result, all in one transaction (so two
    * concurrent partial updates cannot lose each other's changes). `change` may throw to abort.
    */
   update(id: number, change: (current: Feed) => FeedDraft, now: string): Promise<Feed>;
-  /** Deletes the feed with this name or alternate name; false when there is none. */
+  /** Deletes the feed with this name or alternate name, and its keys and permissions; false when there is none. */
   deleteByName(name: string): Promise<boolean>;
 }
 
@@ -46,8 +52,8 @@ interface NameOwnerRow {
 const FEED_COLUMNS = "f.id, f.name, f.feed_type, f.feed_group, f.storage_key, f.settings, f.created_at, f.modified_at";
 
 export function createFeedRepository(db: Db): FeedRepository {
-  const scopeByName = db.prepare<[string], { name: string; feed_group: string | null }>(
-    "SELECT f.name, f.feed_group FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?",
+  const scopeByName = db.prepare<[string], { id: number; name: string; feed_group: string | null }>(
+    "SELECT f.id, f.name, f.feed_group FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?",
   );
   const feedByName = db.prepare<[string], FeedRow>(
     `SELECT ${FEED_COLUMNS} FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ?`,
@@ -76,15 +82,16 @@ export function createFeedRepository(db: Db): FeedRepository {
     "INSERT INTO feed_names (name_key, feed_id, is_primary, name) VALUES (?, ?, ?, ?)",
   );
   const deleteFeed = db.prepare<[number]>("DELETE FROM feeds WHERE id = ?");
+  const connectorRows = createFeedConnectorRows(db);
 
-  const toFeed = (row: FeedRow, alternateNames: string[]): Feed => ({
+  const toFeed = (row: FeedRow, alternateNames: string[], connectors: string[]): Feed => ({
     id: row.id,
     name: row.name,
     alternateNames,
     feedType: row.feed_type as FeedType,
     ...(row.feed_group === null ? {} : { feedGroup: row.feed_group }),
     storageKey: row.storage_key,
-    settings: decodeSettings(row.settings),
+    settings: { ...decodeSettings(row.settings), connectors },
     createdAt: row.created_at,
     modifiedAt: row.modified_at,
   });
@@ -92,6 +99,7 @@ export function createFeedRepository(db: Db): FeedRepository {
     toFeed(
       row,
       alternatesOf.all(row.id).map((r) => r.name),
+      connectorRows.namesOf(row.id),
     );
 
   /** Names are one namespace across feeds, primary and alternate alike (migration 0001). */
@@ -122,15 +130,20 @@ export function createFeedRepository(db: Db): FeedRepository {
       now,
     ) as { id: number };
     claimNames(id, draft);
+    connectorRows.replace(id, draft.settings.connectors);
     return withAlternates(feedById.get(id) as FeedRow);
   });
 
   const updateTx = db.transaction((id: number, change: (current: Feed) => FeedDraft, now: string): Feed => {
     const row = feedById.get(id);
     if (!row) throw notFound("FEED_NOT_FOUND", "The specified feed was not found.");
-    const draft = change(withAlternates(row));
+    const current = withAlternates(row);
+    const draft = change(current);
     updateFeed.run(draft.name, draft.feedType, draft.feedGroup ?? null, encodeSettings(draft.settings), now, id);
     claimNames(id, draft);
+    if (!sameNames(current.settings.connectors, draft.settings.connectors)) {
+      connectorRows.replace(id, draft.settings.connectors);
+    }
     return withAlternates(feedById.get(id) as FeedRow);
   });
 
@@ -142,7 +155,7 @@ export function createFeedRepository(db: Db): FeedRepository {
   return {
     async findScope(name) {
       const row = scopeByName.get(name.toLowerCase());
-      return row && { name: row.name, group: row.feed_group ?? undefined };
+      return row && { id: row.id, name: row.name, group: row.feed_group ?? undefined };
     },
     async findByName(name) {
       const row = feedByName.get(name.toLowerCase());
@@ -153,7 +166,8 @@ export function createFeedRepository(db: Db): FeedRepository {
       for (const { feed_id, name } of allAlternates.all()) {
         alternates.set(feed_id, [...(alternates.get(feed_id) ?? []), name]);
       }
-      return allFeeds.all().map((row) => toFeed(row, alternates.get(row.id) ?? []));
+      const connectors = connectorRows.all();
+      return allFeeds.all().map((row) => toFeed(row, alternates.get(row.id) ?? [], connectors.get(row.id) ?? []));
     },
     async insert(draft, storageKey, now) {
       return translateConstraint(() => insertTx.immediate(draft, storageKey, now));
@@ -166,6 +180,9 @@ export function createFeedRepository(db: Db): FeedRepository {
     },
   };
 }
+
+const sameNames = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((name, i) => name.toLowerCase() === b[i]?.toLowerCase());
 
 /** claimNames checks first; the primary key is the backstop if two writers still collide. */
 function translateConstraint<T>(action: () => T): T {

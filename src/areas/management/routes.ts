@@ -5,6 +5,7 @@ import type { AccessNeed, FeedScope } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
 import { requestBaseUrl } from "../../http/base-url.js";
 import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
+import type { FeedCaller } from "./feed-caller.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
 import type { FeedService } from "./service.js";
 
@@ -13,7 +14,9 @@ import type { FeedService } from "./service.js";
  * Privileges (seed-api.md "Authentication", feed management row): reading needs Feeds_ViewFeed
  * on the feed, changing it Admin_ManageFeed; System keys need the `feeds` scope; Feed keys can
  * view their own feed and never create, change or delete one (no feed-key permission carries
- * Admin_ManageFeed).
+ * Admin_ManageFeed). What depends on the body is checked by the service through `callerOf`:
+ * setting a feed group needs the right on that group, attaching a connector with stored
+ * credentials the right to manage connectors.
  */
 
 const PREFIX = "/api/management/feeds";
@@ -31,7 +34,8 @@ const manageNeed = (feed?: string): AccessNeed => ({
 });
 const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
 /** A feed already read needs no second lookup to be checked against. */
-const scopeOf = (feed: Feed): FeedScope => ({ name: feed.name, group: feed.feedGroup });
+const scopeOf = (feed: Feed): FeedScope => ({ id: feed.id, name: feed.name, group: feed.feedGroup });
+const callerOf = (request: FastifyRequest): FeedCaller => ({ can: (need) => request.can(need) });
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
@@ -57,7 +61,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     config: { access: { need: manageNeed() } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
-      const feed = await feeds.createFeed(request.body ?? {});
+      const feed = await feeds.createFeed(request.body ?? {}, callerOf(request));
       return sendJson(reply, 201, feedSchema, await present(request, feed), wantsIndent(request.query));
     },
   });
@@ -120,11 +124,12 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     handler: async (request, reply) => {
       const input = request.body ?? {};
       const newName = input.name;
-      // Names carry permissions and keys (they are scoped by name): taking one needs the right on it too.
+      // A name is what clients' URLs point at, and no feed holds a free one: taking it needs the
+      // right to manage feeds in general, not only this one (keys and grants follow the feed's id).
       if (typeof newName === "string" && newName.toLowerCase() !== request.params.name.toLowerCase()) {
         await request.authorize(manageNeed(newName));
       }
-      const feed = await feeds.updateFeed(request.params.name, input);
+      const feed = await feeds.updateFeed(request.params.name, input, callerOf(request));
       return sendJson(reply, 200, feedSchema, await present(request, feed), wantsIndent(request.query));
     },
   });
@@ -134,7 +139,9 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     url: `${PREFIX}/delete/:name`,
     schema: {
       summary: "Delete a feed",
-      description: "Answers 200 with an empty body. Permissions and API keys naming the feed are kept.",
+      description:
+        "Answers 200 with an empty body. The feed's API keys and the permissions scoped to it are deleted " +
+        "with it: a feed created later under the same name starts with none.",
       tags: TAGS,
       params: feedNameParams,
       querystring: managementQuery,

@@ -11,6 +11,13 @@ import {
 } from "../../domain/package-store.js";
 import type { FeedScope } from "../../domain/principal.js";
 import { printable } from "../../domain/upack-manifest.js";
+import {
+  checkFeedGroup,
+  type ConnectorReference,
+  credentialsNotLent,
+  type FeedCaller,
+  refuseNewlyAttached,
+} from "./feed-caller.js";
 import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
 import type { FeedRepository } from "./repository.js";
@@ -26,18 +33,24 @@ export interface FeedView {
 
 /** Feed management use cases (seed-api.md area I). Throws DomainError; knows no HTTP. */
 export interface FeedService {
-  /** Canonical name and feed group of the feed with this name or alternate name, case-insensitively. */
+  /** Id, canonical name and feed group of the feed with this name or alternate name, case-insensitively. */
   findScope(name: string): Promise<FeedScope | undefined>;
   /** The feed with this name or alternate name, case-insensitively (for other areas: id, storageKey, type). */
   findFeed(name: string): Promise<Feed | undefined>;
   /** Like findFeed; throws not_found. */
   getFeed(name: string): Promise<Feed>;
   listFeeds(): Promise<Feed[]>;
-  /** Validates (400), checks referenced connectors (422) and names (409), then stores. */
-  createFeed(input: FeedInput): Promise<Feed>;
-  /** Partial update of the feed named `name` (compat.md 5.1); a different `input.name` renames it. */
-  updateFeed(name: string, input: FeedInput): Promise<Feed>;
-  /** Deletes the feed's rows only; permissions and keys are scoped by name and stay. */
+  /**
+   * Validates (400), checks referenced connectors (422; 403 for one with stored credentials that
+   * the caller may not use) and names (409), then stores.
+   */
+  createFeed(input: FeedInput, caller?: FeedCaller): Promise<Feed>;
+  /**
+   * Partial update of the feed named `name` (compat.md 5.1), checked as createFeed; a different
+   * `input.name` renames it, and its keys and permissions follow (they are bound to its id).
+   */
+  updateFeed(name: string, input: FeedInput, caller?: FeedCaller): Promise<Feed>;
+  /** Deletes the feed, and with it the API keys and permissions scoped to it (migration 0010). */
   deleteFeed(name: string): Promise<void>;
   storageTypes(): readonly StorageType[];
   /** FeedStorageConfiguration of a feed; the default is disk with no StoragePath. */
@@ -51,8 +64,8 @@ export interface FeedServiceDeps {
   readonly repository: FeedRepository;
   readonly clock: Clock;
   readonly config: Config;
-  /** Whether a connector exists; until the connectors area lands, none does. */
-  readonly connectorExists?: (name: string) => Promise<boolean>;
+  /** The connector with this name, case-insensitively; without it (tests) no connector exists. */
+  readonly findConnector?: (name: string) => Promise<ConnectorReference | undefined>;
   /** Whether a vulnerability source exists; Wharf has none yet. */
   readonly vulnerabilitySourceExists?: (name: string) => Promise<boolean>;
 }
@@ -61,7 +74,7 @@ const DEFAULT_STORAGE: StorageConfig = { id: "disk", properties: { StoragePath: 
 
 export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
   const { repository, clock, config } = deps;
-  const connectorExists = deps.connectorExists ?? (async () => false);
+  const findConnector = deps.findConnector ?? (async () => undefined);
   const vulnerabilitySourceExists = deps.vulnerabilitySourceExists ?? (async () => false);
   const now = () => clock.now().toISOString();
 
@@ -71,13 +84,20 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     return feed;
   }
 
-  /** References to other entities are checked after the input itself is valid (422, old feed-management doc). */
-  async function checkReferences(input: FeedInput, draft: FeedDraft): Promise<void> {
+  /**
+   * References to other entities are checked after the input itself is valid (422, old
+   * feed-management doc). Returns the lowercased names of the draft's connectors that carry
+   * stored credentials which the caller may not use: they must not be newly attached.
+   */
+  async function checkReferences(input: FeedInput, draft: FeedDraft, caller?: FeedCaller) {
+    const credentialed = new Set<string>();
     if (input.connectors) {
-      for (const connector of draft.settings.connectors) {
-        if (!(await connectorExists(connector))) {
-          throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${connector}' does not exist`);
+      for (const name of draft.settings.connectors) {
+        const connector = await findConnector(name);
+        if (!connector) {
+          throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
         }
+        if (connector.hasCredentials) credentialed.add(name.toLowerCase());
       }
     }
     if (input.vulnerabilitySources) {
@@ -91,6 +111,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
         }
       }
     }
+    return credentialsNotLent(credentialed, caller);
   }
 
   return {
@@ -99,19 +120,30 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     getFeed,
     listFeeds: () => repository.list(),
 
-    async createFeed(input) {
+    async createFeed(input, caller) {
       const draft = mergeFeedInput(undefined, input);
-      await checkReferences(input, draft);
+      await checkFeedGroup(undefined, draft, caller);
+      refuseNewlyAttached([], draft, await checkReferences(input, draft, caller));
       return repository.insert(draft, randomBytes(16).toString("hex"), now());
     },
 
-    async updateFeed(name, input) {
+    async updateFeed(name, input, caller) {
       const current = await getFeed(name);
       // Validate against what we read (so a bad request fails before any reference lookup), then
       // merge again inside the transaction against the row as it is then.
       const draft = mergeFeedInput(current, input);
-      await checkReferences(input, draft);
-      return repository.update(current.id, (fresh) => mergeFeedInput(fresh, input), now());
+      await checkFeedGroup(current, draft, caller);
+      const forbiddenConnectors = await checkReferences(input, draft, caller);
+      refuseNewlyAttached(current.settings.connectors, draft, forbiddenConnectors);
+      return repository.update(
+        current.id,
+        (fresh) => {
+          const next = mergeFeedInput(fresh, input);
+          refuseNewlyAttached(fresh.settings.connectors, next, forbiddenConnectors);
+          return next;
+        },
+        now(),
+      );
     },
 
     async deleteFeed(name) {

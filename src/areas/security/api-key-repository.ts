@@ -11,7 +11,8 @@ export interface NewApiKey {
   readonly description: string | undefined;
   readonly systemApis: readonly string[] | undefined;
   readonly packagePermissions: readonly string[] | undefined;
-  readonly feed: string | undefined;
+  /** A Feed key's feed, by id (migration 0010); the view shows the feed's current name. */
+  readonly feedId: number | undefined;
   readonly feedGroup: string | undefined;
   readonly userId: number | undefined;
   readonly logging: LoggingMode;
@@ -42,9 +43,9 @@ interface KeyRow {
 }
 
 const KEY_SELECT = `
-  SELECT k.id, k.key_type, k.display_name, k.description, k.system_apis, k.package_permissions, k.feed_name,
+  SELECT k.id, k.key_type, k.display_name, k.description, k.system_apis, k.package_permissions, f.name AS feed_name,
          k.feed_group, u.name AS user_name, k.logging, k.expires_at, k.last_used_at
-    FROM api_keys k LEFT JOIN users u ON u.id = k.user_id`;
+    FROM api_keys k LEFT JOIN users u ON u.id = k.user_id LEFT JOIN feeds f ON f.id = k.feed_id`;
 
 export function createApiKeyRepository(db: Db): ApiKeyRepository {
   const all = db.prepare<[], KeyRow>(`${KEY_SELECT} ORDER BY k.id`);
@@ -57,7 +58,7 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
       string | null,
       string | null,
       string | null,
-      string | null,
+      number | null,
       string | null,
       number | null,
       string,
@@ -67,7 +68,7 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
     { id: number }
   >(
     `INSERT INTO api_keys (key_hash, key_type, display_name, description, system_apis, package_permissions,
-                           feed_name, feed_group, user_id, logging, expires_at, created_at)
+                           feed_id, feed_group, user_id, logging, expires_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   );
   const deleteRow = db.prepare<[number]>("DELETE FROM api_keys WHERE id = ?");
@@ -104,7 +105,7 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
           key.description ?? null,
           list(key.systemApis),
           list(key.packagePermissions),
-          key.feed ?? null,
+          key.feedId ?? null,
           key.feedGroup ?? null,
           key.userId ?? null,
           key.logging,
@@ -115,7 +116,10 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
       } catch (error) {
         if (isConstraintError(error, "UNIQUE")) throw conflict("API_KEY_EXISTS", "key: this key is in use already.");
         if (isConstraintError(error, "FOREIGNKEY")) {
-          throw conflict("CONCURRENT_CHANGE", "user: the user was deleted meanwhile.");
+          throw conflict(
+            "CONCURRENT_CHANGE",
+            "The user or feed named in the request was deleted meanwhile; try again.",
+          );
         }
         throw error;
       }

@@ -61,7 +61,7 @@ export function createApiKeyService({ keys, users, clock, feeds }: ApiKeyService
         expiresAt: expiration(input.expiration, clock.now()),
         createdAt: clock.now().toISOString(),
       };
-      const none = { systemApis: undefined, packagePermissions: undefined, feed: undefined, feedGroup: undefined };
+      const none = { systemApis: undefined, packagePermissions: undefined, feedId: undefined, feedGroup: undefined };
       let created: ApiKeyView;
       if (type === "System") {
         created = await keys.insert({
@@ -163,16 +163,16 @@ function packagePermissions(values: readonly (string | null)[] | null | undefine
 async function feedScope(
   input: ApiKeyInput,
   feeds: Pick<FeedService, "findScope">,
-): Promise<{ feed: string | undefined; feedGroup: string | undefined }> {
+): Promise<{ feedId: number | undefined; feedGroup: string | undefined }> {
   const feed = optionalText(input.feed);
   const feedGroup = boundedText(input.feedGroup, "feedGroup", 1000);
   if ((feed === undefined) === (feedGroup === undefined)) {
     throw fieldError("feed", "a Feed key needs exactly one of feed or feedGroup", "FEED_KEY_SCOPE_REQUIRED");
   }
-  if (feed === undefined) return { feed: undefined, feedGroup };
+  if (feed === undefined) return { feedId: undefined, feedGroup };
   const scope = await feeds.findScope(feed);
-  if (!scope) throw fieldError("feed", `no feed is named '${feed}'`, "FEED_NOT_FOUND");
-  return { feed: scope.name, feedGroup: undefined };
+  if (scope?.id === undefined) throw fieldError("feed", `no feed is named '${feed}'`, "FEED_NOT_FOUND");
+  return { feedId: scope.id, feedGroup: undefined };
 }
 
 async function personalUser(value: string | null | undefined, users: UserRepository): Promise<number> {

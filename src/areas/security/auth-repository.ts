@@ -8,7 +8,8 @@ export interface ApiKeyRecord {
   readonly type: "System" | "Feed" | "Personal";
   readonly systemApis: readonly SystemApi[];
   readonly packagePermissions: readonly FeedKeyPermission[];
-  readonly feedName: string | undefined;
+  /** A Feed key's feed (migration 0010: keys die with their feed, whatever takes its name later). */
+  readonly feedId: number | undefined;
   readonly feedGroup: string | undefined;
   readonly userId: number | undefined;
   readonly userName: string | undefined;
@@ -28,7 +29,7 @@ interface KeyRow {
   key_type: ApiKeyRecord["type"];
   system_apis: string | null;
   package_permissions: string | null;
-  feed_name: string | null;
+  feed_id: number | null;
   feed_group: string | null;
   user_id: number | null;
   user_name: string | null;
@@ -39,7 +40,7 @@ interface KeyRow {
 
 interface GrantRow {
   attributes: string;
-  feed_name_key: string | null;
+  feed_id: number | null;
   feed_group_key: string | null;
   deny: number;
 }
@@ -62,7 +63,7 @@ export interface AuthRepository {
 
 export function createAuthRepository(db: Db): AuthRepository {
   const keyByHash = db.prepare<[string], KeyRow>(
-    `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_name, k.feed_group,
+    `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_id, k.feed_group,
             k.user_id, u.name AS user_name, k.expires_at, k.last_used_at, k.display_name
        FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
       WHERE k.key_hash = ?`,
@@ -71,14 +72,14 @@ export function createAuthRepository(db: Db): AuthRepository {
     "SELECT id, name, password_hash FROM users WHERE name_key = ?",
   );
   const grantsOfUser = db.prepare<[number, number], GrantRow>(
-    `SELECT t.attributes, p.feed_name_key, p.feed_group_key, p.deny
+    `SELECT t.attributes, p.feed_id, p.feed_group_key, p.deny
        FROM permissions p JOIN tasks t ON t.id = p.task_id
       WHERE p.principal_type = 'anonymous'
          OR (p.principal_type = 'user' AND p.user_id = ?)
          OR (p.principal_type = 'group' AND p.group_id IN (SELECT group_id FROM group_members WHERE user_id = ?))`,
   );
   const grantsOfAnonymous = db.prepare<[], GrantRow>(
-    `SELECT t.attributes, p.feed_name_key, p.feed_group_key, p.deny
+    `SELECT t.attributes, p.feed_id, p.feed_group_key, p.deny
        FROM permissions p JOIN tasks t ON t.id = p.task_id
       WHERE p.principal_type = 'anonymous'`,
   );
@@ -87,7 +88,7 @@ export function createAuthRepository(db: Db): AuthRepository {
 
   const toGrant = (row: GrantRow): Grant => ({
     attributes: JSON.parse(row.attributes) as string[],
-    feedName: row.feed_name_key ?? undefined,
+    feedId: row.feed_id ?? undefined,
     feedGroup: row.feed_group_key ?? undefined,
     deny: row.deny === 1,
   });
@@ -101,7 +102,7 @@ export function createAuthRepository(db: Db): AuthRepository {
         type: row.key_type,
         systemApis: row.system_apis ? (JSON.parse(row.system_apis) as SystemApi[]) : [],
         packagePermissions: row.package_permissions ? (JSON.parse(row.package_permissions) as FeedKeyPermission[]) : [],
-        feedName: row.feed_name ?? undefined,
+        feedId: row.feed_id ?? undefined,
         feedGroup: row.feed_group ?? undefined,
         userId: row.user_id ?? undefined,
         userName: row.user_name ?? undefined,

@@ -14,8 +14,8 @@ export interface AuthenticatorDeps {
   readonly repository: AuthRepository;
   readonly clock: Clock;
   /**
-   * Canonical name and group of a feed named in a request (alternate names resolve too). Reads the
-   * same database as `repository`: its answers are cached under `repository.generation()`.
+   * Id, canonical name and group of a feed named in a request (alternate names resolve too). Reads
+   * the same database as `repository`: its answers are cached under `repository.generation()`.
    */
   readonly resolveFeed: (name: string) => Promise<FeedScope | undefined>;
 }
@@ -127,8 +127,9 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
     const generation = repository.generation();
     const known = scopes.get(feed, generation);
     if (known !== undefined) return known.scope;
-    // An unknown feed still gets a scope by its name, so that the route can answer 404 itself.
-    const scope = (await resolveFeed(feed)) ?? { name: feed, group: undefined };
+    // An unknown feed gets a scope with no id, which only global grants (and System keys) pass:
+    // such a caller gets the route's own 404; a key or grant of a deleted feed is refused.
+    const scope = (await resolveFeed(feed)) ?? { id: undefined, name: feed, group: undefined };
     scopes.set(feed, generation, { scope });
     return scope;
   }
@@ -193,7 +194,7 @@ function principalOfKey(record: ApiKeyRecord): Principal {
       return {
         type: "feed-key",
         keyId: record.id,
-        feed: record.feedName,
+        feedId: record.feedId,
         feedGroup: record.feedGroup,
         permissions: record.packagePermissions,
         displayName: record.displayName,

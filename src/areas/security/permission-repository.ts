@@ -19,7 +19,7 @@ export type PermissionPrincipal =
   | { readonly type: "group"; readonly id: number }
   | { readonly type: "anonymous" };
 
-/** A scope as written (`name`) and as matched (lowercased). */
+/** A feed group as written (`name`) and as matched (lowercased). */
 export interface ScopeName {
   readonly name: string;
 }
@@ -27,7 +27,8 @@ export interface ScopeName {
 export interface NewPermission {
   readonly principal: PermissionPrincipal;
   readonly taskId: number;
-  readonly feed: ScopeName | undefined;
+  /** The feed's id (migration 0010): the permission dies with the feed and follows its renames. */
+  readonly feedId: number | undefined;
   readonly feedGroup: ScopeName | undefined;
   readonly deny: boolean;
 }
@@ -38,7 +39,7 @@ export interface PermissionRecord {
   /** User or group name; undefined for Anonymous. */
   readonly principalName: string | undefined;
   readonly task: string;
-  /** The scope as written when granted, or the lowercased key when only that is known. */
+  /** The feed's current name; the feed group as written when granted (or its lowercased key). */
   readonly feed: string | undefined;
   readonly feedGroup: string | undefined;
   readonly deny: boolean;
@@ -74,20 +75,20 @@ interface PermissionRow {
   user_name: string | null;
   group_name: string | null;
   task_name: string;
-  feed_name_key: string | null;
-  feed_group_key: string | null;
   feed_name: string | null;
+  feed_group_key: string | null;
   feed_group: string | null;
   deny: number;
 }
 
 const PERMISSION_SELECT = `
   SELECT p.id, p.principal_type, u.name AS user_name, g.name AS group_name, t.name AS task_name,
-         p.feed_name_key, p.feed_group_key, p.feed_name, p.feed_group, p.deny
+         f.name AS feed_name, p.feed_group_key, p.feed_group, p.deny
     FROM permissions p
     JOIN tasks t ON t.id = p.task_id
     LEFT JOIN users u ON u.id = p.user_id
-    LEFT JOIN groups g ON g.id = p.group_id`;
+    LEFT JOIN groups g ON g.id = p.group_id
+    LEFT JOIN feeds f ON f.id = p.feed_id`;
 
 export function createPermissionRepository(db: Db): PermissionRepository {
   const taskColumns = "id, name, description, feed_scoped, built_in, attributes";
@@ -102,20 +103,19 @@ export function createPermissionRepository(db: Db): PermissionRepository {
   const allPermissions = db.prepare<[], PermissionRow>(`${PERMISSION_SELECT} ORDER BY p.id`);
   const permissionById = db.prepare<[number], PermissionRow>(`${PERMISSION_SELECT} WHERE p.id = ?`);
   const samePermission = db.prepare<
-    [string, number | null, number | null, number, string | null, string | null, number],
+    [string, number | null, number | null, number, number | null, string | null, number],
     { id: number }
   >(
     `SELECT id FROM permissions
       WHERE principal_type = ? AND user_id IS ? AND group_id IS ? AND task_id = ?
-        AND feed_name_key IS ? AND feed_group_key IS ? AND deny = ?`,
+        AND feed_id IS ? AND feed_group_key IS ? AND deny = ?`,
   );
   const insertPermissionRow = db.prepare<
-    [string, number | null, number | null, number, string | null, string | null, string | null, string | null, number],
+    [string, number | null, number | null, number, number | null, string | null, string | null, number],
     { id: number }
   >(
-    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_name_key, feed_group_key,
-                              feed_name, feed_group, deny)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_id, feed_group_key, feed_group, deny)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   );
   const deletePermissionRow = db.prepare<[number]>("DELETE FROM permissions WHERE id = ?");
 
@@ -132,7 +132,7 @@ export function createPermissionRepository(db: Db): PermissionRepository {
     principalType: row.principal_type,
     principalName: row.user_name ?? row.group_name ?? undefined,
     task: row.task_name,
-    feed: row.feed_name ?? row.feed_name_key ?? undefined,
+    feed: row.feed_name ?? undefined,
     feedGroup: row.feed_group ?? row.feed_group_key ?? undefined,
     deny: row.deny === 1,
   });
@@ -172,13 +172,13 @@ export function createPermissionRepository(db: Db): PermissionRepository {
       const { principal } = permission;
       const userId = principal.type === "user" ? principal.id : null;
       const groupId = principal.type === "group" ? principal.id : null;
-      const feedKey = permission.feed?.name.toLowerCase() ?? null;
+      const feedId = permission.feedId ?? null;
       const feedGroupKey = permission.feedGroup?.name.toLowerCase() ?? null;
       const deny = permission.deny ? 1 : 0;
       try {
         return db
           .transaction(() => {
-            const key = [principal.type, userId, groupId, permission.taskId, feedKey, feedGroupKey, deny] as const;
+            const key = [principal.type, userId, groupId, permission.taskId, feedId, feedGroupKey, deny] as const;
             if (samePermission.get(...key)) {
               throw conflict("PERMISSION_EXISTS", "The same permission exists already.");
             }
@@ -187,9 +187,8 @@ export function createPermissionRepository(db: Db): PermissionRepository {
               userId,
               groupId,
               permission.taskId,
-              feedKey,
+              feedId,
               feedGroupKey,
-              permission.feed?.name ?? null,
               permission.feedGroup?.name ?? null,
               deny,
             ) as { id: number };
@@ -198,7 +197,10 @@ export function createPermissionRepository(db: Db): PermissionRepository {
           .immediate();
       } catch (error) {
         if (isConstraintError(error, "FOREIGNKEY")) {
-          throw conflict("CONCURRENT_CHANGE", "The user, group or task named in the request was deleted meanwhile.");
+          throw conflict(
+            "CONCURRENT_CHANGE",
+            "The user, group, task or feed named in the request was deleted meanwhile.",
+          );
         }
         throw error;
       }

@@ -111,18 +111,18 @@ export function createPermissionService({ access, users, feeds }: PermissionServ
       if (feedName !== undefined && feedGroup !== undefined) {
         throw fieldError("feedGroup", "give either feed or feedGroup, not both", "PERMISSION_SCOPE_INVALID");
       }
-      let feed: string | undefined;
+      let feedId: number | undefined;
       if (feedName !== undefined) {
-        feed = (await feeds.findScope(feedName))?.name;
-        if (feed === undefined) throw fieldError("feed", `no feed is named '${feedName}'`, "FEED_NOT_FOUND");
+        feedId = (await feeds.findScope(feedName))?.id;
+        if (feedId === undefined) throw fieldError("feed", `no feed is named '${feedName}'`, "FEED_NOT_FOUND");
       }
-      if ((feed !== undefined || feedGroup !== undefined) && !task.feedScoped) {
+      if ((feedId !== undefined || feedGroup !== undefined) && !task.feedScoped) {
         throw fieldError("task", `'${task.name}' cannot be scoped to a feed or feed group`, "TASK_NOT_FEED_ATTRIBUTES");
       }
       const record = await access.insertPermission({
         principal,
         taskId: task.id,
-        feed: feed === undefined ? undefined : { name: feed },
+        feedId,
         feedGroup: feedGroup === undefined ? undefined : { name: feedGroup },
         deny: input.deny === true,
       });
