@@ -33,10 +33,12 @@ import { serverWithFirstResponder } from "./http/server-factory.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
+import { neverBlockOnLocks } from "./storage/busy.js";
 import type { Db } from "./storage/database.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
 export interface AppDeps {
+  /** Switched to never block the event loop on another process's lock (storage/busy.ts). */
   readonly db: Db;
   readonly blobs: BlobStore;
   readonly clock?: Clock;
@@ -50,6 +52,7 @@ export interface AppDeps {
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? systemClock;
+  neverBlockOnLocks(deps.db, config.databaseBusyWaitMs);
   // Replays of kept responses: set once the services they check with exist (below); until then
   // every request goes to Fastify.
   const hot: { replays?: HotResponses } = {};

@@ -50,6 +50,11 @@ export interface Config {
   readonly deployConcurrency: number;
   /** How long closing waits for executing deployments before leaving them to the restart rule. */
   readonly deployStopTimeoutMs: number;
+  /**
+   * How long a write waits, without blocking other requests, while another process holds the
+   * database's write lock; then it answers 503 DATABASE_BUSY (storage/busy.ts).
+   */
+  readonly databaseBusyWaitMs: number;
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -138,6 +143,12 @@ const envSchema = z.object({
     .transform(Number)
     .refine((seconds) => seconds <= 3600, "must be at most 3600 (an hour)")
     .default(10),
+  WHARF_DB_BUSY_WAIT_MS: z
+    .string()
+    .regex(/^\d+$/, "must be a whole number of milliseconds")
+    .transform(Number)
+    .refine((ms) => ms <= 60_000, "must be at most 60000 (a minute)")
+    .default(5_000),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -174,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     deployRoot: v.WHARF_DEPLOY_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_DEPLOY_ROOT),
     deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
     deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
+    databaseBusyWaitMs: v.WHARF_DB_BUSY_WAIT_MS,
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

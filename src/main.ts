@@ -5,6 +5,7 @@ import { buildApp } from "./app.js";
 import { ADMIN_KEY_FILE, bootstrapAdminKey } from "./areas/security/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
+import { retryWhileBusy } from "./storage/busy.js";
 import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
 
@@ -17,7 +18,10 @@ export async function serve(config: Config): Promise<void> {
   const stale = await blobs.clearStaleTemporaryFiles();
   if (stale > 0) app.log.info({ removed: stale }, "removed temporary files left by an earlier process");
 
-  const generated = bootstrapAdminKey(db, config.dataDir, config.adminApiKey, systemClock);
+  // The app made the connection non-blocking: a CLI holding the lock right now delays, not fails, the start.
+  const generated = await retryWhileBusy(db, () =>
+    bootstrapAdminKey(db, config.dataDir, config.adminApiKey, systemClock),
+  );
   if (generated) {
     // Printed once, on the first start only; it is also in the file, readable by the owner alone.
     process.stdout.write(

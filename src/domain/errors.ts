@@ -25,6 +25,8 @@ export class DomainError extends Error {
     readonly kind: ErrorKind,
     readonly code: string,
     message: string,
+    /** Sent as `Retry-After` (seconds): when the client may try again (429, 503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type ErrorKind } from "../domain/errors.js";
+import { databaseBusy, isBusy } from "../storage/busy.js";
 
 /** Every error response's body in route schemas (OpenAPI): a plain-text message (compat.md 0.3). */
 export const errorText = z.string().describe("Plain-text error message (text/plain)");
@@ -32,8 +33,11 @@ export function sendError(reply: FastifyReply, status: number, code: string, mes
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | DomainError | Error, request, reply) => {
+    // A write that found another process's lock and was not retried is still "try again", never a 500.
+    if (isBusy(error)) error = databaseBusy();
     if (error instanceof DomainError) {
       request.log.info({ code: error.code, kind: error.kind }, error.message);
+      if (error.retryAfterSeconds !== undefined) reply.header("Retry-After", String(error.retryAfterSeconds));
       return sendError(reply, STATUS_BY_KIND[error.kind], error.code, error.message);
     }
     if (hasZodFastifySchemaValidationErrors(error)) {

@@ -9,6 +9,7 @@
  */
 import type { Clock } from "../domain/clock.js";
 import { DomainError, invalid, notFound } from "../domain/errors.js";
+import { isBusy, retryWhileBusy } from "../storage/busy.js";
 import type { Db } from "../storage/database.js";
 
 export type JobStatus = "pending" | "executing" | "succeeded" | "warned" | "failed";
@@ -113,6 +114,9 @@ interface JobRow {
   attempts: number;
 }
 
+/** A job log line as stored: level, message, logged at. */
+type LogLine = [JobLogLevel, string, string];
+
 interface Running {
   readonly controller: AbortController;
   done: Promise<void>;
@@ -123,6 +127,8 @@ interface Running {
 
 const MAX_LOG_MESSAGE = 64 * 1024;
 const MAX_WAKE_DELAY_MS = 60_000;
+/** How soon a runner that found another process holding the write lock looks for jobs again. */
+const BUSY_RETRY_MS = 250;
 const OUTCOMES: ReadonlySet<string> = new Set<JobOutcome>(["succeeded", "warned", "failed"]);
 export const INTERRUPTED_MESSAGE = "The Wharf process stopped while this job was executing; it did not finish.";
 
@@ -187,18 +193,42 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   let state: "new" | "started" | "stopping" | "stopped" = "new";
   let wakeTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * A job's record is the runner's own bookkeeping, which no client waits for: while another
+   * process holds the write lock, it waits (without blocking) for as long as that lasts.
+   */
+  const persist = <T>(write: () => T) => retryWhileBusy(db, write, Number.POSITIVE_INFINITY);
+
+  /** By job: lines that found the database busy, written (in order) before the job's next line or its end. */
+  const unwritten = new Map<number, LogLine[]>();
+  const addLines = db.transaction((id: number, lines: readonly LogLine[]) => {
+    for (const [level, text, at] of lines) sql.addLog.run(id, level, text, at);
+  });
+  /** Never fails for a busy database: a deployment must not fail because its log could not be written yet. */
   const writeLog = (id: number, level: JobLogLevel, message: string) => {
     const text = message.length > MAX_LOG_MESSAGE ? `${message.slice(0, MAX_LOG_MESSAGE)}… (truncated)` : message;
-    sql.addLog.run(id, level, text, now());
+    const lines: LogLine[] = [...(unwritten.get(id) ?? []), [level, text, now()]];
+    try {
+      addLines(id, lines);
+      unwritten.delete(id);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      unwritten.set(id, lines);
+    }
   };
 
   /** One transaction: the final status and the line explaining it land together. */
-  const end = db.transaction((id: number, outcome: JobOutcome, canceled: boolean, line?: [JobLogLevel, string]) => {
+  const endTx = db.transaction((id: number, outcome: JobOutcome, canceled: boolean, line?: [JobLogLevel, string]) => {
     const at = now();
     const row = sql.finish.get(outcome, at, canceled ? at : null, id);
     if (row !== undefined && line !== undefined) writeLog(id, ...line);
     return row;
   });
+  const end = async (id: number, outcome: JobOutcome, canceled: boolean, line?: [JobLogLevel, string]) => {
+    const row = await persist(() => endTx(id, outcome, canceled, line));
+    unwritten.delete(id);
+    return row;
+  };
 
   const notify = async (row: JobRow) => {
     try {
@@ -238,7 +268,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     const line: [JobLogLevel, string] = entry.canceled
       ? ["error", "The job was canceled while it was executing."]
       : [final === "failed" ? "error" : final === "warned" ? "warn" : "info", `The job ended: ${final}.`];
-    const row = end(job.id, final, entry.canceled, line);
+    const row = await end(job.id, final, entry.canceled, line);
     if (row !== undefined) await notify(row);
   }
 
@@ -262,6 +292,12 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
         if (next === undefined) return wakeForDeferred(at);
         row = sql.claim.get(at, next.id);
       } catch (error) {
+        if (isBusy(error)) {
+          // Another process holds the write lock: look again shortly (no log line per attempt).
+          clearTimeout(wakeTimer);
+          wakeTimer = setTimeout(pump, BUSY_RETRY_MS).unref();
+          return;
+        }
         log.error({ err: error }, "the job runner could not take the next job");
         return;
       }
@@ -296,7 +332,9 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       if (notBefore !== undefined && Number.isNaN(notBefore.getTime())) {
         throw invalid("JOB_NOT_BEFORE_INVALID", "A job's start time must be a valid date.");
       }
-      const row = sql.insert.get(kind, json, now(), notBefore?.toISOString() ?? null) as JobRow;
+      const row = (await retryWhileBusy(db, () =>
+        sql.insert.get(kind, json, now(), notBefore?.toISOString() ?? null),
+      )) as JobRow;
       queueMicrotask(pump);
       return row.id;
     },
@@ -316,7 +354,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       state = "started";
       const orphans = sql.orphans.all();
       for (const orphan of orphans) {
-        const row = end(orphan.id, "failed", false, ["error", INTERRUPTED_MESSAGE]);
+        const row = await end(orphan.id, "failed", false, ["error", INTERRUPTED_MESSAGE]);
         if (row !== undefined) await notify(row);
       }
       pump();
@@ -351,11 +389,14 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       if (row === undefined) throw notFound("JOB_NOT_FOUND", `There is no job ${id}.`);
       if (row.status === "pending") {
         const at = now();
-        const ended = db.transaction(() => {
-          const updated = sql.cancelPending.get(at, at, id);
-          if (updated !== undefined) writeLog(id, "error", "The job was canceled before it started.");
-          return updated;
-        })();
+        const ended = await retryWhileBusy(
+          db,
+          db.transaction(() => {
+            const updated = sql.cancelPending.get(at, at, id);
+            if (updated !== undefined) writeLog(id, "error", "The job was canceled before it started.");
+            return updated;
+          }),
+        );
         if (ended !== undefined) {
           await notify(ended);
           return true;
@@ -367,7 +408,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       if (entry === undefined || entry.abandoned) {
         // Executing but not under this runner's control: left by a dead process (this runner has
         // not started yet), or given up on by stop().
-        const ended = end(id, "failed", true, ["error", "The job was canceled; it was not executing anywhere."]);
+        const ended = await end(id, "failed", true, ["error", "The job was canceled; it was not executing anywhere."]);
         if (ended !== undefined) await notify(ended);
         return ended !== undefined;
       }

@@ -19,7 +19,8 @@ function findUp(name: string, from: string): string {
 /**
  * Opens (creating if needed) the metadata database with the pragmas every connection needs, and
  * brings its schema up to date. Several processes may open it at once (server and CLI): WAL and
- * busy_timeout make that safe.
+ * busy_timeout make that safe. busy_timeout blocks the thread while another process holds a lock:
+ * fine for the CLI, not for a server, whose app switches it off (storage/busy.ts).
  */
 export function openDatabase(file: string, migrationsDir = MIGRATIONS_DIR): Db {
   fs.mkdirSync(path.dirname(file), { recursive: true });

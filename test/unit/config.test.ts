@@ -34,6 +34,7 @@ describe("loadConfig", () => {
       deployRoot: undefined,
       deployConcurrency: 2,
       deployStopTimeoutMs: 10_000,
+      databaseBusyWaitMs: 5_000,
       logLevel: "info",
     });
   });
@@ -58,6 +59,7 @@ describe("loadConfig", () => {
         WHARF_DEPLOY_ROOT: "deployments",
         WHARF_DEPLOY_CONCURRENCY: "0",
         WHARF_DEPLOY_STOP_SECONDS: "0.5",
+        WHARF_DB_BUSY_WAIT_MS: "0",
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -80,6 +82,7 @@ describe("loadConfig", () => {
       deployRoot: path.join(CWD, "deployments"),
       deployConcurrency: 0,
       deployStopTimeoutMs: 500,
+      databaseBusyWaitMs: 0,
       logLevel: "debug",
     });
   });
@@ -187,6 +190,9 @@ describe("loadConfig", () => {
     ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "-1"],
     ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "1.5"],
     ["WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS", "86401"],
+    ["WHARF_DB_BUSY_WAIT_MS", "-1"],
+    ["WHARF_DB_BUSY_WAIT_MS", "5s"],
+    ["WHARF_DB_BUSY_WAIT_MS", "60001"],
   ])("refuses %s=%s, naming the variable", (name, value) => {
     const error = configError({ [name]: value });
     expect(error.message).toContain(name);

@@ -13,7 +13,9 @@ import {
   type JobRunner,
   type JobRunnerOptions,
 } from "../../src/jobs/runner.js";
+import { neverBlockOnLocks } from "../../src/storage/busy.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
+import { holdWriteLock } from "../helpers/lock-holder.js";
 
 let dir: string;
 let dbFile: string;
@@ -358,5 +360,64 @@ describe("job runner", () => {
     const next = runner({ stubborn: async () => "succeeded" });
     await next.start();
     expect((await finished(next, id)).status).toBe("failed");
+  });
+});
+
+describe("job runner while another process holds the write lock", () => {
+  /** The server's connection: never blocks on the lock; requests give up after 50 ms. */
+  function serverConnection(): Db {
+    const db = open();
+    neverBlockOnLocks(db, 50);
+    return db;
+  }
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("keeps a running job's log lines and its end until the lock goes, then records them in order", async () => {
+    const started = gate();
+    const step = gate();
+    const jobs = runner(
+      {
+        deploy: async (_job, context) => {
+          context.log("info", "one");
+          started.open();
+          await step.promise;
+          context.log("info", "two");
+          return "succeeded";
+        },
+      },
+      { db: serverConnection() },
+    );
+    const id = await jobs.enqueue("deploy", {});
+    await jobs.start();
+    await started.promise;
+    const holder = await holdWriteLock(dbFile);
+    try {
+      step.open();
+      // A client's enqueue waits its bounded time, then says why.
+      await expect(jobs.enqueue("deploy", {})).rejects.toMatchObject({ code: "DATABASE_BUSY" });
+      await pause(100);
+      expect((await jobs.findJob(id))?.status).toBe("executing");
+      expect(await messages(jobs, id)).toEqual(["info: one"]);
+    } finally {
+      await holder.release();
+    }
+    expect((await finished(jobs, id)).status).toBe("succeeded");
+    expect(await messages(jobs, id)).toEqual(["info: one", "info: two", "info: The job ended: succeeded."]);
+    expect(processLog).toEqual([]);
+  });
+
+  it("takes a pending job once the lock goes", async () => {
+    const jobs = runner({ deploy: async () => "succeeded" }, { db: serverConnection() });
+    const id = await jobs.enqueue("deploy", {});
+    const holder = await holdWriteLock(dbFile);
+    try {
+      await jobs.start();
+      await pause(100);
+      expect((await jobs.findJob(id))?.status).toBe("pending");
+    } finally {
+      await holder.release();
+    }
+    expect((await finished(jobs, id)).status).toBe("succeeded");
+    expect(processLog).toEqual([]);
   });
 });

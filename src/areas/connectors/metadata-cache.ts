@@ -1,3 +1,4 @@
+import { unlessBusy } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 
 /**
@@ -10,10 +11,11 @@ export interface MetadataCacheRepository {
   find(connectorId: number, requestKey: string): Promise<CachedAnswer | undefined>;
   /**
    * Stores (or replaces) the answer to `requestKey`, keeping at most `keep` answers for the
-   * connector: 404s go first, then the least recently fetched 200s.
+   * connector: 404s go first, then the least recently fetched 200s. Skipped while another process
+   * holds the database's write lock: the request that fetched the answer must not wait for a cache.
    */
   store(connectorId: number, requestKey: string, answer: CachedAnswer, keep: number): Promise<void>;
-  /** Drops the answer to `requestKey`, if one is kept. */
+  /** Drops the answer to `requestKey`, if one is kept; skipped, as `store`, while the database is busy. */
   forget(connectorId: number, requestKey: string): Promise<void>;
 }
 
@@ -66,10 +68,10 @@ export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
       return row && { status: row.status, body: row.body, fetchedAt: row.fetched_at };
     },
     async store(connectorId, requestKey, answer, keep) {
-      storeTx.immediate(connectorId, requestKey, answer, keep);
+      unlessBusy(() => storeTx.immediate(connectorId, requestKey, answer, keep));
     },
     async forget(connectorId, requestKey) {
-      remove.run(connectorId, requestKey);
+      unlessBusy(() => remove.run(connectorId, requestKey));
     },
   };
 }

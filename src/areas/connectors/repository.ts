@@ -1,5 +1,6 @@
 import { SqliteError } from "better-sqlite3";
 import { conflict, notFound } from "../../domain/errors.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { CONNECTOR_DEFAULTS, type Connector, type ConnectorDraft, type ConnectorHealth } from "./model.js";
 
@@ -146,7 +147,7 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
     return row && toConnector(row);
   });
 
-  return {
+  return withBusyRetries(db, {
     async findByName(name) {
       const row = byName.get(name.toLowerCase());
       return row && toConnector(row);
@@ -170,7 +171,7 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
     async recordHealth(checked, health) {
       return recordTx.immediate(checked, health);
     },
-  };
+  });
 }
 
 /** What a health check and the metadata cache depend on. */

@@ -1,3 +1,4 @@
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { uploadRemoved } from "./multipart-rules.js";
 
@@ -124,7 +125,7 @@ export function createMultipartRepository(db: Db): MultipartRepository {
     return true;
   });
 
-  return {
+  return withBusyRetries(db, {
     async find(feedId, uploadKey) {
       const row = byKey.get(feedId, uploadKey);
       return row === undefined ? undefined : toUpload(row);
@@ -140,5 +141,5 @@ export function createMultipartRepository(db: Db): MultipartRepository {
     deleteIfInactive: async (uploadId, before) => deleteInactive.run(uploadId, before).changes > 0,
     inactiveSince: async (before) => inactive.all(before).map(toUpload),
     spools: async () => new Set(allSpools.all().map((row) => row.spool)),
-  };
+  });
 }

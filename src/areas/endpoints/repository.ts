@@ -3,6 +3,7 @@ import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
 import { type CacheHeader, INHERIT } from "../../domain/cache-header.js";
 import { DomainError, invalid, notFound, PERMISSION_DENIED_MESSAGE } from "../../domain/errors.js";
 import { quote } from "../../domain/upack-manifest.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 
 /** A file or folder of an asset directory as stored (migration 0006). */
@@ -259,7 +260,7 @@ export function createAssetRepository(db: Db): AssetRepository {
     if (result.changes === 0) throw assetNotFound();
   });
 
-  return {
+  return withBusyRetries(db, {
     find: async (feedId, key) => find(feedId, key),
     findAll: async (feedId, keys) => (keys.length === 0 ? [] : findMany.all(feedId, JSON.stringify(keys)).map(toItem)),
     async list(feedId, folderKey, recursive) {
@@ -271,7 +272,7 @@ export function createAssetRepository(db: Db): AssetRepository {
     createFolder: async (feedId, path, now) => createFolder.immediate(feedId, path, now),
     delete: async (feedId, path, options) => remove.immediate(feedId, path, options.recursive, options.filesOnly),
     updateMetadata: async (feedId, key, write) => updateMetadata.immediate(feedId, key, write),
-  };
+  });
 }
 
 /** The phrase a client test looks for (clients.md 4 item 12); keep it verbatim. */

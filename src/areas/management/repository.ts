@@ -2,6 +2,7 @@ import { SqliteError } from "better-sqlite3";
 import { conflict, notFound } from "../../domain/errors.js";
 import type { FeedType } from "../../domain/feeds.js";
 import type { FeedScope } from "../../domain/principal.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { createFeedConnectorRows } from "./feed-connectors.js";
 import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
@@ -152,7 +153,7 @@ export function createFeedRepository(db: Db): FeedRepository {
     return row !== undefined && deleteFeed.run(row.id).changes > 0;
   });
 
-  return {
+  return withBusyRetries(db, {
     async findScope(name) {
       const row = scopeByName.get(name.toLowerCase());
       return row && { id: row.id, name: row.name, group: row.feed_group ?? undefined };
@@ -178,7 +179,7 @@ export function createFeedRepository(db: Db): FeedRepository {
     async deleteByName(name) {
       return deleteTx.immediate(name);
     },
-  };
+  });
 }
 
 const sameNames = (a: readonly string[], b: readonly string[]) =>

@@ -1,3 +1,4 @@
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 
 /**
@@ -90,7 +91,7 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
      WHERE feed_id = ? AND group_key = ? AND name_key = ? GROUP BY version_key`,
   );
 
-  return {
+  return withBusyRetries(db, {
     async insert(record) {
       // An ordinary (not quiet) write: cached version listings show each version's count.
       const row = insert.get({
@@ -117,7 +118,7 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
           : ofVersion.all(feedId, groupKey, nameKey, version.toLowerCase(), limit);
       return rows.map(fromRow);
     },
-  };
+  });
 }
 
 function fromRow(row: Row): StoredDeployment {

@@ -1,4 +1,5 @@
 import { conflict, DomainError, notFound } from "../../domain/errors.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { isConstraintError } from "../security/sql-helpers.js";
 import type {
@@ -253,7 +254,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     }
   };
 
-  return {
+  return withBusyRetries(db, {
     listApplications: async () => app.all.all().map(toApplication),
     findApplication: async (idOrName) => readApplication(idOrName),
     insertApplication: async (draft, now) =>
@@ -370,5 +371,5 @@ export function createCatalogRepository(db: Db): CatalogRepository {
         throw error;
       }
     },
-  };
+  });
 }

@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import { conflict } from "../../domain/errors.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { isConstraintError } from "../security/sql-helpers.js";
 import type { Build, BuildNumberScheme, Deployment, DeploymentOutcome, Release, Variables } from "./model.js";
@@ -294,7 +295,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
     return (scope?.n ?? 0) + 1;
   };
 
-  return {
+  return withBusyRetries(db, {
     listReleases: async (f) => {
       const w: Where = { clauses: [], params: [] };
       commonWhere(f, "r", w);
@@ -513,5 +514,5 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
           [id],
         ).map((v) => [v.name, v.value]),
       ),
-  };
+  });
 }

@@ -1,5 +1,6 @@
 import type { Grant } from "../../domain/access.js";
 import type { FeedKeyPermission, SystemApi } from "../../domain/principal.js";
+import { unlessBusy } from "../../storage/busy.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 
@@ -51,7 +52,10 @@ export interface AuthRepository {
   findLogin(userName: string): Promise<LoginRecord | undefined>;
   /** Grants of a user (own, through groups, and Anonymous's) or, with no user, of Anonymous. */
   grantsFor(userId: number | undefined): Promise<Grant[]>;
-  /** Bookkeeping only: moves no generation (nothing cached depends on when a key was last used). */
+  /**
+   * Bookkeeping only: moves no generation (nothing cached depends on when a key was last used),
+   * and is skipped, not waited for, while the database is busy.
+   */
   touchKey(keyId: number, usedAt: string): Promise<void>;
   /**
    * A token that changes whenever anything was written to the database, by this connection or
@@ -120,7 +124,9 @@ export function createAuthRepository(db: Db): AuthRepository {
       return rows.map(toGrant);
     },
     async touchKey(keyId, usedAt) {
-      watch.quietly(() => touch.run(usedAt, keyId));
+      // Skipped while another process holds the write lock: a read must not wait or fail for a
+      // stamp that a later use of the key writes anyway.
+      unlessBusy(() => watch.quietly(() => touch.run(usedAt, keyId)));
     },
     generation: () => watch.version(),
   };

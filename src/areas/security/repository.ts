@@ -1,3 +1,4 @@
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { type ApiKeyRepository, createApiKeyRepository } from "./api-key-repository.js";
 import { createPermissionRepository, type PermissionRepository } from "./permission-repository.js";
@@ -16,8 +17,8 @@ export interface SecurityRepository {
 
 export function createSecurityRepository(db: Db): SecurityRepository {
   return {
-    users: createUserRepository(db),
-    access: createPermissionRepository(db),
-    apiKeys: createApiKeyRepository(db),
+    users: withBusyRetries(db, createUserRepository(db)),
+    access: withBusyRetries(db, createPermissionRepository(db)),
+    apiKeys: withBusyRetries(db, createApiKeyRepository(db)),
   };
 }

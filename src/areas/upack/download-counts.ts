@@ -48,8 +48,8 @@ export function downloadCounterOf(db: Db): DownloadCounter {
 /**
  * Writes the connection's pending download counts, if any: called before every read that shows
  * counts, so that a download is visible in the next listing. A failure (another process holding
- * the write lock past busy_timeout) leaves them pending for the timer's next attempt and is not
- * thrown: a read must not fail because a statistic could not be written yet.
+ * the write lock) leaves them pending for the timer's next attempt and is not thrown: a read must
+ * not fail because a statistic could not be written yet.
  */
 export function flushDownloadCounts(db: Db): void {
   try {

@@ -1,5 +1,6 @@
 import { SqliteError } from "better-sqlite3";
 import { conflict } from "../../domain/errors.js";
+import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 
 /**
@@ -145,7 +146,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
     return { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
   });
 
-  return {
+  return withBusyRetries(db, {
     findVersion: async (feedId, id) => findVersionRow(feedId, id),
 
     async saveVersion(version, { replace }) {
@@ -162,7 +163,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
     },
 
     deleteVersion: async (feedId, id) => remove.immediate(feedId, id),
-  };
+  });
 }
 
 type VersionColumns = [

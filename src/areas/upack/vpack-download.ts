@@ -12,6 +12,7 @@ import { formatVersion, type UpackVersion } from "../../domain/upack-version.js"
 import { parseVirtualManifest, type VirtualManifest } from "../../domain/vpack.js";
 import type { GuardedFetch } from "../../net/fetch-guard.js";
 import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
+import { isBusy } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import type { AssembleVirtual, StoredPackage, VirtualPackageVersion } from "./download-service.js";
 import type { UpackQueryRepository } from "./query-repository.js";
@@ -82,11 +83,15 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
     return stored(saved, v.publishedAt);
   }
 
-  /** Undefined when the version is gone (deleted by another process meanwhile): nothing to cache it for. */
+  /**
+   * Undefined when the version is gone (deleted by another process meanwhile): nothing to cache it
+   * for; or when another process holds the write lock: served uncached rather than waited for.
+   */
   function trySave(versionId: number, info: BlobInfo): AssembledPackage | undefined {
     try {
       return cache.save(versionId, info);
     } catch (error) {
+      if (isBusy(error)) return undefined;
       if (error instanceof SqliteError && error.code === "SQLITE_CONSTRAINT_FOREIGNKEY") return undefined;
       throw error;
     }
