@@ -17,7 +17,8 @@ import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
-import { createAuthenticator } from "./areas/security/authenticator.js";
+import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
+import { createAuthMetrics } from "./areas/security/auth-metrics.js";
 import { securityArea } from "./areas/security/index.js";
 import { createUpackServices, upackArea } from "./areas/upack/index.js";
 import type { Config } from "./config.js";
@@ -59,6 +60,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const app: FastifyInstance = Fastify({
     logger: deps.logger ?? loggerOptions(config.logLevel),
     genReqId: () => randomUUID(),
+    // request.ip: the peer, unless it is a proxy the operator named (failed sign-ins count per address).
+    trustProxy: config.trustProxy === undefined ? false : [...config.trustProxy],
     bodyLimit: 1024 * 1024, // JSON and form bodies; uploads are streamed by their areas with their own limits
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     forceCloseConnections: "idle",
@@ -89,13 +92,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await registerOpenApi(app);
 
   const feeds = createFeedService({ db: deps.db, clock, config, findConnector: findConnectorReference(deps.db) });
-  const authenticator = createAuthenticator({
+  const authMetrics = createAuthMetrics();
+  const authenticator = createThrottledAuthenticator(config, authMetrics, {
     repository: createAuthRepository(deps.db),
     clock,
     resolveFeed: (name) => feeds.findScope(name),
   });
   registerAuthentication(app, authenticator);
-  const metrics = registerMetrics(app, deps.blobs);
+  const metrics = registerMetrics(app, deps.blobs, authMetrics.all);
   // Hot small downloads are replayed before Fastify sees them, checked and counted as above.
   const replays = createHotResponses({ watch: changes, authenticator, metrics, log: app.log });
   hot.replays = replays;

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 
@@ -14,6 +15,25 @@ export interface Config {
   readonly adminApiKey: string | undefined;
   /** Public base URL (no trailing slash) for absolute links when Wharf sits behind a proxy. */
   readonly baseUrl: string | undefined;
+  /**
+   * Addresses or CIDR ranges of the reverse proxies in front of Wharf, whose X-Forwarded-For is
+   * believed for the client's address (failed sign-ins are counted per client address); none:
+   * the peer's address is the client's.
+   */
+  readonly trustProxy: readonly string[] | undefined;
+  /** How failed sign-ins and key guesses are slowed (areas/security/attempt-throttle.ts). */
+  readonly signIn: {
+    /** Failures from one address (IPv6: one /64) within the window before it must wait. */
+    readonly addressFailures: number;
+    /** The window, and the first wait of an address; each further wait within a day is twice as long. */
+    readonly failureWindowSeconds: number;
+    /** Failures at one user name before each further one makes it wait (1 s, 2 s, 4 s, ...). */
+    readonly userFreeFailures: number;
+    /** Longest wait of an address or a user name. */
+    readonly maxWaitSeconds: number;
+    /** Password hashes computed at once; sign-ins beyond a queue of eight per hash are answered 503. */
+    readonly passwordChecks: number;
+  };
   /** Largest accepted upload body, in bytes. */
   readonly maxUploadBytes: number;
   /** Whether uploads may name their package by `content-url` (a server-side fetch); off by default. */
@@ -70,6 +90,30 @@ const byteCount = () =>
     .transform(Number)
     .refine(Number.isSafeInteger, "is too large");
 
+/** A whole number within bounds, e.g. a count or a number of seconds. */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .refine((value) => value >= min && value <= max, `must be a whole number from ${min} to ${max}`);
+
+/** `address` or `address/prefix`, comma-separated. */
+const addressList = () =>
+  z
+    .string()
+    .transform((value) => value.split(",").map((entry) => entry.trim()))
+    .refine(
+      (entries) =>
+        entries.every((entry) => {
+          const [address = "", prefix, extra] = entry.split("/");
+          const version = isIP(address);
+          if (version === 0 || extra !== undefined) return false;
+          return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128));
+        }),
+      "must be IP addresses or CIDR ranges (10.0.0.0/8), comma-separated",
+    );
+
 /** A switch an administrator flips: the spellings shells and compose files commonly use, any case. */
 const flag = () =>
   z
@@ -96,6 +140,12 @@ const envSchema = z.object({
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
+  WHARF_TRUST_PROXY: addressList().optional(),
+  WHARF_AUTH_ADDRESS_FAILURES: wholeNumber(1, 10_000).default(10),
+  WHARF_AUTH_FAILURE_WINDOW_SECONDS: wholeNumber(1, 86_400).default(60),
+  WHARF_AUTH_USER_FREE_FAILURES: wholeNumber(0, 10_000).default(5),
+  WHARF_AUTH_MAX_WAIT_SECONDS: wholeNumber(1, 86_400).default(300),
+  WHARF_AUTH_PASSWORD_CHECKS: wholeNumber(1, 64).default(2),
   WHARF_MAX_UPLOAD_BYTES: byteCount().default(DEFAULT_MAX_UPLOAD_BYTES),
   WHARF_CONTENT_URL_UPLOADS: flag(),
   WHARF_FETCH_ALLOW_PRIVATE: flag(),
@@ -173,6 +223,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     dataDir: path.resolve(cwd, v.WHARF_DATA_DIR),
     adminApiKey: v.WHARF_ADMIN_API_KEY,
     baseUrl: v.WHARF_BASE_URL,
+    trustProxy: v.WHARF_TRUST_PROXY,
+    signIn: Object.freeze({
+      addressFailures: v.WHARF_AUTH_ADDRESS_FAILURES,
+      failureWindowSeconds: v.WHARF_AUTH_FAILURE_WINDOW_SECONDS,
+      userFreeFailures: v.WHARF_AUTH_USER_FREE_FAILURES,
+      maxWaitSeconds: v.WHARF_AUTH_MAX_WAIT_SECONDS,
+      passwordChecks: v.WHARF_AUTH_PASSWORD_CHECKS,
+    }),
     maxUploadBytes: v.WHARF_MAX_UPLOAD_BYTES,
     contentUrlUploads: v.WHARF_CONTENT_URL_UPLOADS,
     fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,

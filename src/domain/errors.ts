@@ -13,6 +13,8 @@ export type ErrorKind =
   | "too_large"
   | "unsupported"
   | "unavailable"
+  /** Too many attempts from one client or at one account (failed sign-ins): 429. */
+  | "too_many_requests"
   /** An upstream (content URL, connector) failed or answered badly: 502. */
   | "bad_gateway"
   /** An upstream did not answer in time: 504. */

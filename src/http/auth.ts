@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Grant } from "../domain/access.js";
 import { forbidden, unauthenticated } from "../domain/errors.js";
@@ -27,8 +28,11 @@ export type AccessRule =
 
 /** The one authentication path: turns credentials into a principal and decides needs. */
 export interface Authenticator {
-  /** Resolves credentials to a principal; throws forbidden() for unknown, expired or wrong ones. */
-  authenticate(credentials: Credentials): Promise<Principal>;
+  /**
+   * Resolves credentials to a principal; throws forbidden() for unknown, expired or wrong ones,
+   * too_many_requests when the request's address or user name must wait after failures.
+   */
+  authenticate(credentials: Credentials, request?: FastifyRequest): Promise<Principal>;
   /**
    * Whether the principal meets the need. `memo` is kept per request, so that a list checking
    * a thousand items loads the caller's grants once.
@@ -39,7 +43,7 @@ export interface Authenticator {
    * the credentials (none: Anonymous) are known to meet the need with nothing to read or write.
    * False means "not known": the request then takes the full path, which decides and answers.
    */
-  allowsFromMemory(credentials: Credentials | undefined, need: AccessNeed): boolean;
+  allowsFromMemory(credentials: Credentials | undefined, need: AccessNeed, request?: IncomingMessage): boolean;
 }
 
 /** Per-request cache the authenticator may fill (grants of the principal). */
@@ -106,7 +110,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
     if (!rule || "public" in rule) return; // unmatched URLs fall through to the 404 handler
     const credentials = credentialsFromHeadersAndQuery(request);
     if (credentials) {
-      request.principal = await authenticator.authenticate(credentials);
+      request.principal = await authenticator.authenticate(credentials, request);
     } else if (bodyMayCarryKey(request)) {
       request.authState = { ...request.authState, awaitingBodyCredentials: true };
       return;
@@ -121,7 +125,7 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
       : undefined;
     if (request.authState?.awaitingBodyCredentials !== true) return;
     request.authState.awaitingBodyCredentials = false;
-    if (credentials) request.principal = await authenticator.authenticate(credentials);
+    if (credentials) request.principal = await authenticator.authenticate(credentials, request);
     const rule = request.routeOptions.config.access;
     if (rule) await enforce(request, rule);
   });

@@ -20,6 +20,7 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   unprocessable: 422,
   unsupported: 415,
   unavailable: 503,
+  too_many_requests: 429,
   bad_gateway: 502,
   gateway_timeout: 504,
 };

@@ -147,7 +147,7 @@ export function createHotResponses(deps: HotResponsesDeps): HotResponses {
       watch.refreshUnlessWithin(OTHER_PROCESSES_MAX_AGE_MS);
       const entry = entries.get(url, watch.version());
       if (entry === undefined || entry.mayReplay?.(request) === false) return false;
-      if (!authenticator.allowsFromMemory(credentialsFromHeaders(request.headers), entry.need)) return false;
+      if (!authenticator.allowsFromMemory(credentialsFromHeaders(request.headers), entry.need, request)) return false;
 
       const requestId = randomUUID();
       const headers = entry.headers.slice();

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Metric, Registry } from "prom-client";
 import { z } from "zod";
 import type { BlobStore } from "../storage/blob-store.js";
 
@@ -27,8 +27,14 @@ export interface FinishedRequest {
  * Prometheus metrics, one registry per app (tests build many apps in one process). Requests are
  * labelled by route template, never by raw URL, so that label cardinality stays bounded.
  */
-export function registerMetrics(app: FastifyInstance, blobs: BlobStore): RequestMetrics {
+export function registerMetrics(
+  app: FastifyInstance,
+  blobs: BlobStore,
+  others: readonly Metric[] = [],
+): RequestMetrics {
   const registry = new Registry();
+  // Metrics other parts keep themselves (sign-ins: areas/security/auth-metrics.ts).
+  for (const metric of others) registry.registerMetric(metric);
   const labelNames = ["method", "route", "status"] as const;
   const requests = new Counter({
     name: "wharf_http_requests_total",

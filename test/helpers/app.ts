@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/app.js";
+import { type AppDeps, buildApp } from "../../src/app.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { type Clock, systemClock } from "../../src/domain/clock.js";
@@ -21,16 +21,24 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * Tests send wrong keys and passwords from one address on purpose: failed sign-ins are slowed only
+ * where a test asks for it (auth-guessing.test.ts passes the production defaults back).
+ */
+const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
+
 /** A real app on a fresh temp data dir (file database, real blob store), for inject()-based tests. */
-export async function buildTestApp(options: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestApp> {
+export async function buildTestApp(
+  options: { env?: Record<string, string>; clock?: Clock; logger?: AppDeps["logger"] } = {},
+): Promise<TestApp> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-"));
   const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
-  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...options.env });
+  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...UNTHROTTLED, ...options.env });
   const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
   const blobs = createFileBlobStore(dataDir);
   const clock = options.clock ?? systemClock;
   bootstrapAdminKey(db, dataDir, adminKey, clock);
-  const app = await buildApp(config, { db, blobs, clock, logger: false });
+  const app = await buildApp(config, { db, blobs, clock, logger: options.logger ?? false });
   await app.ready();
   return {
     app,

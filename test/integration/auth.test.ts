@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { manualClock } from "../helpers/clock.js";
 import {
   basic,
   createFeedKey,
@@ -23,13 +23,6 @@ import {
 const DENIED = "The specified API key does not have the proper permissions to perform this action.";
 const KEYS = "/api/api-keys/list";
 const USERS = "/api/security/users/list";
-
-/** A clock the tests move by hand. */
-function manualClock(start = Date.parse("2030-01-01T00:00:00.000Z")) {
-  let now = start;
-  const clock: Clock = { now: () => new Date(now) };
-  return { clock, advance: (ms: number) => (now += ms), at: () => new Date(now).toISOString() };
-}
 
 describe("authentication: every transport, one principal", () => {
   let t: TestApp;

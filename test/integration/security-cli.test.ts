@@ -229,6 +229,10 @@ describe("security CLI commands", () => {
       expect(errors[0]).toContain("task");
       expect(await wharf("users", "add", "dave", "--password-stdin")).toBe(2);
       expect(errors[0]).toContain("empty password");
+      expect(await wharf("users", "add", "erin", "--password", "a")).toBe(1);
+      expect(errors[0]).toContain("password: must be at least 8 characters");
+      expect(await wharf("users", "edit", "alice", "--password", "qwertyuiop")).toBe(1);
+      expect(errors[0]).toContain("password: is one of the most common passwords");
       expect(lines).toEqual([]);
     });
   });

@@ -64,6 +64,11 @@ describe("users and groups", () => {
     ["a blank name", { name: "   " }, 400, "name"],
     ["a name that is not a string", { name: 5 }, 400, "name"],
     ["an empty password", { name: "pw-less", password: "" }, 400, "password"],
+    ["a one-letter password", { name: "weak", password: "a" }, 400, "password: must be at least 8 characters"],
+    ["a password of one space", { name: "weak", password: " " }, 400, "password: must be at least 8 characters"],
+    ["a password of spaces", { name: "weak", password: "          " }, 400, "password: must not be one character"],
+    ["a common password", { name: "weak", password: "Password1" }, 400, "password: is one of the most common"],
+    ["the name as password", { name: "Weakling7", password: "weakling7" }, 400, "password: must not be the user name"],
     ["an unknown group", { name: "grouped", groups: ["nope"] }, 400, "groups"],
     ["groups that are not a list", { name: "grouped", groups: "Developers" }, 400, "groups"],
   ])("refuses %s", async (_name, payload, status, mention) => {
@@ -102,6 +107,10 @@ describe("users and groups", () => {
     });
     expect(update.json()).toEqual({ name: "jsmith", displayName: "J. Smith", groups: [] });
     expect(await canAdminister("jsmith", "first-password-1")).toBe(403);
+    expect(await canAdminister("jsmith", "second-password-2")).toBe(200);
+    const weak = await call("POST", "/api/security/users/edit", { name: "jsmith", password: "12345678" });
+    expect(weak.statusCode).toBe(400);
+    expect(weak.body).toBe("password: is one of the most common passwords, which are tried first; choose another");
     expect(await canAdminister("jsmith", "second-password-2")).toBe(200);
     const missing = await call("POST", "/api/security/users/edit", { name: "ghost", displayName: "x" });
     expect(missing.statusCode).toBe(404);

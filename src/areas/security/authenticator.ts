@@ -8,7 +8,7 @@ import type { Credentials } from "../../http/credentials.js";
 import { VersionedCache } from "../../storage/change-watch.js";
 import { hashApiKey } from "./api-key-hash.js";
 import type { ApiKeyRecord, AuthRepository } from "./auth-repository.js";
-import { verifyPassword } from "./passwords.js";
+import { createPasswordVerifier, type PasswordVerifier } from "./password-verifier.js";
 
 export interface AuthenticatorDeps {
   readonly repository: AuthRepository;
@@ -18,6 +18,8 @@ export interface AuthenticatorDeps {
    * the same database as `repository`: its answers are cached under `repository.generation()`.
    */
   readonly resolveFeed: (name: string) => Promise<FeedScope | undefined>;
+  /** Checks sign-in passwords (app.ts bounds how many at once); default: unbounded. */
+  readonly passwords?: PasswordVerifier;
 }
 
 /** Last-used times are written at most this often per key, to keep writes off the hot path. */
@@ -37,7 +39,12 @@ interface KnownKey {
   lastUsedMs: number | undefined;
 }
 
-export function createAuthenticator({ repository, clock, resolveFeed }: AuthenticatorDeps): Authenticator {
+export function createAuthenticator({
+  repository,
+  clock,
+  resolveFeed,
+  passwords = createPasswordVerifier({ concurrency: Number.POSITIVE_INFINITY, queueLimit: 0 }),
+}: AuthenticatorDeps): Authenticator {
   // Keyed by a hash of (stored hash, password): a changed password changes the key, so no invalidation is needed.
   const verifiedLogins = new Map<string, number>();
   // What every request would otherwise read again: valid until anything is written to the
@@ -110,12 +117,17 @@ export function createAuthenticator({ repository, clock, resolveFeed }: Authenti
 
   async function verifyLogin(user: string, password: string): Promise<Principal | undefined> {
     const login = await repository.findLogin(user);
-    if (!login?.passwordHash) return undefined;
+    // Unknown users and users without a password cost a check too: a quicker answer would tell
+    // anyone which user names exist.
+    if (!login?.passwordHash) {
+      await passwords.verify(password, undefined);
+      return undefined;
+    }
     const cacheKey = createHash("sha256").update(login.passwordHash).update("\0").update(password).digest("hex");
     const now = clock.now().getTime();
     const cachedUntil = verifiedLogins.get(cacheKey);
     if (cachedUntil === undefined || cachedUntil < now) {
-      if (!(await verifyPassword(password, login.passwordHash))) return undefined;
+      if (!(await passwords.verify(password, login.passwordHash))) return undefined;
       if (verifiedLogins.size >= LOGIN_CACHE_MAX) verifiedLogins.clear();
       verifiedLogins.set(cacheKey, now + LOGIN_CACHE_MS);
     }

@@ -20,6 +20,19 @@ export async function hashPassword(password: string): Promise<string> {
   return ["scrypt", PARAMS.N, PARAMS.r, PARAMS.p, salt.toString("base64"), hash.toString("base64")].join("$");
 }
 
+/**
+ * A stored form that no password matches, with today's parameters: checked when a user is unknown
+ * or has no password, so that such a sign-in costs what a wrong password costs.
+ */
+export const UNMATCHABLE_HASH = [
+  "scrypt",
+  PARAMS.N,
+  PARAMS.r,
+  PARAMS.p,
+  Buffer.alloc(16).toString("base64"),
+  Buffer.alloc(KEY_LENGTH).toString("base64"),
+].join("$");
+
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split("$");
   if (scheme !== "scrypt" || !n || !r || !p || !salt || !hash) return false;

@@ -1,6 +1,7 @@
 import type { Clock } from "../../domain/clock.js";
 import { notFound } from "../../domain/errors.js";
 import { ANONYMOUS_NAME, type GroupView, type UserView } from "./model.js";
+import { checkNewPassword } from "./password-policy.js";
 import { hashPassword } from "./passwords.js";
 import type { UserRepository } from "./user-repository.js";
 import { boundedText, fieldError, nameList, optionalText, requiredName, sameName } from "./validation.js";
@@ -46,8 +47,6 @@ export interface UserServiceDeps {
   readonly clock: Clock;
 }
 
-const PASSWORD_MAX = 1024;
-
 export function createUserService({ users, clock }: UserServiceDeps): UserService {
   async function groupIds(values: readonly (string | null)[] | null | undefined): Promise<number[] | undefined> {
     if (values === null || values === undefined) return undefined;
@@ -77,7 +76,7 @@ export function createUserService({ users, clock }: UserServiceDeps): UserServic
 
     async addUser(input) {
       const name = userName(input.name);
-      const passwordHash = await passwordHashOf(input.password);
+      const passwordHash = await passwordHashOf(input.password, name);
       const user = await users.insertUser({
         name,
         displayName: boundedText(input.displayName, "displayName", 1000),
@@ -99,7 +98,9 @@ export function createUserService({ users, clock }: UserServiceDeps): UserServic
           ? { displayName: boundedText(input.displayName, "displayName", 1000) ?? null }
           : {}),
         ...(typeof email === "string" ? { email: boundedText(email, "email", 1000) ?? null } : {}),
-        ...(typeof input.password === "string" ? { passwordHash: await passwordHashOf(input.password) } : {}),
+        ...(typeof input.password === "string"
+          ? { passwordHash: await passwordHashOf(input.password, current.name) }
+          : {}),
         ...(input.groups ? { groupIds: await groupIds(input.groups) } : {}),
       });
       return withoutId(updated);
@@ -150,11 +151,9 @@ function userName(value: string | null | undefined): string {
   return name;
 }
 
-async function passwordHashOf(password: string | null | undefined): Promise<string | undefined> {
+async function passwordHashOf(password: string | null | undefined, userName: string): Promise<string | undefined> {
   if (password === null || password === undefined) return undefined;
-  if (password === "") throw fieldError("password", "must not be empty", "PASSWORD_INVALID");
-  if (password.length > PASSWORD_MAX)
-    throw fieldError("password", `must be at most ${PASSWORD_MAX} characters`, "PASSWORD_INVALID");
+  await checkNewPassword(password, userName);
   return hashPassword(password);
 }
 
