@@ -36,6 +36,7 @@ import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
 import type { Db } from "./storage/database.js";
+import { loadSecretKeys, SECRET_KEY_FILE } from "./storage/secret-keys.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
 export interface AppDeps {
@@ -53,6 +54,8 @@ export interface AppDeps {
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? systemClock;
+  // Before anything else: a key file that is missing or not private stops the start (ConfigError).
+  const secrets = loadSecretKeys(config);
   neverBlockOnLocks(deps.db, config.databaseBusyWaitMs);
   // Replays of kept responses: set once the services they check with exist (below); until then
   // every request goes to Fastify.
@@ -113,7 +116,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(managementArea, { feeds });
   // One connector service: its area manages connectors, the universal feed asks their upstreams
   // (with one circuit breaker per upstream, for both APIs).
-  const connectorDeps = { db: deps.db, clock, config, feeds };
+  if (secrets.source === "generated") {
+    app.log.info({ keyId: secrets.keyId }, `generated ${SECRET_KEY_FILE} in the data directory: back it up with it`);
+  }
+  const connectorDeps = { db: deps.db, clock, config, feeds, secrets: secrets.box };
   const connectors = createConnectors(connectorDeps);
   await app.register(connectorsArea, { ...connectorDeps, connectors });
   const upstreams = createConnectorUpstreams({ db: deps.db, clock, config, connectors });

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
+import { parseSecretKey } from "./storage/secrets.js";
 
 /**
  * The only reader of process.env. Every WHARF_* variable is validated here once; an invalid
@@ -75,6 +76,12 @@ export interface Config {
    * database's write lock; then it answers 503 DATABASE_BUSY (storage/busy.ts).
    */
   readonly databaseBusyWaitMs: number;
+  /**
+   * What encrypts stored secrets (storage/secret-keys.ts): the key itself (WHARF_SECRET_KEY) or the
+   * absolute path of a private file holding it (WHARF_SECRET_KEY_FILE), neither: `<data>/secret-key`,
+   * generated at the first start; and previous keys, which only decrypt (rotation).
+   */
+  readonly secretKeys: { readonly key?: string; readonly file?: string; readonly previous: readonly string[] };
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -121,6 +128,12 @@ const flag = () =>
     .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false (also 1/0, yes/no)")
     .transform((value) => ["true", "1", "yes"].includes(value.toLowerCase()))
     .default(false);
+
+const SECRET_KEY_FORMAT = "must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)";
+/** A key that encrypts stored secrets (storage/secrets.ts). */
+function secretKey() {
+  return z.string().refine((value) => parseSecretKey(value) !== undefined, SECRET_KEY_FORMAT);
+}
 
 const envSchema = z.object({
   WHARF_PORT: z
@@ -199,6 +212,13 @@ const envSchema = z.object({
     .transform(Number)
     .refine((ms) => ms <= 60_000, "must be at most 60000 (a minute)")
     .default(5_000),
+  WHARF_SECRET_KEY: secretKey().optional(),
+  WHARF_SECRET_KEY_FILE: z.string().min(1).optional(),
+  WHARF_SECRET_KEY_PREVIOUS: z
+    .string()
+    .transform((value) => value.split(/[\s,]+/).filter((key) => key !== ""))
+    .refine((keys) => keys.every((key) => parseSecretKey(key) !== undefined), SECRET_KEY_FORMAT)
+    .optional(),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -217,6 +237,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const v = parsed.data;
+  if (v.WHARF_SECRET_KEY !== undefined && v.WHARF_SECRET_KEY_FILE !== undefined) {
+    throw new ConfigError("Invalid configuration: WHARF_SECRET_KEY_FILE: give either it or WHARF_SECRET_KEY, not both");
+  }
   return Object.freeze({
     port: v.WHARF_PORT,
     host: v.WHARF_HOST,
@@ -244,6 +267,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
     deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
     databaseBusyWaitMs: v.WHARF_DB_BUSY_WAIT_MS,
+    secretKeys: Object.freeze({
+      ...(v.WHARF_SECRET_KEY === undefined ? {} : { key: v.WHARF_SECRET_KEY }),
+      ...(v.WHARF_SECRET_KEY_FILE === undefined ? {} : { file: path.resolve(cwd, v.WHARF_SECRET_KEY_FILE) }),
+      previous: Object.freeze(v.WHARF_SECRET_KEY_PREVIOUS ?? []),
+    }),
     logLevel: v.WHARF_LOG_LEVEL,
   });
 }

@@ -8,13 +8,18 @@ import { systemClock } from "./domain/clock.js";
 import { retryWhileBusy } from "./storage/busy.js";
 import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
+import { ensurePrivateDirectory } from "./storage/private-files.js";
 
 /** Process entry: configuration, storage, bootstrap, listen; graceful close on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  // Everything the server writes (database, blobs, spools, key files) is its user's alone (PRODUCT.md).
+  process.umask(0o077);
+  const privateDataDir = ensurePrivateDirectory(config.dataDir);
   const db = openDatabase(path.join(config.dataDir, "wharf.sqlite"));
   const blobs = createFileBlobStore(config.dataDir);
   const app = await buildApp(config, { db, blobs });
+  if (!privateDataDir)
+    app.log.warn({ dataDir: config.dataDir }, "the data directory could not be made private (chmod 700)");
   const stale = await blobs.clearStaleTemporaryFiles();
   if (stale > 0) app.log.info({ removed: stale }, "removed temporary files left by an earlier process");
 

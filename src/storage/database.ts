@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
+import { ensurePrivateFiles, PRIVATE_DIRECTORY_MODE } from "./private-files.js";
 
 export type Db = Database.Database;
 
@@ -23,7 +24,9 @@ function findUp(name: string, from: string): string {
  * fine for the CLI, not for a server, whose app switches it off (storage/busy.ts).
  */
 export function openDatabase(file: string, migrationsDir = MIGRATIONS_DIR): Db {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+  // Private to the service's user; SQLite gives the WAL and shared-memory files the database's mode.
+  if (file !== ":memory:") ensurePrivateFiles([file, `${file}-wal`, `${file}-shm`]);
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL"); // an acknowledged write survives a power cut

@@ -6,6 +6,7 @@ import { createConnectors } from "../../src/areas/connectors/index.js";
 import { createHealthScheduler } from "../../src/areas/connectors/health.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
+import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
@@ -229,6 +230,7 @@ describe("connector health checks", () => {
       clock: { now: () => new Date() },
       config: t.config,
       feeds: { listFeeds: async () => [] },
+      secrets: loadSecretKeys(t.config).box,
     });
     expectJson(await h.call("POST", `${CONNECTORS}/update/main`, { url: `${upstream.base}/upack/again` }), 200);
     const changes = await service.checkDue(3_600_000);

@@ -63,7 +63,9 @@ describe("connector management: a connector's life", () => {
     });
     expect(res.body).not.toContain("s3cret-pw");
     expect(res.body).not.toContain("password");
-    expect(storedPassword("upstream")).toBe("s3cret-pw");
+    // Encrypted (connector-secrets.test.ts shows it still reaches the upstream as it was given).
+    expect(storedPassword("upstream")).toMatch(/^v1:[0-9a-f]{16}:/);
+    expect(storedPassword("upstream")).not.toContain("s3cret-pw");
     const settings = (t.db.prepare("SELECT settings FROM connectors").get() as { settings: string }).settings;
     expect(settings).not.toContain("s3cret-pw");
   });
@@ -202,6 +204,7 @@ describe("connector management: a connector's life", () => {
   });
 
   it("updates partially (POST and PATCH): omitted members keep, the password stays until replaced or cleared", async () => {
+    const sealed = storedPassword("upstream");
     const updated = expectJson(await call("POST", `${CONNECTORS}/update/upstream`, { timeout: 60 }), 200);
     expect(updated).toMatchObject({
       name: "Upstream",
@@ -209,7 +212,7 @@ describe("connector management: a connector's life", () => {
       username: "bob",
       filters: ["Acme.*", "!Acme.Bad*"],
     });
-    expect(storedPassword("upstream")).toBe("s3cret-pw");
+    expect(storedPassword("upstream")).toBe(sealed);
 
     const patched = await call("PATCH", `${CONNECTORS}/update/Upstream`, {
       password: "new-pw",
@@ -218,7 +221,9 @@ describe("connector management: a connector's life", () => {
     });
     expect(expectJson(patched, 200)).toMatchObject({ filters: ["Other.*"], metadataCacheEnabled: true });
     expect(patched.body).not.toContain("new-pw");
-    expect(storedPassword("upstream")).toBe("new-pw");
+    expect(storedPassword("upstream")).toMatch(/^v1:/);
+    expect(storedPassword("upstream")).not.toBe(sealed);
+    expect(storedPassword("upstream")).not.toContain("new-pw");
 
     const cleared = expectJson(
       await call("POST", `${CONNECTORS}/update/upstream`, { username: null, password: null }),

@@ -43,6 +43,7 @@ describe("loadConfig", () => {
       deployConcurrency: 2,
       deployStopTimeoutMs: 10_000,
       databaseBusyWaitMs: 5_000,
+      secretKeys: { previous: [] },
       logLevel: "info",
     });
   });
@@ -74,6 +75,8 @@ describe("loadConfig", () => {
         WHARF_DEPLOY_CONCURRENCY: "0",
         WHARF_DEPLOY_STOP_SECONDS: "0.5",
         WHARF_DB_BUSY_WAIT_MS: "0",
+        WHARF_SECRET_KEY_FILE: "keys/wharf.key",
+        WHARF_SECRET_KEY_PREVIOUS: `${"ab".repeat(32)}, ${"A".repeat(43)}=`,
         WHARF_LOG_LEVEL: "debug",
       },
       CWD,
@@ -105,6 +108,7 @@ describe("loadConfig", () => {
       deployConcurrency: 0,
       deployStopTimeoutMs: 500,
       databaseBusyWaitMs: 0,
+      secretKeys: { file: path.join(CWD, "keys/wharf.key"), previous: ["ab".repeat(32), `${"A".repeat(43)}=`] },
       logLevel: "debug",
     });
   });

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { createGuardedFetch, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
+import type { Authorization } from "./credentials.js";
 import type { Connector } from "./model.js";
 
 /**
@@ -16,6 +17,8 @@ export type HealthProbe = (connector: Connector, signal?: AbortSignal) => Promis
 export interface HealthProbeOptions {
   /** WHARF_FETCH_ALLOW_PRIVATE: an upstream on a private or loopback address is an administrator's decision. */
   readonly allowPrivate: boolean;
+  /** The connector's Basic credentials (credentials.ts); a password that does not decrypt is an `error` result. */
+  readonly authorization: Authorization;
   /** Replaces system DNS (tests). */
   readonly resolve?: ResolveHost;
 }
@@ -44,7 +47,7 @@ export function createHealthProbe(options: HealthProbeOptions): HealthProbe {
     const url = universal ? `${connector.url}/packages?count=1` : connector.url;
     try {
       const response = await fetch(url, {
-        headers: { accept: universal ? "application/json" : "*/*", ...basicAuthorization(connector) },
+        headers: { accept: universal ? "application/json" : "*/*", ...options.authorization(connector) },
         ...(signal ? { signal } : {}),
       });
       response.body.destroy();
@@ -55,13 +58,6 @@ export function createHealthProbe(options: HealthProbeOptions): HealthProbe {
       return { state: "error", errorMessage: messageOf(error) };
     }
   };
-}
-
-/** The connector's Basic credentials as a header, when it has any (also for feed requests, upstream.ts). */
-export function basicAuthorization(connector: Connector): Record<string, string> {
-  if (connector.username === undefined && connector.password === undefined) return {};
-  const pair = `${connector.username ?? ""}:${connector.password ?? ""}`;
-  return { authorization: `Basic ${Buffer.from(pair, "utf8").toString("base64")}` };
 }
 
 /** The guard's DomainErrors are written for people; anything else is cut short. */

@@ -1,8 +1,10 @@
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyBaseLogger, FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
+import type { SecretBox } from "../../storage/secrets.js";
 import type { ConnectorReference, FeedService } from "../management/index.js";
+import { basicAuthorization } from "./credentials.js";
 import { createHealthProbe, createHealthScheduler } from "./health.js";
 import { connectorHealthRoutes } from "./health-routes.js";
 import { createConnectorRepository } from "./repository.js";
@@ -27,17 +29,21 @@ export interface ConnectorsDeps {
   readonly config: Config;
   /** Feeds name connectors; the service reads them before deleting or renaming one. */
   readonly feeds: Pick<FeedService, "listFeeds">;
+  /** Encrypts connector passwords at rest (storage/secret-keys.ts). */
+  readonly secrets: SecretBox;
   /** The app's connector service (app.ts builds it once, the universal feed reads it too); built here when absent. */
   readonly connectors?: ConnectorService;
 }
 
 /** Wires repository -> probe -> service; for app.ts, should another area need connectors too. */
 export function createConnectors(deps: ConnectorsDeps): ConnectorService {
+  const authorization = basicAuthorization(deps.secrets);
   return createConnectorService({
     repository: createConnectorRepository(deps.db),
     clock: deps.clock,
-    probe: createHealthProbe({ allowPrivate: deps.config.fetchAllowPrivate }),
+    probe: createHealthProbe({ allowPrivate: deps.config.fetchAllowPrivate, authorization }),
     feeds: deps.feeds,
+    secrets: deps.secrets,
   });
 }
 
@@ -63,6 +69,7 @@ export function findConnectorReference(db: Db): (name: string) => Promise<Connec
  */
 export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, deps) => {
   const connectors = deps.connectors ?? createConnectors(deps);
+  await resealAtStart(app.log, connectors);
   await app.register(connectorRoutes, { connectors });
   await app.register(connectorHealthRoutes, { connectors });
 
@@ -83,3 +90,21 @@ export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, de
   app.addHook("onReady", async () => scheduler.start());
   app.addHook("onClose", async () => scheduler.stop());
 };
+
+/**
+ * Passwords stored in plain text by an older Wharf, or under a previous secret key, are sealed
+ * under the current one before anything is served (README: rotating the secret key). Neither a
+ * password no key decrypts nor a busy database stops the start: the first is reported (and its
+ * connector fails until fixed), the second is retried at the next start.
+ */
+async function resealAtStart(log: FastifyBaseLogger, connectors: ConnectorService): Promise<void> {
+  try {
+    const { resealed, unreadable } = await connectors.resealPasswords();
+    if (resealed > 0) log.info({ resealed }, "connector passwords encrypted with the current secret key");
+    for (const { connector, reason } of unreadable) {
+      log.warn({ connector }, `the password of connector '${connector}' cannot be decrypted: ${reason}`);
+    }
+  } catch (error) {
+    log.warn({ err: error }, "connector passwords were not re-encrypted; they will be at the next start");
+  }
+}

@@ -9,8 +9,13 @@ import type { ConnectorInput } from "./schemas.js";
  * management conventions (compat.md 5.1): omitted or null members keep their value, except
  * `username` and `password`, whose null (or '') removes them; `filters` is replaced wholesale.
  * Pure and synchronous, so the repository can run it inside its transaction. Throws invalid (400).
+ * A new password is sealed at once with `seal` (credentials.ts): a draft never holds the plain text.
  */
-export function mergeConnectorInput(current: ConnectorDraft | undefined, input: ConnectorInput): ConnectorDraft {
+export function mergeConnectorInput(
+  current: ConnectorDraft | undefined,
+  input: ConnectorInput,
+  seal: (password: string) => string,
+): ConnectorDraft {
   const keep = <T>(value: T | null | undefined, before: T): T =>
     value === null || value === undefined ? before : value;
   const name = connectorName(input.name ?? current?.name);
@@ -43,7 +48,7 @@ export function mergeConnectorInput(current: ConnectorDraft | undefined, input: 
       100_000,
     ),
     username,
-    password: removable(input.password, before.password),
+    password: input.password ? seal(input.password) : removable(input.password, before.password),
     filters:
       input.filters === null || input.filters === undefined ? [...before.filters] : connectorFilters(input.filters),
     mergeWithLocalPackages: keep(input.mergeWithLocalPackages, before.mergeWithLocalPackages),

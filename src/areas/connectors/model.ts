@@ -1,6 +1,7 @@
 /**
  * A connector to a remote universal feed (compat.md 5.3) as Wharf keeps it (migration 0007).
- * The password is kept because it is sent to the upstream; the management API never returns it.
+ * The password is kept because it is sent to the upstream, sealed (credentials.ts); the management
+ * API never returns it.
  */
 export interface Connector {
   readonly id: number;
@@ -17,6 +18,7 @@ export interface Connector {
   /** How many metadata answers are kept for this connector (oldest out first). */
   readonly metadataCacheCount: number;
   readonly username: string | undefined;
+  /** Sealed (storage/secrets.ts), never the plain text: only credentials.ts opens it, to send it. */
   readonly password: string | undefined;
   /** Shared wildcard patterns (domain/patterns.ts): which remote packages are visible; `!` blocks. */
   readonly filters: readonly string[];

@@ -30,6 +30,11 @@ export interface ConnectorRepository {
    * connector as stored afterwards; undefined when it was deleted.
    */
   recordHealth(checked: Connector, health: ConnectorHealth): Promise<Connector | undefined>;
+  /**
+   * Replaces every stored password for which `reseal` returns a new text (nothing else changes:
+   * it is the same password, sealed again); returns how many were replaced.
+   */
+  resealPasswords(reseal: (connector: string, stored: string) => string | undefined): Promise<number>;
 }
 
 interface ConnectorRow {
@@ -80,6 +85,10 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
   );
   const dropMetadata = db.prepare<[number]>("DELETE FROM connector_metadata WHERE connector_id = ?");
   const deleteRow = db.prepare<[number]>("DELETE FROM connectors WHERE id = ?");
+  const passwords = db.prepare<[], { id: number; name: string; password: string }>(
+    "SELECT id, name, password FROM connectors WHERE password IS NOT NULL",
+  );
+  const setPassword = db.prepare<[string, number]>("UPDATE connectors SET password = ? WHERE id = ?");
   const setHealth = db.prepare<
     [string, string | null, string | null, number, string, string, string | null, string | null]
   >(
@@ -147,6 +156,15 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
     return row && toConnector(row);
   });
 
+  const resealTx = db.transaction((reseal: (connector: string, stored: string) => string | undefined): number => {
+    let count = 0;
+    for (const row of passwords.all()) {
+      const sealed = reseal(row.name, row.password);
+      if (sealed !== undefined && sealed !== row.password) count += setPassword.run(sealed, row.id).changes;
+    }
+    return count;
+  });
+
   return withBusyRetries(db, {
     async findByName(name) {
       const row = byName.get(name.toLowerCase());
@@ -170,6 +188,9 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
     },
     async recordHealth(checked, health) {
       return recordTx.immediate(checked, health);
+    },
+    async resealPasswords(reseal) {
+      return resealTx.immediate(reseal);
     },
   });
 }

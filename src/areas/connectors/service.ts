@@ -1,8 +1,10 @@
 import type { Clock } from "../../domain/clock.js";
 import { conflict, notFound } from "../../domain/errors.js";
 import { printable } from "../../domain/upack-manifest.js";
+import type { SecretBox } from "../../storage/secrets.js";
 import type { Feed } from "../management/index.js";
 import type { HealthProbe } from "./health.js";
+import { basicAuthorization, type ResealResult, resealPasswords, sealPassword } from "./credentials.js";
 import { mergeConnectorInput } from "./merge.js";
 import type { Connector, ConnectorHealth } from "./model.js";
 import type { ConnectorRepository } from "./repository.js";
@@ -33,6 +35,13 @@ export interface ConnectorService {
    * more; stops early when `signal` aborts (nothing is stored for an aborted check).
    */
   checkDue(maxAgeMs: number, signal?: AbortSignal): Promise<HealthChange[]>;
+  /**
+   * The connector's Basic credentials for its upstream, password decrypted (credentials.ts);
+   * throws unavailable CONNECTOR_SECRET_UNREADABLE when it does not decrypt with the configured keys.
+   */
+  authorization(connector: Connector): Record<string, string>;
+  /** Seals every stored password that is not under the current secret key (at start-up: rotation). */
+  resealPasswords(): Promise<ResealResult>;
   /** The Connector JSON of compat.md 5.3: never the password. */
   present(connector: Connector): ConnectorJson;
   /** The Connector health object of seed-api.md area D. */
@@ -49,6 +58,8 @@ export interface ConnectorServiceDeps {
   readonly repository: ConnectorRepository;
   readonly clock: Clock;
   readonly probe: HealthProbe;
+  /** Seals passwords as they arrive, opens them to send them (storage/secrets.ts). */
+  readonly secrets: SecretBox;
   /** Feeds, to find those naming a connector (through their service: their rows are not ours). */
   readonly feeds: { listFeeds(): Promise<Feed[]> };
 }
@@ -57,7 +68,9 @@ export interface ConnectorServiceDeps {
 const CHECK_CONCURRENCY = 4;
 
 export function createConnectorService(deps: ConnectorServiceDeps): ConnectorService {
-  const { repository, clock, probe, feeds } = deps;
+  const { repository, clock, probe, feeds, secrets } = deps;
+  const seal = (password: string) => sealPassword(secrets, password);
+  const authorization = basicAuthorization(secrets);
   const now = () => clock.now().toISOString();
 
   async function getConnector(name: string): Promise<Connector> {
@@ -103,12 +116,12 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
     listConnectors: () => repository.list(),
 
     async createConnector(input) {
-      return repository.insert(mergeConnectorInput(undefined, input), now());
+      return repository.insert(mergeConnectorInput(undefined, input, seal), now());
     },
 
     async updateConnector(name, input) {
       const current = await getConnector(name);
-      return repository.update(current.id, (fresh) => mergeConnectorInput(fresh, input), now());
+      return repository.update(current.id, (fresh) => mergeConnectorInput(fresh, input, seal), now());
     },
 
     async deleteConnector(name) {
@@ -142,6 +155,9 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
       await Promise.all(Array.from({ length: Math.min(CHECK_CONCURRENCY, due.length) }, worker));
       return changes;
     },
+
+    authorization,
+    resealPasswords: () => resealPasswords(repository, secrets),
 
     present(connector) {
       return {

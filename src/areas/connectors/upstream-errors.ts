@@ -60,6 +60,20 @@ export function invalidAnswer(connector: Connector, what: string): DomainError {
 }
 
 /**
+ * The connector's stored password does not decrypt with the configured secret keys: nothing is sent
+ * to the upstream. The operator's to fix, hence 503, and never counted against the upstream's circuit.
+ */
+export function secretUnreadable(connector: Connector, reason: string): DomainError {
+  return named(
+    connector,
+    "unavailable",
+    "CONNECTOR_SECRET_UNREADABLE",
+    `Connector '${connector.name}': its stored password cannot be decrypted (${reason}). Start Wharf with the ` +
+      "key it was stored with in WHARF_SECRET_KEY_PREVIOUS, or set the connector's password again.",
+  );
+}
+
+/**
  * Any failure of a request to the upstream as a 502 or 504 naming the connector. The guard's
  * messages (a refused address, a timeout, a connection error) are kept: they say what went wrong.
  */

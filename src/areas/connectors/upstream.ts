@@ -6,7 +6,6 @@ import { createGuardedFetch, type GuardedResponse, MAX_REDIRECTS, type ResolveHo
 import { changeWatchOf, VersionedCache } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import { type CircuitBreaker, createCircuitBreaker } from "./circuit.js";
-import { basicAuthorization } from "./health.js";
 import { type CachedAnswer, createMetadataCacheRepository } from "./metadata-cache.js";
 import type { Connector } from "./model.js";
 import type { ConnectorService } from "./service.js";
@@ -78,7 +77,7 @@ export interface ConnectorUpstreamsDeps {
   readonly db: Db;
   readonly clock: Clock;
   readonly config: Pick<Config, "fetchAllowPrivate" | "fetchMaxBytes" | "fetchTimeoutMs" | "connectorNegativeCacheMs">;
-  readonly connectors: Pick<ConnectorService, "findConnector">;
+  readonly connectors: Pick<ConnectorService, "findConnector" | "authorization">;
   /** Replaces system DNS (tests). */
   readonly resolve?: ResolveHost;
   readonly circuit?: CircuitBreaker;
@@ -117,8 +116,16 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
 
   const ageOf = (answer: CachedAnswer) => nowMs() - Date.parse(answer.fetchedAt);
 
+  /** With the connector's Basic credentials; throws when its password does not decrypt. */
+  const requestHeaders = (connector: Connector): Record<string, string> => ({
+    accept: "application/json",
+    ...deps.connectors.authorization(connector),
+  });
+
   /** Asks the upstream once (through the circuit); stores what it answered when caching is on. */
   async function ask(connector: Connector, request: MetadataRequest, key: string): Promise<MetadataAnswer> {
+    // First: a password that does not decrypt is no failure of the upstream's (no circuit count).
+    const headers = requestHeaders(connector);
     const circuitKey = circuitKeyOf(connector);
     const admission = circuit.admit(circuitKey, nowMs());
     if (!admission.admitted) throw circuitOpen(connector, admission);
@@ -129,7 +136,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
     let response: GuardedResponse;
     try {
       const fetch = guard(connector.timeoutSeconds * 1000, METADATA_MAX_BYTES);
-      response = await fetch(`${connector.url}/${key}`, { headers: requestHeaders(connector) });
+      response = await fetch(`${connector.url}/${key}`, { headers });
     } catch (error) {
       throw failed(error);
     }
@@ -192,6 +199,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
     },
 
     async download(connector, id) {
+      const headers = { ...requestHeaders(connector), accept: "application/zip, application/octet-stream, */*" };
       const circuitKey = circuitKeyOf(connector);
       const admission = circuit.admit(circuitKey, nowMs());
       if (!admission.admitted) throw circuitOpen(connector, admission);
@@ -204,7 +212,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
       let response: GuardedResponse;
       try {
         response = await fetch(downloadUrl(connector, id), {
-          headers: { ...requestHeaders(connector), accept: "application/zip, application/octet-stream, */*" },
+          headers,
           signal: controller.signal,
         });
       } catch (error) {
@@ -254,10 +262,6 @@ function answerOf(answer: CachedAnswer, stale: boolean): MetadataAnswer {
 function downloadUrl(connector: Connector, id: UpstreamVersionId): string {
   const segments = [...(id.group === "" ? [] : id.group.split("/")), id.name, id.version];
   return `${connector.url}/download/${segments.map(encodeURIComponent).join("/")}`;
-}
-
-function requestHeaders(connector: Connector): Record<string, string> {
-  return { accept: "application/json", ...basicAuthorization(connector) };
 }
 
 /** The body as text (what the cache keeps) and as the JSON it was checked to be. */
