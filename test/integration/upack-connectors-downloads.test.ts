@@ -65,6 +65,13 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
       });
       remote[`${name}@${version}`] = added;
     }
+    // Assembled by the upstream on download: its upack.json is the virtual package's own.
+    await up.upack.addVersion("remote", {
+      name: "bundle",
+      version: "1.0.0",
+      manifest: { contents: ["files-pkg:1.0.0"] },
+      files: {},
+    });
     down = await startDownstream({
       // Merges into the feed's own `shared` (shadowing: upack-connectors-shadowing.test.ts).
       connectors: [{ name: "up", url: up.feedUrl, ...up.credentials, mergeWithLocalPackages: true }],
@@ -164,6 +171,16 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
       .update(remote["zip-pkg@1.0.0"]?.bytes ?? "")
       .digest("hex");
     await eventually(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined());
+  });
+
+  it("serves a remote virtual package as the upstream assembles it (its upack.json names it), never kept", async () => {
+    const res = await down.get("/upack/proxy/download/bundle/1.0.0");
+    expect(res.statusCode, res.body).toBe(200);
+    const entries = await readZip(res.rawPayload);
+    expect(JSON.parse(entries.get("upack.json") ?? "{}")).toMatchObject({ name: "bundle", version: "1.0.0" });
+    expect(entries.get("package/readme.txt")).toBe("files-pkg 1.0.0 from upstream");
+    await pause(100);
+    expect(cachedRow(down, "bundle", "1.0.0")).toBeUndefined();
   });
 
   it("404 for a version neither the feed nor the upstream has; 400 without a version or latest", async () => {
