@@ -1,6 +1,13 @@
+import type { Readable } from "node:stream";
 import { DomainError } from "../domain/errors.js";
-import type { BlobStore } from "./blob-store.js";
+import type { BlobInfo, BlobStore, PutOptions } from "./blob-store.js";
 import type { Db } from "./database.js";
+
+/** A blob in the store that a caller holds until `release`; no discardIfUnused deletes it meanwhile. */
+export interface HeldBlob {
+  readonly blob: BlobInfo;
+  readonly release: () => void;
+}
 
 /**
  * Which blobs uploads in this process (universal packages and assets alike: one keeper per app)
@@ -11,9 +18,16 @@ import type { Db } from "./database.js";
  */
 export interface BlobKeeper {
   /**
-   * Marks a blob that a put just returned as in use until `release` is called. Fails with
-   * `unavailable` (retry) in the rare case that a deletion of the same content removed it after
-   * the put found it already stored.
+   * Stores the content (BlobStore.put) and holds its blob until `release`. The hold starts as soon
+   * as the put knows the address, before it looks for the blob or publishes it, and a deletion of
+   * the same bytes already under way finishes first: so a put that found the blob stored by a
+   * concurrent upload keeps it even if that upload is refused and discards it at that moment.
+   */
+  put(source: Readable | AsyncIterable<Uint8Array>, options?: Omit<PutOptions, "beforePublish">): Promise<HeldBlob>;
+  /**
+   * Marks a blob stored earlier (a row references it, or another hold keeps it) as in use until
+   * `release` is called. Fails with `unavailable` (retry) when it is gone: a deletion of the same
+   * content removed it first.
    */
   hold(sha256: string): Promise<() => void>;
   /** Deletes the blob when nothing references it and no upload holds it; otherwise leaves it. */
@@ -26,30 +40,51 @@ export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string
   // Bumped by every hold and release: a deletion decided before a change is not trusted after it.
   let epoch = 0;
 
-  const release = (sha256: string) => {
+  /** Holds the address at once (synchronously: no deletion can be decided in between); returns its release. */
+  const claim = (sha256: string): (() => void) => {
     epoch++;
-    const count = (held.get(sha256) ?? 1) - 1;
-    if (count > 0) held.set(sha256, count);
-    else held.delete(sha256);
+    held.set(sha256, (held.get(sha256) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      epoch++;
+      const count = (held.get(sha256) ?? 1) - 1;
+      if (count > 0) held.set(sha256, count);
+      else held.delete(sha256);
+    };
   };
 
   return {
+    async put(source, options = {}) {
+      const claimed: { release?: () => void } = {};
+      try {
+        const blob = await blobs.put(source, {
+          ...options,
+          beforePublish: async (sha256) => {
+            claimed.release = claim(sha256);
+            // Then the put finds the blob absent and publishes its own copy (or, should the
+            // deletion have failed, finds it still there).
+            await deleting.get(sha256)?.catch(() => undefined);
+          },
+        });
+        if (claimed.release === undefined) throw new Error("the blob store did not call beforePublish");
+        return { blob, release: claimed.release };
+      } catch (error) {
+        claimed.release?.();
+        throw error;
+      }
+    },
+
     async hold(sha256) {
-      epoch++;
-      held.set(sha256, (held.get(sha256) ?? 0) + 1);
-      let released = false;
-      const releaseOnce = () => {
-        if (released) return;
-        released = true;
-        release(sha256);
-      };
+      const releaseOnce = claim(sha256);
       try {
         await deleting.get(sha256);
         if ((await blobs.stat(sha256)) === undefined) {
           throw new DomainError(
             "unavailable",
             "UPLOAD_RACED",
-            "The uploaded content was removed by a concurrent failed upload of the same bytes; please retry.",
+            "The stored content was deleted by a concurrent request while this one was using it; please retry.",
           );
         }
       } catch (error) {

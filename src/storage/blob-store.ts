@@ -21,6 +21,13 @@ export interface PutOptions {
   readonly expected?: Partial<Record<"sha1" | "sha256" | "md5" | "sha512", string>>;
   /** Aborting fails the put and leaves nothing behind. */
   readonly signal?: AbortSignal;
+  /**
+   * Called once with the content's SHA-256 when every byte is written and checked, before the
+   * store looks for an existing blob at that address or publishes its own; the put waits for it,
+   * and a rejection fails the put (leaving nothing). A blob keeper claims the address here, so that
+   * no deletion of the same bytes can come between the put and its caller (blob-keeper.ts).
+   */
+  readonly beforePublish?: (sha256: string) => Promise<void>;
 }
 
 /**

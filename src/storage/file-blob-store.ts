@@ -50,6 +50,7 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
       const { digests, size } = await writeHashed(reader, tempPath, options);
       signal?.throwIfAborted();
 
+      await options.beforePublish?.(digests.sha256);
       const info: BlobInfo = { ...digests, size };
       const target = blobPath(info.sha256);
       if (await exists(target)) {

@@ -293,6 +293,46 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
         expect(await fixture.tempFileCount()).toBe(0);
       });
 
+      it("calls beforePublish once with the address, after every byte is checked and before the blob is visible", async () => {
+        const content = randomBytes(50_000);
+        const seen: Array<{ sha256: string; visible: boolean }> = [];
+        const info = await store.put(chunksOf(content), {
+          expected: { sha1: digest("sha1", content) },
+          beforePublish: async (sha256) => {
+            seen.push({ sha256, visible: (await store.stat(sha256)) !== undefined });
+          },
+        });
+        expect(seen).toEqual([{ sha256: info.sha256, visible: false }]);
+        expectSameBytes(await readBlob(store, info.sha256), content);
+      });
+
+      it("looks for an existing blob only after beforePublish: one deleted meanwhile is published again", async () => {
+        const content = randomBytes(5_000);
+        const first = await store.put(chunksOf(content));
+        const again = await store.put(chunksOf(content), { beforePublish: (sha256) => store.delete(sha256) });
+        expect(again).toEqual(first);
+        expectSameBytes(await readBlob(store, first.sha256), content);
+        expect(await fixture.tempFileCount()).toBe(0);
+      });
+
+      it("fails the put when beforePublish rejects, leaving nothing behind; a put refused earlier never calls it", async () => {
+        const content = randomBytes(5_000);
+        const failure = new Error("claim refused");
+        await expect(store.put(chunksOf(content), { beforePublish: async () => Promise.reject(failure) })).rejects.toBe(
+          failure,
+        );
+        await expectNothingLeftBehind(content);
+        let called = false;
+        const mismatch = store.put(chunksOf(content), {
+          expected: { sha256: "0".repeat(64) },
+          beforePublish: async () => {
+            called = true;
+          },
+        });
+        await expect(mismatch).rejects.toMatchObject({ code: "DIGEST_MISMATCH" });
+        expect(called).toBe(false);
+      });
+
       it("accepts content of exactly maxBytes", async () => {
         const content = randomBytes(1000);
         const info = await store.put(chunksOf(content.subarray(0, 600), content.subarray(600)), { maxBytes: 1000 });

@@ -30,7 +30,6 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
   const assets = createAssetService({
     repository: createAssetRepository(deps.db),
     feeds: deps.feeds,
-    blobs: deps.blobs,
     keeper: deps.keeper,
     clock: deps.clock,
     maxUploadBytes: deps.config.maxUploadBytes,

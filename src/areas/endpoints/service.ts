@@ -7,7 +7,6 @@ import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
 import type { ClaimedDigests } from "../../http/upload-digests.js";
 import type { BlobKeeper } from "../../storage/blob-keeper.js";
-import type { BlobStore } from "../../storage/blob-store.js";
 import type { Feed, FeedService } from "../management/index.js";
 import {
   type AssetItem,
@@ -92,7 +91,6 @@ export interface AssetService {
 export interface AssetServiceDeps {
   readonly repository: AssetRepository;
   readonly feeds: FeedService;
-  readonly blobs: BlobStore;
   readonly keeper: BlobKeeper;
   readonly clock: Clock;
   readonly maxUploadBytes: number;
@@ -136,7 +134,7 @@ export function contentTypeOfUpload(header: string | undefined): string | undefi
 const ASSET_FEED_TYPE = "asset";
 
 export function createAssetService(deps: AssetServiceDeps): AssetService {
-  const { repository, blobs, keeper, clock } = deps;
+  const { repository, keeper, clock } = deps;
   const now = () => clock.now().toISOString();
 
   /** The settings an item inherits when its own is Inherit: its folders' (innermost first), then the directory's. */
@@ -163,12 +161,11 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     source: Readable | AsyncIterable<Buffer>,
     options: StoreOptions = {},
   ): Promise<HeldContent> {
-    const info = await blobs.put(source, {
+    const { blob: info, release } = await keeper.put(source, {
       maxBytes: options.maxBytes ?? deps.maxUploadBytes,
       extraDigests: ["md5", "sha512"],
       ...(options.expected ? { expected: options.expected } : {}),
     });
-    const release = await keeper.hold(info.sha256);
     const content = {
       sha256: info.sha256,
       size: info.size,

@@ -102,13 +102,16 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
   async function fetchVerified(remote: RemoteTarget, body: Readable, maxBytes?: number): Promise<Pulled> {
     const expected = remote.sha1 === undefined ? {} : { expected: { sha1: remote.sha1 } };
     let blob: BlobInfo;
+    let hold: () => void;
     try {
-      blob = await blobs.put(body, { ...(maxBytes === undefined ? {} : { maxBytes }), ...expected });
+      ({ blob, release: hold } = await keeper.put(body, {
+        ...(maxBytes === undefined ? {} : { maxBytes }),
+        ...expected,
+      }));
     } catch (error) {
       body.destroy();
       throw storeError(remote, error, deps.maxBytes);
     }
-    const hold = await keeper.hold(blob.sha256);
     const release = async () => {
       hold();
       await keeper.discardIfUnused(blob.sha256).catch(() => undefined);

@@ -34,8 +34,8 @@ export interface PackageFileDeps {
   /** Where a TGZ is converted before its ZIP is stored (same filesystem as the data, removed after). */
   readonly tempDir: string;
   readonly limits?: ArchiveLimits;
-  /** Called with every blob this step stores, before using it, so the caller can release it later. */
-  readonly stored: (blob: BlobInfo) => Promise<void>;
+  /** Stores a file this step makes, held for the caller, who releases it later (BlobKeeper.put). */
+  readonly store: (source: Readable) => Promise<BlobInfo>;
 }
 
 /** upack.json is read into memory; real manifests are a few KiB, long Markdown descriptions included. */
@@ -60,8 +60,8 @@ export async function packageFromUpload(
 ): Promise<PackageFile> {
   const limits = deps.limits ?? DEFAULT_ARCHIVE_LIMITS;
   const format = await sniff(deps.blobs, uploaded);
-  if (format === "gzip") return storeConverted(deps, await tgzToZip(deps, uploaded, manifestFromParams(params)));
-  if (format === "json") return storeConverted(deps, await vpackToZip(deps.blobs, uploaded, params));
+  if (format === "gzip") return withFileList(deps, await tgzToZip(deps, uploaded, manifestFromParams(params)));
+  if (format === "json") return withFileList(deps, await vpackToZip(deps, uploaded, params));
   const reader = await openZipBlob(deps.blobs, uploaded.sha256, limits);
   try {
     // The bytes are served as they are: a client that extracts by local headers must find what
@@ -73,18 +73,17 @@ export async function packageFromUpload(
       return { blob: uploaded, manifest, fileList: fileListOf(reader) };
     }
     const built = manifestFromParams(params);
-    const blob = await deps.blobs.put(repackZip(reader, built, limits));
-    return storeConverted(deps, { blob, manifest: built.manifest });
+    const blob = await deps.store(repackZip(reader, built, limits));
+    return withFileList(deps, { blob, manifest: built.manifest });
   } finally {
     await reader.close();
   }
 }
 
-async function storeConverted(
+async function withFileList(
   deps: PackageFileDeps,
   converted: { blob: BlobInfo; manifest: UpackManifest },
 ): Promise<PackageFile> {
-  await deps.stored(converted.blob);
   const reader = await openZipBlob(deps.blobs, converted.blob.sha256, deps.limits);
   try {
     return { ...converted, fileList: fileListOf(reader) };
@@ -223,25 +222,25 @@ async function tgzToZip(
       prefix: CONTENT_PREFIX,
       extraEntries: [{ name: "upack.json", content: built.bytes }],
     });
-    return { blob: await deps.blobs.put(createReadStream(temp)), manifest: built.manifest };
+    return { blob: await deps.store(createReadStream(temp)), manifest: built.manifest };
   } finally {
     await rm(temp, { force: true });
   }
 }
 
 async function vpackToZip(
-  blobs: BlobStore,
+  deps: PackageFileDeps,
   uploaded: BlobInfo,
   params: UploadParams,
 ): Promise<{ blob: BlobInfo; manifest: UpackManifest }> {
   if (uploaded.size > MAX_MANIFEST_BYTES) {
     throw invalid("INVALID_MANIFEST", `.vpack: a virtual package manifest must be under ${MAX_MANIFEST_BYTES} bytes`);
   }
-  const bytes = await readRange(blobs, uploaded.sha256, 0, uploaded.size - 1);
+  const bytes = await readRange(deps.blobs, uploaded.sha256, 0, uploaded.size - 1);
   const manifest = parseVirtualManifest(new Uint8Array(bytes), { label: ".vpack" });
   checkIdentity(params, manifest);
   const zip = new yazl.ZipFile();
   zip.addBuffer(bytes, "upack.json");
   zip.end();
-  return { blob: await blobs.put(zip.outputStream as Readable), manifest };
+  return { blob: await deps.store(zip.outputStream as Readable), manifest };
 }

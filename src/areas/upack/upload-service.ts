@@ -9,7 +9,7 @@ import type { ArchiveLimits } from "../../storage/archives.js";
 import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
 import { type UpackWriteRepository, versionExists } from "./repository.js";
 import { packageFromUpload } from "./upload-archive.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { BlobKeeper, HeldBlob } from "../../storage/blob-keeper.js";
 import type { ClaimedDigests } from "../../http/upload-digests.js";
 import type { UploadParams } from "./upload-params.js";
 
@@ -150,31 +150,37 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     return principal.displayName ?? `API key ${principal.keyId}`;
   }
 
+  /** A blob stored before this save (an asset's content, a pulled file), held for it. */
+  async function holdStored(blob: BlobInfo): Promise<HeldBlob> {
+    return { blob, release: await keeper.hold(blob.sha256) };
+  }
+
   /**
-   * The one save path of uploads and imports: the package file is the blob `obtain` returns (held
-   * until the end), read and validated by packageFromUpload, then recorded in one short
-   * transaction. Every blob touched here that nothing references afterwards is deleted.
+   * The one save path of uploads and imports: the package file is the blob `obtain` stores or
+   * holds (held until the end), read and validated by packageFromUpload, then recorded in one
+   * short transaction. Every blob touched here that nothing references afterwards is deleted.
    */
   async function savePackage(
     target: SaveTarget,
     params: UploadParams,
-    obtain: () => Promise<BlobInfo>,
+    obtain: () => Promise<HeldBlob>,
     options: { readonly pulled?: boolean } = {},
   ): Promise<UploadResult> {
     // Every blob this save touches is held until the end, then deleted unless something uses it.
     const releases: Array<() => void> = [];
     const touched: string[] = [];
-    const hold = async (blob: BlobInfo) => {
+    const keep = ({ blob, release }: HeldBlob): BlobInfo => {
       touched.push(blob.sha256);
-      releases.push(await keeper.hold(blob.sha256));
+      releases.push(release);
+      return blob;
     };
     let committed: string | undefined;
     let replacedBlob: string | undefined;
     try {
-      const uploaded = await obtain();
-      await hold(uploaded);
+      const uploaded = keep(await obtain());
+      const store = async (source: Readable) => keep(await keeper.put(source));
       const file = await packageFromUpload(
-        { blobs, tempDir: deps.tempDir, stored: hold, ...(deps.limits ? { limits: deps.limits } : {}) },
+        { blobs, tempDir: deps.tempDir, store, ...(deps.limits ? { limits: deps.limits } : {}) },
         uploaded,
         params,
       );
@@ -238,7 +244,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       await refuseEarly(command);
       // The one pass over the bytes: hashed, counted and checked against the claims while stored.
       return savePackage(command, command.params, async () =>
-        blobs.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests }),
+        keeper.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests }),
       );
     },
 
@@ -246,8 +252,8 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       const { source } = command;
       const obtain =
         "blob" in source
-          ? async () => source.blob
-          : async () => blobs.put(source.open(), { maxBytes: deps.maxUploadBytes });
+          ? async () => holdStored(source.blob)
+          : async () => keeper.put(source.open(), { maxBytes: deps.maxUploadBytes });
       try {
         // No request parameters: the identity and metadata come from the file alone.
         return await savePackage(command, { metadata: {} }, obtain);
@@ -267,7 +273,9 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async cachePulled(command) {
       const { group, name, version, blob } = command;
       const target = { feedId: command.feedId, principal: command.principal, canOverwrite: async () => false };
-      return savePackage(target, { group, name, version, metadata: {} }, async () => blob, { pulled: true });
+      return savePackage(target, { group, name, version, metadata: {} }, async () => holdStored(blob), {
+        pulled: true,
+      });
     },
 
     async deleteVersion(feedId, tail) {
