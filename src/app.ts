@@ -30,7 +30,8 @@ import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
 import { createHotResponses, type HotResponses } from "./http/hot-responses.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
-import { serverWithFirstResponder } from "./http/server-factory.js";
+import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
+import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
@@ -60,6 +61,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Replays of kept responses: set once the services they check with exist (below); until then
   // every request goes to Fastify.
   const hot: { replays?: HotResponses } = {};
+  const guards = serverGuardsFor(config);
   const app: FastifyInstance = Fastify({
     logger: deps.logger ?? loggerOptions(config.logLevel),
     genReqId: () => randomUUID(),
@@ -74,6 +76,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     serverFactory: serverWithFirstResponder(
       (request, response) => hot.replays?.replay(request, response) ?? false,
       (error) => app.log.error({ err: error }, "replaying a kept response failed"),
+      guards,
     ),
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -102,7 +105,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     resolveFeed: (name) => feeds.findScope(name),
   });
   registerAuthentication(app, authenticator);
-  const metrics = registerMetrics(app, deps.blobs, authMetrics.all);
+  const preAuthMetrics = registerPreAuthBodyLimits(app, { ...config.preAuthBody, connections: guards.connections });
+  const metrics = registerMetrics(app, deps.blobs, [
+    ...authMetrics.all,
+    ...guards.connections.metrics,
+    ...preAuthMetrics,
+  ]);
   // Hot small downloads are replayed before Fastify sees them, checked and counted as above.
   const replays = createHotResponses({ watch: changes, authenticator, metrics, log: app.log });
   hot.replays = replays;

@@ -76,6 +76,24 @@ export interface Config {
    * database's write lock; then it answers 503 DATABASE_BUSY (storage/busy.ts).
    */
   readonly databaseBusyWaitMs: number;
+  /** Timeouts and bounds of client connections (http/connection-guard.ts), so that none can be held by a stranger. */
+  readonly connections: {
+    /** A request's headers must arrive whole within this time. */
+    readonly headersTimeoutMs: number;
+    /** A client that sends nothing while its body is expected, or reads nothing of its answer, is cut after this. */
+    readonly stallTimeoutMs: number;
+    /** An idle keep-alive connection is closed after this. */
+    readonly keepAliveTimeoutMs: number;
+    /** Connections open at once; undefined: from the process's file-descriptor limit (http/fd-limit.ts). */
+    readonly max: number | undefined;
+    /** Connections open at once from one client: an address, or an IPv6 /64 (trusted proxies excepted). */
+    readonly maxPerAddress: number;
+  };
+  /**
+   * What a JSON or form body may cost before its sender is known (no credentials in the headers
+   * or query string): its size, and the time it may take to arrive (http/pre-auth-body.ts).
+   */
+  readonly preAuthBody: { readonly maxBytes: number; readonly timeoutMs: number };
   /**
    * What encrypts stored secrets (storage/secret-keys.ts): the key itself (WHARF_SECRET_KEY) or the
    * absolute path of a private file holding it (WHARF_SECRET_KEY_FILE), neither: `<data>/secret-key`,
@@ -104,6 +122,15 @@ const wholeNumber = (min: number, max: number) =>
     .regex(/^\d{1,9}$/, `must be a whole number from ${min} to ${max}`)
     .transform(Number)
     .refine((value) => value >= min && value <= max, `must be a whole number from ${min} to ${max}`);
+
+/** A number of seconds, fractions allowed (tests use tenths), more than 0 and at most `max`; in milliseconds. */
+const secondsAsMs = (max: number) =>
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of seconds")
+    .transform(Number)
+    .refine((seconds) => seconds > 0 && seconds <= max, `must be more than 0 and at most ${max}`)
+    .transform((seconds) => Math.round(seconds * 1000));
 
 /** `address` or `address/prefix`, comma-separated. */
 const addressList = () =>
@@ -212,6 +239,13 @@ const envSchema = z.object({
     .transform(Number)
     .refine((ms) => ms <= 60_000, "must be at most 60000 (a minute)")
     .default(5_000),
+  WHARF_HEADERS_TIMEOUT_SECONDS: secondsAsMs(3600).default(30_000),
+  WHARF_STALL_TIMEOUT_SECONDS: secondsAsMs(3600).default(30_000),
+  WHARF_KEEP_ALIVE_TIMEOUT_SECONDS: secondsAsMs(3600).default(10_000),
+  WHARF_MAX_CONNECTIONS: wholeNumber(1, 1_000_000).optional(),
+  WHARF_MAX_CONNECTIONS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(256),
+  WHARF_PRE_AUTH_BODY_BYTES: wholeNumber(1024, 1024 * 1024).default(64 * 1024),
+  WHARF_PRE_AUTH_BODY_TIMEOUT_SECONDS: secondsAsMs(3600).default(30_000),
   WHARF_SECRET_KEY: secretKey().optional(),
   WHARF_SECRET_KEY_FILE: z.string().min(1).optional(),
   WHARF_SECRET_KEY_PREVIOUS: z
@@ -267,6 +301,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
     deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
     databaseBusyWaitMs: v.WHARF_DB_BUSY_WAIT_MS,
+    connections: Object.freeze({
+      headersTimeoutMs: v.WHARF_HEADERS_TIMEOUT_SECONDS,
+      stallTimeoutMs: v.WHARF_STALL_TIMEOUT_SECONDS,
+      keepAliveTimeoutMs: v.WHARF_KEEP_ALIVE_TIMEOUT_SECONDS,
+      max: v.WHARF_MAX_CONNECTIONS,
+      maxPerAddress: v.WHARF_MAX_CONNECTIONS_PER_ADDRESS,
+    }),
+    preAuthBody: Object.freeze({
+      maxBytes: v.WHARF_PRE_AUTH_BODY_BYTES,
+      timeoutMs: v.WHARF_PRE_AUTH_BODY_TIMEOUT_SECONDS,
+    }),
     secretKeys: Object.freeze({
       ...(v.WHARF_SECRET_KEY === undefined ? {} : { key: v.WHARF_SECRET_KEY }),
       ...(v.WHARF_SECRET_KEY_FILE === undefined ? {} : { file: path.resolve(cwd, v.WHARF_SECRET_KEY_FILE) }),
