@@ -25,6 +25,8 @@ import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
 import { registerAuthentication } from "./http/auth.js";
 import { registerBodyParsers } from "./http/body-parsers.js";
+import { registerDiskGuard } from "./http/disk-guard.js";
+import { diskMetrics } from "./http/disk-metrics.js";
 import { answerClientError, registerErrorHandling, sendError } from "./http/errors.js";
 import { loggerOptions } from "./http/logging.js";
 import { registerMetrics } from "./http/metrics.js";
@@ -38,6 +40,7 @@ import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
 import type { Db } from "./storage/database.js";
 import { loadSecretKeys, SECRET_KEY_FILE } from "./storage/secret-keys.js";
+import { createDiskSpace } from "./storage/disk-space.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
 export interface AppDeps {
@@ -106,8 +109,22 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   registerAuthentication(app, authenticator);
   const preAuthMetrics = registerPreAuthBodyLimits(app, { ...config.preAuthBody, connections: guards.connections });
+  // Watched for uploads (refused while space is low), /health and /metrics.
+  const disk = createDiskSpace({
+    dataDir: config.dataDir,
+    db: deps.db,
+    minimumFreeBytes: config.minFreeDiskBytes,
+    onReserveError: (error) => app.log.warn({ err: error }, "the database's space reserve could not be made"),
+  });
+  registerDiskGuard(app, disk);
+  // Measured once before serving, which makes the space reserve: deletions must work even if the
+  // disk fills before anyone asks.
+  app.addHook("onReady", async () => {
+    await disk.status();
+  });
   const metrics = registerMetrics(app, deps.blobs, [
     ...authMetrics.all,
+    ...diskMetrics(disk),
     ...guards.connections.metrics,
     ...preAuthMetrics,
   ]);
@@ -119,7 +136,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     done();
   });
 
-  await app.register(healthRoutes, { db: deps.db });
+  await app.register(healthRoutes, { db: deps.db, disk });
   await app.register(securityArea, { db: deps.db, clock, feeds });
   await app.register(managementArea, { feeds });
   // One connector service: its area manages connectors, the universal feed asks their upstreams

@@ -37,6 +37,11 @@ export interface Config {
   };
   /** Largest accepted upload body, in bytes. */
   readonly maxUploadBytes: number;
+  /**
+   * Free space the data directory's disk must keep: below it uploads are refused (507) and
+   * /health and /metrics warn; 0: no minimum (a full disk still answers 507).
+   */
+  readonly minFreeDiskBytes: number;
   /** Whether uploads may name their package by `content-url` (a server-side fetch); off by default. */
   readonly contentUrlUploads: boolean;
   /**
@@ -105,6 +110,8 @@ export interface Config {
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3; // 10 GiB: asset directories take 2 GB+ files
+// Room for the database, logs and uploads under way once new uploads stop; small enough for a laptop.
+const DEFAULT_MIN_FREE_DISK_BYTES = 512 * 1024 ** 2;
 // Node turns a larger timer delay into 1 ms (TimeoutOverflowWarning): every fetch would time out at once.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -187,6 +194,12 @@ const envSchema = z.object({
   WHARF_AUTH_MAX_WAIT_SECONDS: wholeNumber(1, 86_400).default(300),
   WHARF_AUTH_PASSWORD_CHECKS: wholeNumber(1, 64).default(2),
   WHARF_MAX_UPLOAD_BYTES: byteCount().default(DEFAULT_MAX_UPLOAD_BYTES),
+  WHARF_MIN_FREE_DISK_BYTES: z
+    .string()
+    .regex(/^\d+$/, "must be a whole number of bytes (0: no minimum)")
+    .transform(Number)
+    .refine(Number.isSafeInteger, "is too large")
+    .default(DEFAULT_MIN_FREE_DISK_BYTES),
   WHARF_CONTENT_URL_UPLOADS: flag(),
   WHARF_FETCH_ALLOW_PRIVATE: flag(),
   WHARF_FETCH_TIMEOUT_MS: z
@@ -289,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
       passwordChecks: v.WHARF_AUTH_PASSWORD_CHECKS,
     }),
     maxUploadBytes: v.WHARF_MAX_UPLOAD_BYTES,
+    minFreeDiskBytes: v.WHARF_MIN_FREE_DISK_BYTES,
     contentUrlUploads: v.WHARF_CONTENT_URL_UPLOADS,
     fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,

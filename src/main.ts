@@ -2,26 +2,37 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
+import { removeOrphanMultipartSpools } from "./areas/endpoints/index.js";
 import { ADMIN_KEY_FILE, bootstrapAdminKey } from "./areas/security/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
 import { retryWhileBusy } from "./storage/busy.js";
+import { blobReferenceCheck } from "./storage/blob-keeper.js";
+import { DataDirInUseError, lockDataDir } from "./storage/data-dir-lock.js";
 import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
 import { ensurePrivateDirectory } from "./storage/private-files.js";
+import { removeCrashLeftovers } from "./storage/startup-sweep.js";
 
 /** Process entry: configuration, storage, bootstrap, listen; graceful close on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
   // Everything the server writes (database, blobs, spools, key files) is its user's alone (PRODUCT.md).
   process.umask(0o077);
   const privateDataDir = ensurePrivateDirectory(config.dataDir);
+  // Held for the process's life: another server's sweep would take this one's uploads for leftovers.
+  const unlockDataDir = lockDataDir(config.dataDir);
   const db = openDatabase(path.join(config.dataDir, "wharf.sqlite"));
   const blobs = createFileBlobStore(config.dataDir);
+  // Before the app exists, so that nothing can be writing yet: what a crashed process left goes.
+  const leftovers = await removeCrashLeftovers(blobs, blobReferenceCheck(db));
+  const spools = await removeOrphanMultipartSpools(db, config.dataDir);
   const app = await buildApp(config, { db, blobs });
   if (!privateDataDir)
     app.log.warn({ dataDir: config.dataDir }, "the data directory could not be made private (chmod 700)");
-  const stale = await blobs.clearStaleTemporaryFiles();
-  if (stale > 0) app.log.info({ removed: stale }, "removed temporary files left by an earlier process");
+  if (leftovers.tempFiles + leftovers.blobs + spools.files > 0) {
+    const removed = { ...leftovers, spools: spools.files, spoolBytes: spools.bytes };
+    app.log.info(removed, "removed temporary files and unreferenced blobs left by an earlier process");
+  }
 
   // The app made the connection non-blocking: a CLI holding the lock right now delays, not fails, the start.
   const generated = await retryWhileBusy(db, () =>
@@ -47,6 +58,7 @@ export async function serve(config: Config): Promise<void> {
       await app.close(); // stops accepting, waits for in-flight requests
       clearInterval(reaper);
       db.close();
+      unlockDataDir();
       process.exit(0);
     } catch (error) {
       app.log.error({ err: error }, "error while shutting down");
@@ -78,6 +90,10 @@ if (isProcessEntry()) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
+    }
+    if (error instanceof DataDirInUseError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
     }
     throw error;
   }

@@ -18,7 +18,9 @@ export type ErrorKind =
   /** An upstream (content URL, connector) failed or answered badly: 502. */
   | "bad_gateway"
   /** An upstream did not answer in time: 504. */
-  | "gateway_timeout";
+  | "gateway_timeout"
+  /** The server's disk is full or below its configured free-space minimum: 507. */
+  | "insufficient_storage";
 
 export class DomainError extends Error {
   override readonly name = "DomainError";

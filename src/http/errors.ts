@@ -5,6 +5,7 @@ import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type ErrorKind } from "../domain/errors.js";
 import { databaseBusy, isBusy } from "../storage/busy.js";
+import { diskFull, isDiskFull } from "../storage/disk-full.js";
 
 /** Every error response's body in route schemas (OpenAPI): a plain-text message (compat.md 0.3). */
 export const errorText = z.string().describe("Plain-text error message (text/plain)");
@@ -23,6 +24,7 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   too_many_requests: 429,
   bad_gateway: 502,
   gateway_timeout: 504,
+  insufficient_storage: 507,
 };
 
 /** Sends an error the way Inedo clients read it: a plain-text message (compat.md 0.3). */
@@ -36,6 +38,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | DomainError | Error, request, reply) => {
     // A write that found another process's lock and was not retried is still "try again", never a 500.
     if (isBusy(error)) error = databaseBusy();
+    // A write that found the disk full (temp files, spools, SQLite) is the operator's to fix: 507, never a 500.
+    if (isDiskFull(error)) {
+      request.log.warn({ err: error }, "the disk is full");
+      error = diskFull();
+    }
     if (error instanceof DomainError) {
       request.log.info({ code: error.code, kind: error.kind }, error.message);
       if (error.retryAfterSeconds !== undefined) reply.header("Retry-After", String(error.retryAfterSeconds));

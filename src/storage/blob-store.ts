@@ -39,8 +39,9 @@ export interface PutOptions {
  *   rename). Putting content that already exists stores nothing new and returns the same info.
  *   The store may hold a chunk after asking for the next one: a source must not change a chunk
  *   once it has yielded it (as a Readable's consumer may also assume).
- * - A put that fails (source error, size limit, digest mismatch, abort) rejects and leaves no
- *   blob and no temporary file behind; a blob is either wholly present or absent.
+ * - A put that fails (source error, size limit, digest mismatch, abort, a full disk) rejects and
+ *   leaves no blob and no temporary file behind; a blob is either wholly present or absent. A put
+ *   that finds no room left rejects with DomainError kind `insufficient_storage`.
  * - Blobs never change after they are written. `delete` of a missing blob is not an error.
  * - `open` returns a stream of the stored bytes, optionally a byte range (inclusive `start`..`end`),
  *   or undefined when the blob is absent.
@@ -56,8 +57,17 @@ export interface BlobStore {
   list(): AsyncIterable<string>;
   /** Total bytes stored (for /metrics). */
   totalBytes(): Promise<number>;
-  /** Removes temporary files left by a crashed process; called once at start-up. */
-  clearStaleTemporaryFiles(): Promise<number>;
+  /**
+   * Removes temporary files left by a crashed process and says what it removed; called once at
+   * start-up, before anything is written.
+   */
+  clearStaleTemporaryFiles(): Promise<TemporaryFiles>;
+}
+
+/** What `clearStaleTemporaryFiles` removed. */
+export interface TemporaryFiles {
+  readonly files: number;
+  readonly bytes: number;
 }
 
 /** Positional reads of one stored blob, for callers that manage their own buffers. */

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
-import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { DomainError, invalid } from "../domain/errors.js";
 import { BatchedWriter } from "./batched-writer.js";
-import type { BlobInfo, BlobReader, BlobStore, PutOptions, RandomAccessBlobs } from "./blob-store.js";
+import type { BlobInfo, BlobReader, BlobStore, PutOptions, RandomAccessBlobs, TemporaryFiles } from "./blob-store.js";
+import { diskFull, isDiskFull } from "./disk-full.js";
 
 type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
 type Digests = Partial<Record<Algorithm, string>> & Record<"sha256" | "sha1", string>;
@@ -49,8 +50,8 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
       await mkdir(tmpDir, { recursive: true });
       const { digests, size } = await writeHashed(reader, tempPath, options);
       signal?.throwIfAborted();
-
       await options.beforePublish?.(digests.sha256);
+
       const info: BlobInfo = { ...digests, size };
       const target = blobPath(info.sha256);
       if (await exists(target)) {
@@ -72,6 +73,7 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
       reader.dispose(error);
       // The caller's abort reason is more useful than whatever the abort caused downstream.
       if (signal?.aborted) throw signal.reason;
+      if (isDiskFull(error)) throw diskFull("the upload was not stored");
       throw error;
     } finally {
       reader.release();
@@ -158,13 +160,18 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
     return total;
   }
 
-  async function clearStaleTemporaryFiles() {
-    // Only safe while no put is running, which is why it is called once at start-up.
-    const stale = await entries(tmpDir);
-    for (const entry of stale) {
-      await rm(path.join(tmpDir, entry.name), { recursive: true, force: true });
+  async function clearStaleTemporaryFiles(): Promise<TemporaryFiles> {
+    // Only safe while no put is running, which is why it is called once at start-up. Other writers
+    // spool under tmp/ too (archives, deployments, in folders of their own): all of it goes.
+    const cleared = { files: 0, bytes: 0 };
+    for (const entry of await entries(tmpDir)) {
+      const entryPath = path.join(tmpDir, entry.name);
+      const sizes = entry.isDirectory() ? await fileSizesUnder(entryPath) : [(await lstat(entryPath)).size];
+      await rm(entryPath, { recursive: true, force: true });
+      cleared.files += sizes.length;
+      cleared.bytes += sizes.reduce((sum, size) => sum + size, 0);
     }
-    return stale.length;
+    return cleared;
   }
 
   return {
@@ -363,6 +370,13 @@ async function entries(dir: string) {
     if (isMissing(error)) return [];
     throw error;
   }
+}
+
+/** Sizes of the regular files anywhere under `dir` (links are not followed). */
+async function fileSizesUnder(dir: string): Promise<number[]> {
+  const found = await readdir(dir, { withFileTypes: true, recursive: true });
+  const files = found.filter((entry) => entry.isFile());
+  return Promise.all(files.map(async (entry) => (await lstat(path.join(entry.parentPath, entry.name))).size));
 }
 
 async function subdirectories(dir: string) {

@@ -691,14 +691,14 @@ export function describeBlobStoreContract(name: string, makeStore: () => Promise
 
     describe("clearStaleTemporaryFiles", () => {
       it("finds nothing to clear on a fresh store", async () => {
-        expect(await store.clearStaleTemporaryFiles()).toBe(0);
+        expect(await store.clearStaleTemporaryFiles()).toEqual({ files: 0, bytes: 0 });
       });
 
       it("finds nothing to clear after successful and failed puts, and keeps every blob", async () => {
         const info = await store.put(chunksOf(randomBytes(5000)));
         await store.put(chunksOf(randomBytes(5000)), { maxBytes: 10 }).catch(() => undefined);
         await store.put(chunksOf(randomBytes(5000)), { expected: { sha256: EMPTY_SHA256 } }).catch(() => undefined);
-        expect(await store.clearStaleTemporaryFiles()).toBe(0);
+        expect(await store.clearStaleTemporaryFiles()).toEqual({ files: 0, bytes: 0 });
         expect(await fixture.tempFileCount()).toBe(0);
         expect(await listAll(store)).toEqual([info.sha256]);
         expect(await store.stat(info.sha256)).toEqual({ size: 5000 });

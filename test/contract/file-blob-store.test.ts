@@ -63,6 +63,9 @@ describe("file blob store specifics", { timeout: 20_000 }, () => {
     await writeFile(path.join(root, "tmp", "put-crashed-midway"), leftover);
     // A leftover even named like its own content must not pass for a blob.
     await writeFile(path.join(root, "tmp", sha256(leftover)), leftover);
+    // Other writers spool in folders of their own under tmp/ (deployments): those go too.
+    await mkdir(path.join(root, "tmp", "wharf-deploy-x", "nested"), { recursive: true });
+    await writeFile(path.join(root, "tmp", "wharf-deploy-x", "nested", "package.upack"), randomBytes(300));
 
     expect(await store.stat(sha256(leftover))).toBeUndefined();
     expect(await store.open(sha256(leftover))).toBeUndefined();
@@ -71,10 +74,10 @@ describe("file blob store specifics", { timeout: 20_000 }, () => {
     expect(listed).toEqual([keptInfo.sha256]);
     expect(await store.totalBytes()).toBe(kept.length);
 
-    expect(await store.clearStaleTemporaryFiles()).toBe(2);
+    expect(await store.clearStaleTemporaryFiles()).toEqual({ files: 3, bytes: 1900 });
     expect(await countEntries(path.join(root, "tmp"))).toBe(0);
     expect(await store.stat(keptInfo.sha256)).toEqual({ size: kept.length });
-    expect(await store.clearStaleTemporaryFiles()).toBe(0);
+    expect(await store.clearStaleTemporaryFiles()).toEqual({ files: 0, bytes: 0 });
   });
 
   it("finds blobs written by an earlier instance over the same directory", async () => {
@@ -87,7 +90,7 @@ describe("file blob store specifics", { timeout: 20_000 }, () => {
 
   it("works on a root directory that does not exist yet", async () => {
     const store = createFileBlobStore(path.join(root, "not", "yet"));
-    expect(await store.clearStaleTemporaryFiles()).toBe(0);
+    expect(await store.clearStaleTemporaryFiles()).toEqual({ files: 0, bytes: 0 });
     expect(await store.totalBytes()).toBe(0);
     const info = await store.put(Readable.from([Buffer.from("hello")]));
     expect(await store.stat(info.sha256)).toEqual({ size: 5 });

@@ -27,11 +27,14 @@ export interface TestApp {
  */
 const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
 
-/** A real app on a fresh temp data dir (file database, real blob store), for inject()-based tests. */
+/**
+ * A real app on a fresh temp data dir (file database, real blob store), for inject()-based tests;
+ * `dataDir` (not there yet) puts it elsewhere, e.g. on a small filesystem. Removed on close.
+ */
 export async function buildTestApp(
-  options: { env?: Record<string, string>; clock?: Clock; logger?: AppDeps["logger"] } = {},
+  options: { env?: Record<string, string>; clock?: Clock; logger?: AppDeps["logger"]; dataDir?: string } = {},
 ): Promise<TestApp> {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-"));
+  const dataDir = options.dataDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-")));
   const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
   const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...UNTHROTTLED, ...options.env });
   const db = openDatabase(path.join(dataDir, "wharf.sqlite"));

@@ -233,7 +233,7 @@ describe("openZip", () => {
       delete: async () => undefined,
       list: () => Readable.from([]),
       totalBytes: async () => bytes.length,
-      clearStaleTemporaryFiles: async () => 0,
+      clearStaleTemporaryFiles: async () => ({ files: 0, bytes: 0 }),
     };
     const reader = await openZipBlob(blobs, sha);
     expect(reader.entries()).toHaveLength(2001);
@@ -541,7 +541,7 @@ describe("verifyLocalHeaders (local file headers against the central directory)"
       delete: async () => undefined,
       list: () => Readable.from([]),
       totalBytes: async () => bytes.length,
-      clearStaleTemporaryFiles: async () => 0,
+      clearStaleTemporaryFiles: async () => ({ files: 0, bytes: 0 }),
     };
     return { blobs, sha, counts };
   }

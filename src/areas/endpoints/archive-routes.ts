@@ -93,7 +93,7 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       method: "POST",
       url,
       schema: importSchema,
-      config: access("Feeds_AddPackage"),
+      config: { ...access("Feeds_AddPackage"), storesUpload: true },
       handler: importArchive,
     });
   }

@@ -139,7 +139,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       }),
       response: { 200: z.unknown(), 201: assetItemSchema, ...errors, 409: errors[400], 413: errors[400] },
     },
-    config: access("Feeds_AddPackage"),
+    config: { ...access("Feeds_AddPackage"), storesUpload: true },
     handler: async (request, reply) => {
       const directory = await assets.directory(directoryOf(request));
       const tail = tailOf(request);

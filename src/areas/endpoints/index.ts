@@ -1,13 +1,14 @@
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
 import { changeWatchOf } from "../../storage/change-watch.js";
+import type { Db } from "../../storage/database.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import { archiveRoutes } from "./archive-routes.js";
 import { type AssetArchives, createAssetArchives } from "./archive-service.js";
 import { contentRoutes } from "./content-routes.js";
 import { folderRoutes } from "./folder-routes.js";
 import { createListingCache, type ListingCache } from "./listing-cache.js";
-import { createMultipartUploads, type MultipartUploads } from "./multipart-service.js";
+import { createMultipartUploads, type MultipartUploads, removeOrphanSpools } from "./multipart-service.js";
 import { createAssetRepository } from "./repository.js";
 import { type AssetService, createAssetService } from "./service.js";
 
@@ -25,6 +26,12 @@ export interface EndpointsServices {
 
 export type EndpointsAreaOptions = EndpointsDeps & EndpointsServices;
 
+/** Where multipart parts are spooled: survives restarts, unlike tmp/. */
+const spoolDirOf = (dataDir: string) => path.join(dataDir, "multipart");
+
+/** At start-up, before serving (main.ts): removes multipart spool files that no upload names. */
+export const removeOrphanMultipartSpools = (db: Db, dataDir: string) => removeOrphanSpools(db, spoolDirOf(dataDir));
+
 /** Wires repository -> services; app.ts shares `assets` with the universal feed import. */
 export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices {
   const assets = createAssetService({
@@ -38,7 +45,7 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     db: deps.db,
     assets,
     clock: deps.clock,
-    spoolDir: path.join(deps.config.dataDir, "multipart"),
+    spoolDir: spoolDirOf(deps.config.dataDir),
     maxUploadBytes: deps.config.maxUploadBytes,
     maxAgeMs: deps.config.multipartMaxAgeMs,
   });

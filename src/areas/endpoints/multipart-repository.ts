@@ -1,5 +1,6 @@
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { runDeletion } from "../../storage/space-reserve.js";
 import { uploadRemoved } from "./multipart-rules.js";
 
 /** A multipart upload in progress (migration 0006, asset_multipart_uploads). */
@@ -136,8 +137,9 @@ export function createMultipartRepository(db: Db): MultipartRepository {
     async recordPart(uploadId, part, now) {
       if (!recordPart.immediate(uploadId, part, now)) throw uploadRemoved();
     },
-    deletePart: async (uploadId, index) => void deletePartRow.run(uploadId, index),
-    delete: async (uploadId) => deleteUpload.run(uploadId).changes > 0,
+    // A failed part's row must go even on a full disk: its bytes may be half overwritten.
+    deletePart: async (uploadId, index) => runDeletion(db, () => void deletePartRow.run(uploadId, index)),
+    delete: async (uploadId) => runDeletion(db, () => deleteUpload.run(uploadId).changes > 0),
     deleteIfInactive: async (uploadId, before) => deleteInactive.run(uploadId, before).changes > 0,
     inactiveSince: async (before) => inactive.all(before).map(toUpload),
     spools: async () => new Set(allSpools.all().map((row) => row.spool)),

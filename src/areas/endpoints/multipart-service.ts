@@ -52,6 +52,19 @@ export interface MultipartDeps {
   readonly maxAgeMs: number;
 }
 
+/**
+ * At start-up, before serving: removes the spool files no upload names, whatever their age (left
+ * by a crash between a spool's creation and its row's). Spools of unfinished uploads stay, since
+ * their rows name them, until the sweep finds them abandoned.
+ */
+export async function removeOrphanSpools(db: Db, spoolDir: string): Promise<{ files: number; bytes: number }> {
+  const repository = createMultipartRepository(db);
+  return createMultipartSpool(spoolDir).removeOrphans(new Date(), async () => {
+    const known = await repository.spools();
+    return (name) => known.has(name);
+  });
+}
+
 export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
   const repository = createMultipartRepository(deps.db);
   const coordinator = createCoordinator();
@@ -164,7 +177,7 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
       const known = await repository.spools();
       return (name) => known.has(name) || unnamed.has(name);
     });
-    return removed + orphans;
+    return removed + orphans.files;
   }
 
   const assembly = { ...deps, spool };

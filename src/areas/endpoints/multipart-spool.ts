@@ -31,9 +31,13 @@ export interface MultipartSpool {
   remove(name: string): Promise<void>;
   /**
    * Removes the spool files last modified before `before` whose names the predicate from `knownNames`
-   * rejects; `knownNames` is called after the directory is listed. Returns how many it removed.
+   * rejects; `knownNames` is called after the directory is listed. Says how many files (and bytes)
+   * it removed.
    */
-  removeOrphans(before: Date, knownNames: () => Promise<(name: string) => boolean>): Promise<number>;
+  removeOrphans(
+    before: Date,
+    knownNames: () => Promise<(name: string) => boolean>,
+  ): Promise<{ files: number; bytes: number }>;
 }
 
 const isMissingFile = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
@@ -113,14 +117,15 @@ export function createMultipartSpool(spoolDir: string): MultipartSpool {
         throw error;
       });
       const isKnown = await knownNames();
-      let removed = 0;
+      const removed = { files: 0, bytes: 0 };
       for (const name of names) {
         // Files of other origin are left alone.
         if (!SPOOL_NAME.test(name) || isKnown(name)) continue;
         const info = await stat(fileOf(name)).catch(() => undefined);
         if (info === undefined || info.mtimeMs >= before.getTime()) continue;
         await remove(name);
-        removed++;
+        removed.files++;
+        removed.bytes += info.size;
       }
       return removed;
     },

@@ -5,6 +5,7 @@ import { DomainError, invalid, notFound, PERMISSION_DENIED_MESSAGE } from "../..
 import { quote } from "../../domain/upack-manifest.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { runDeletion } from "../../storage/space-reserve.js";
 
 /** A file or folder of an asset directory as stored (migration 0006). */
 export interface AssetItem {
@@ -270,7 +271,8 @@ export function createAssetRepository(db: Db): AssetRepository {
     },
     writeFile: async (feedId, write) => writeFile.immediate(feedId, write),
     createFolder: async (feedId, path, now) => createFolder.immediate(feedId, path, now),
-    delete: async (feedId, path, options) => remove.immediate(feedId, path, options.recursive, options.filesOnly),
+    delete: async (feedId, path, options) =>
+      runDeletion(db, () => remove.immediate(feedId, path, options.recursive, options.filesOnly)),
     updateMetadata: async (feedId, key, write) => updateMetadata.immediate(feedId, key, write),
   });
 }

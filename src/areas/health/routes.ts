@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type Db, isDatabaseUsable } from "../../storage/database.js";
+import type { DiskSpace, DiskStatus } from "../../storage/disk-space.js";
 import { WHARF_VERSION } from "../../version.js";
 
 const healthSchema = z.object({
@@ -15,13 +16,32 @@ const healthSchema = z.object({
   serviceStatus: z.enum(["OK", "Error"]),
   serviceStatusDetail: z.string().optional(),
   extensionsInstalled: z.record(z.string(), z.string()),
+  disk: z
+    .object({
+      status: z.enum(["OK", "Low", "Unknown"]),
+      freeBytes: z.number().optional(),
+      thresholdBytes: z.number(),
+      detail: z.string().optional(),
+    })
+    .describe("Wharf extension: free space where the data directory is; Low: uploads are refused (507)"),
 });
+
+/** Low disk space is a warning, not an error: reads and deletes (which free space) still work. */
+function diskHealth({ freeBytes, requiredBytes, low }: DiskStatus): z.infer<typeof healthSchema>["disk"] {
+  if (freeBytes === undefined) return { status: "Unknown", thresholdBytes: requiredBytes };
+  if (!low) return { status: "OK", freeBytes, thresholdBytes: requiredBytes };
+  const detail =
+    freeBytes === 0
+      ? "The disk is full: uploads are refused."
+      : `Only ${freeBytes} bytes are free, below the ${requiredBytes} uploads need: uploads are refused.`;
+  return { status: "Low", freeBytes, thresholdBytes: requiredBytes, detail };
+}
 
 /**
  * `/health` answers JSON on every spelling (compat.md 0.5: pgutil requires the five status and
  * version members); `/api/version` answers text starting with "ProGet" (the Jenkins plugin checks it).
  */
-export const healthRoutes: FastifyPluginAsync<{ db: Db }> = async (app, { db }) => {
+export const healthRoutes: FastifyPluginAsync<{ db: Db; disk: DiskSpace }> = async (app, { db, disk }) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const health = {
     schema: {
@@ -44,6 +64,7 @@ export const healthRoutes: FastifyPluginAsync<{ db: Db }> = async (app, { db }) 
       releaseNumber: WHARF_VERSION,
       serviceStatus: "OK",
       extensionsInstalled: {},
+      disk: diskHealth(await disk.status()),
     };
     return reply.code(databaseOk ? 200 : 500).send(body);
   };

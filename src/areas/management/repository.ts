@@ -4,6 +4,7 @@ import type { FeedType } from "../../domain/feeds.js";
 import type { FeedScope } from "../../domain/principal.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { runDeletion } from "../../storage/space-reserve.js";
 import { createFeedConnectorRows } from "./feed-connectors.js";
 import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
 
@@ -177,7 +178,7 @@ export function createFeedRepository(db: Db): FeedRepository {
       return translateConstraint(() => updateTx.immediate(id, change, now));
     },
     async deleteByName(name) {
-      return deleteTx.immediate(name);
+      return runDeletion(db, () => deleteTx.immediate(name));
     },
   });
 }

@@ -37,7 +37,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
     const upload: RouteOptions = {
       method: ["PUT", "POST"],
       url: "/api/packages/:feed/upload",
-      config: { access: { need: feedNeed("Feeds_AddPackage") } },
+      config: { access: { need: feedNeed("Feeds_AddPackage") }, storesUpload: true },
       schema: {
         summary: "Upload a package",
         description:

@@ -37,6 +37,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
       access: {
         need: (request) => ({ api: "feeds", attribute: "Feeds_AddPackage", feed: feedNameOf(request) }),
       },
+      storesUpload: true,
     },
     schema: {
       summary: "Import a package from an asset directory or a server path",

@@ -2,6 +2,7 @@ import { SqliteError } from "better-sqlite3";
 import { conflict } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { runDeletion } from "../../storage/space-reserve.js";
 
 /**
  * The write side's SQL for `upack_packages` and `upack_versions` (migration 0004). Every method is
@@ -162,7 +163,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
       }
     },
 
-    deleteVersion: async (feedId, id) => remove.immediate(feedId, id),
+    deleteVersion: async (feedId, id) => runDeletion(db, () => remove.immediate(feedId, id)),
   });
 }
 

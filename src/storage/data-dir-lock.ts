@@ -1,0 +1,31 @@
+import path from "node:path";
+import Database, { SqliteError } from "better-sqlite3";
+
+const LOCK_FILE = "server.lock";
+
+export class DataDirInUseError extends Error {
+  override readonly name = "DataDirInUseError";
+}
+
+/**
+ * Makes sure this is the only server on the data directory, until the returned function is called
+ * or the process ends. A second server would remove the first one's uploads under way as crash
+ * leftovers (startup-sweep.ts), so it must not start. SQLite's exclusive lock is an operating
+ * system file lock: the system releases it when the process dies, even by SIGKILL, so a crash
+ * never leaves the directory locked. The CLI does not take it: it may run beside the server.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  // timeout 0: a held lock is an answer, not something to wait for.
+  const lock = new Database(path.join(dataDir, LOCK_FILE), { timeout: 0 });
+  try {
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("BEGIN EXCLUSIVE");
+  } catch (error) {
+    lock.close();
+    if (error instanceof SqliteError && error.code.startsWith("SQLITE_BUSY")) {
+      throw new DataDirInUseError(`Another Wharf server is already running on the data directory ${dataDir}.`);
+    }
+    throw error;
+  }
+  return () => lock.close();
+}
