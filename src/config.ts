@@ -55,6 +55,12 @@ export interface Config {
   readonly fetchMaxBytes: number;
   /** How long an unfinished multipart asset upload is kept before its parts are removed. */
   readonly multipartMaxAgeMs: number;
+  /** Entries an uploaded archive (package upload or import, asset directory import) may hold. */
+  readonly archiveMaxEntries: number;
+  /** How many times its own size an uploaded archive may expand to (storage/archives.ts). */
+  readonly archiveMaxRatio: number;
+  /** Seconds reading and checking an uploaded archive may take, plus as many again per MiB of it. */
+  readonly archiveMaxSeconds: number;
   /**
    * The one server folder (absolute) that `/upack/<feed>/import` may read packages from by path;
    * undefined: imports from server paths are refused.
@@ -216,6 +222,15 @@ const envSchema = z.object({
     .transform(Number)
     .refine((hours) => hours > 0 && hours <= 24 * 365, "must be more than 0 and at most 8760 (a year)")
     .default(24),
+  // Capped where stored packages are still read (storage/archives.ts DEFAULT_ARCHIVE_LIMITS).
+  WHARF_ARCHIVE_MAX_ENTRIES: wholeNumber(1, 100_000).default(10_000),
+  WHARF_ARCHIVE_MAX_RATIO: wholeNumber(10, 1000).default(100),
+  WHARF_ARCHIVE_MAX_SECONDS: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of seconds")
+    .transform(Number)
+    .refine((seconds) => seconds >= 0.1 && seconds <= 3600, "must be from 0.1 to 3600 (an hour)")
+    .default(2),
   WHARF_IMPORT_ROOT: z.string().min(1).optional(),
   // Fractions down to 0.01 (0.6 s) let tests and demos watch a scheduled check happen.
   WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES: z
@@ -308,6 +323,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
+    archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
+    archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,
+    archiveMaxSeconds: v.WHARF_ARCHIVE_MAX_SECONDS,
     importRoot: v.WHARF_IMPORT_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_IMPORT_ROOT),
     connectorHealthIntervalMs: Math.round(v.WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES * 60_000),
     connectorNegativeCacheMs: v.WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS * 1000,

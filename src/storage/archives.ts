@@ -19,23 +19,64 @@ export interface ArchiveLimits {
   readonly maxTotalBytes: number;
   /** Uncompressed size of any one entry. */
   readonly maxEntryBytes: number;
-  /** Uncompressed : compressed, per zip entry and over a whole gzip stream (see RATIO_EXEMPT_BYTES). */
+  /**
+   * Uncompressed : compressed, per zip entry, over a whole archive whose size is known (declared
+   * sizes, checked as each entry is announced) and over a whole gzip stream as it expands (see
+   * RATIO_EXEMPT_BYTES).
+   */
   readonly maxRatio: number;
+  /**
+   * Wall-clock seconds that reading and checking one archive may take, plus as many again for
+   * every MiB the archive is long (when its size is known): a small archive that costs minutes is
+   * refused within seconds, a large honest one gets time in proportion. Checked between entries
+   * and as expanded data streams. Infinity for archives accepted before (stored packages).
+   */
+  readonly maxSeconds: number;
 }
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 /**
- * Packages can legitimately hold multi-GiB files, so the sizes are generous; what they stop is a
- * small upload that expands without bound. Deflate tops out near 1032:1, so 1000:1 only trips on
- * near-perfectly compressible data, which is what bombs are made of.
+ * What archives accepted before (stored packages) are read with: at least as permissive as any
+ * upload may be configured (config.ts bounds WHARF_ARCHIVE_*), so that whatever was accepted stays
+ * readable. Packages can legitimately hold multi-GiB files, so the sizes are generous; deflate
+ * tops out near 1032:1, so 1000:1 only trips on near-perfectly compressible data.
  */
 export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = Object.freeze({
   maxEntries: 100_000,
   maxTotalBytes: 10 * GiB,
   maxEntryBytes: 10 * GiB,
   maxRatio: 1000,
+  maxSeconds: Number.POSITIVE_INFINITY,
+});
+
+/**
+ * What uploaded archives are held to (package uploads and imports, asset directory imports), from
+ * the administrator's WHARF_ARCHIVE_* settings: the entry count, ratio and time bound the work a
+ * hostile archive can cause. 10,000 entries keep a conversion (yazl rescans its entries once per
+ * entry) well under a second; 100:1 is far above what real content compresses to (text: 3-10:1)
+ * and is the ratio Apache POI calls a zip bomb; 2 s per archive (plus 2 s per MiB) is far more
+ * than an honest archive within those bounds needs.
+ */
+export function uploadArchiveLimits(settings: {
+  readonly archiveMaxEntries: number;
+  readonly archiveMaxRatio: number;
+  readonly archiveMaxSeconds: number;
+}): ArchiveLimits {
+  return Object.freeze({
+    ...DEFAULT_ARCHIVE_LIMITS,
+    maxEntries: settings.archiveMaxEntries,
+    maxRatio: settings.archiveMaxRatio,
+    maxSeconds: settings.archiveMaxSeconds,
+  });
+}
+
+/** uploadArchiveLimits with the defaults of config.ts, for callers and tests without a configuration. */
+export const UPLOAD_ARCHIVE_LIMITS: ArchiveLimits = uploadArchiveLimits({
+  archiveMaxEntries: 10_000,
+  archiveMaxRatio: 100,
+  archiveMaxSeconds: 2,
 });
 
 /** Data this small is never refused for its ratio: a run of zeros or a sparse file is normal and harmless. */
@@ -91,13 +132,25 @@ export function checkEntrySize(
   }
 }
 
-/** Counts entries and their declared sizes against the archive-wide limits. */
+/**
+ * Counts entries and their declared sizes against the archive-wide limits, and the time spent on
+ * the archive against its time bound (one budget per archive read, created when reading starts).
+ */
 export class EntryBudget {
   #entries = 0;
   #bytes = 0;
   readonly #names = new Set<string>();
+  readonly #deadline: number;
+  readonly #allowedSeconds: number;
 
-  constructor(private readonly limits: ArchiveLimits) {}
+  /** `archiveBytes`: the archive's size, when known; the ratio is then checked as entries are added. */
+  constructor(
+    readonly limits: ArchiveLimits,
+    private readonly archiveBytes?: number,
+  ) {
+    this.#allowedSeconds = limits.maxSeconds * (1 + (archiveBytes ?? 0) / MiB);
+    this.#deadline = performance.now() + this.#allowedSeconds * 1000;
+  }
 
   /** Refuses up front an archive that announces more entries than allowed. */
   expectEntries(count: number): void {
@@ -107,16 +160,34 @@ export class EntryBudget {
   }
 
   /**
-   * Refuses an archive whose entries together expand too well. Per-entry checks alone would let
-   * many small exempt entries, or entries sharing overlapping data, multiply a small upload.
+   * Refuses an archive whose entries together expand too well, as soon as their declared sizes
+   * say so (before their data is read). Per-entry checks alone would let many small exempt
+   * entries, or entries sharing overlapping data, multiply a small upload.
    */
-  expectRatio(archiveBytes: number): void {
+  #expectRatio(archiveBytes: number): void {
     if (this.#bytes > RATIO_EXEMPT_BYTES && this.#bytes > archiveBytes * this.limits.maxRatio) {
-      throw tooLarge("ARCHIVE_RATIO_EXCEEDED", `The archive expands more than ${this.limits.maxRatio} times.`);
+      throw tooLarge(
+        "ARCHIVE_RATIO_EXCEEDED",
+        `The archive expands more than ${this.limits.maxRatio} times (by the sizes it declares); it looks like a bomb.`,
+      );
     }
   }
 
-  /** Accounts for one more entry; refuses too many, too much, or a name seen before. */
+  /**
+   * Refuses an archive that has taken longer than its time bound: called between entries and as
+   * data expands, so a hostile archive stops costing at once (a performance.now() is ~30 ns).
+   */
+  checkTime(): void {
+    if (performance.now() > this.#deadline) {
+      throw tooLarge(
+        "ARCHIVE_TOO_SLOW",
+        `The archive could not be read and checked within the ${this.#allowedSeconds.toFixed(1)} seconds allowed ` +
+          "for an archive of its size: it has too many entries or expands too much.",
+      );
+    }
+  }
+
+  /** Accounts for one more entry; refuses too many, too much, too well compressed, too slow, or a name seen before. */
   add(name: string, size: number): void {
     this.#entries += 1;
     this.expectEntries(this.#entries);
@@ -124,6 +195,8 @@ export class EntryBudget {
     if (this.#bytes > this.limits.maxTotalBytes) {
       throw tooLarge("ARCHIVE_TOO_LARGE", `The archive expands to more than ${this.limits.maxTotalBytes} bytes.`);
     }
+    if (this.archiveBytes !== undefined) this.#expectRatio(this.archiveBytes);
+    this.checkTime();
     // Two entries with one name make "which upack.json?" depend on the reader: refuse the ambiguity.
     if (this.#names.has(name)) {
       throw invalid("ARCHIVE_DUPLICATE_ENTRY", `The archive has more than one entry named ${JSON.stringify(name)}.`);

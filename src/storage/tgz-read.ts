@@ -19,17 +19,20 @@ export type TarEntryData = AsyncIterable<Buffer>;
  * follow ArchiveEntry's rules ("dir/" for directories); `mode` is never set: permissions of
  * uploads are not kept. Failures of the checks or the format are DomainError invalid/too_large;
  * on any failure `source` is destroyed. A visitor's own error ends the reading and is rethrown.
+ * `archiveBytes`, the size of the gzipped TAR when known, lets an entry that declares too much be
+ * refused before it is expanded (the ratio), and gives a large archive time in proportion.
  */
 export async function readTgz(
   source: Readable,
   limits: ArchiveLimits,
   visit: (entry: SourceEntry, data: TarEntryData) => Promise<void>,
+  archiveBytes?: number,
 ): Promise<void> {
-  const budget = new EntryBudget(limits);
+  const budget = new EntryBudget(limits, archiveBytes);
   const extract = tar.extract();
   // Listen before feeding, as tgzToZipFile does: an early entry or error is not missed.
   const entries = extract[Symbol.asyncIterator]();
-  const feeding = pipeline(source, ...boundedGunzip(limits), asNodeWritable(extract));
+  const feeding = pipeline(source, ...boundedGunzip(budget), asNodeWritable(extract));
   feeding.catch(() => undefined); // awaited below, or moot once reading has failed
   let visitorFailed = false;
   try {

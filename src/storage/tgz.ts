@@ -27,6 +27,8 @@ import {
   zipMode,
 } from "./archives.js";
 
+const EMPTY = Buffer.alloc(0);
+
 /** Headers, padding and long-name records a tar may add per entry on top of the data. */
 const TAR_OVERHEAD_PER_ENTRY = 10 * 1024;
 
@@ -80,21 +82,23 @@ export function zipSubtreeToTgz(reader: EntrySource, prefix: string): Readable {
  * Reads a gzipped TAR from `source` to its end and writes a new ZIP at `destFile` holding its
  * files and directories under `options.prefix`, plus `options.extraEntries` at the root. Links,
  * devices, unsafe names and anything past `limits` fail with DomainError invalid/too_large; on
- * failure `source` is destroyed and `destFile` does not exist.
+ * failure `source` is destroyed and `destFile` does not exist. `archiveBytes`, the size of the
+ * gzipped TAR when known, lets an entry that declares too much be refused before it is expanded.
  */
 export async function tgzToZipFile(
   source: Readable,
   destFile: string,
   limits: ArchiveLimits,
   options: RepackOptions,
+  archiveBytes?: number,
 ): Promise<void> {
-  const budget = new EntryBudget(limits);
+  const budget = new EntryBudget(limits, archiveBytes);
   const prefix = checkRepackOptions(options, budget);
   const extract = tar.extract();
   // Listen before feeding: an entry or error emitted while the destination is being opened
   // would otherwise be missed, leaving the extractor waiting for us forever.
   const entries = extract[Symbol.asyncIterator]();
-  const feeding = pipeline(source, ...boundedGunzip(limits), asNodeWritable(extract));
+  const feeding = pipeline(source, ...boundedGunzip(budget), asNodeWritable(extract));
   feeding.catch(() => undefined); // awaited below, or moot once the conversion has failed
   const stop = new AbortController();
   try {
@@ -116,14 +120,17 @@ export async function tgzToZipFile(
 }
 
 /**
- * The gunzip stages for reading an uploaded gzipped TAR: `pipeline(source, ...boundedGunzip(limits), extract)`.
- * The expanded bytes are held, as they stream, to the total size (plus tar overhead) and to the
- * ratio over the compressed bytes read so far.
+ * The gunzip stages for reading an uploaded gzipped TAR: `pipeline(source, ...boundedGunzip(budget), extract)`.
+ * The expanded bytes are held, as they stream, to the total size (plus tar overhead), to the
+ * ratio over the compressed bytes read so far and to the budget's time bound: a bomb stops being
+ * expanded as soon as it passes a bound, it is not drained.
  */
-export function boundedGunzip(limits: ArchiveLimits): [Transform, Transform, Transform] {
+export function boundedGunzip(budget: EntryBudget): [Transform, Transform, Transform] {
+  const { limits } = budget;
   const compressed = new ByteCounter(() => undefined);
   const maxTarBytes = limits.maxTotalBytes + limits.maxEntries * TAR_OVERHEAD_PER_ENTRY;
   const expanded = new ByteCounter((bytes) => {
+    budget.checkTime();
     if (bytes > maxTarBytes)
       throw tooLarge("ARCHIVE_TOO_LARGE", `The archive expands to more than ${maxTarBytes} bytes.`);
     if (bytes > RATIO_EXEMPT_BYTES && bytes > compressed.bytes * limits.maxRatio) {
@@ -183,6 +190,12 @@ async function addTarEntry(
   const path = checkEntryName(prefix + name);
   checkEntrySize(name, header.size, undefined, limits);
   budget.add(path, header.size);
+  if (header.size === 0) {
+    // No data to wait for: a stream, a deflater and a wait for each would make many cost seconds.
+    zip.addBuffer(EMPTY, path, { mtime: header.mtime, compress: false, ...zipMode(false, header.mode) });
+    entry.resume();
+    return;
+  }
   const counted = new ExactSizeStream(header.size, name);
   const options = { size: header.size, mtime: header.mtime, compress: true, ...zipMode(false, header.mode) };
   zip.addReadStream(counted, path, options);

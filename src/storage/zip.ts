@@ -191,7 +191,8 @@ async function load(zipfile: yauzl.ZipFile, limits: ArchiveLimits, prefetch?: Pr
   zipfile.on("error", () => undefined);
   const closed = new Promise<void>((resolve) => zipfile.once("close", resolve));
   try {
-    return createReader(zipfile, await readCentralDirectory(zipfile, limits), closed, prefetch);
+    const budget = new EntryBudget(limits, zipfile.fileSize);
+    return createReader(zipfile, await readCentralDirectory(zipfile, budget), budget, closed, prefetch);
   } catch (error) {
     zipfile.close();
     await closed;
@@ -199,17 +200,15 @@ async function load(zipfile: yauzl.ZipFile, limits: ArchiveLimits, prefetch?: Pr
   }
 }
 
-async function readCentralDirectory(zipfile: yauzl.ZipFile, limits: ArchiveLimits): Promise<Map<string, Loaded>> {
-  const budget = new EntryBudget(limits);
+async function readCentralDirectory(zipfile: yauzl.ZipFile, budget: EntryBudget): Promise<Map<string, Loaded>> {
   // The count comes from the end record: refuse before walking 65 535 (or 2^64) headers.
   budget.expectEntries(zipfile.entryCount);
   const byName = new Map<string, Loaded>();
   for await (const raw of zipfile.eachEntry()) {
-    const info = describe(raw, limits);
+    const info = describe(raw, budget.limits);
     budget.add(info.name, info.size);
     byName.set(info.name, { info, raw });
   }
-  budget.expectRatio(zipfile.fileSize);
   return byName;
 }
 
@@ -259,6 +258,8 @@ function modifiedDate(raw: yauzl.Entry): Date {
 function createReader(
   zipfile: yauzl.ZipFile,
   byName: Map<string, Loaded>,
+  /** The archive's budget from opening: verifying the local headers is part of checking it. */
+  budget: EntryBudget,
   closed: Promise<void>,
   prefetch: Prefetch | undefined,
 ): ZipReader {
@@ -319,7 +320,7 @@ function createReader(
     async verifyLocalHeaders() {
       if (closing !== undefined) throw new Error("The archive reader is closed.");
       try {
-        await verifyLocalHeaders(zipfile, [...byName.values()], prefetch);
+        await verifyLocalHeaders(zipfile, [...byName.values()], budget, prefetch);
       } catch (error) {
         throw malformed("ZIP", error);
       }
@@ -338,6 +339,7 @@ function createReader(
 async function verifyLocalHeaders(
   zipfile: yauzl.ZipFile,
   loaded: readonly Loaded[],
+  budget: EntryBudget,
   prefetch: Prefetch | undefined,
 ): Promise<void> {
   const offset = (entry: Loaded) => entry.raw.relativeOffsetOfLocalHeader;
@@ -361,6 +363,7 @@ async function verifyLocalHeaders(
     }
     await prefetch?.(start, end);
     for (const entry of ordered.slice(first, last)) {
+      budget.checkTime();
       if (offset(entry) < dataEnd) throw localHeaderMismatch(entry, "where it starts (inside another entry's data)");
       const local = await zipfile.readLocalFileHeaderPromise(entry.raw);
       const problem = localHeaderProblem(entry, local);

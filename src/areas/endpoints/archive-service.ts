@@ -1,14 +1,15 @@
 import type { Readable } from "node:stream";
 import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
-import { DomainError, invalid } from "../../domain/errors.js";
+import { invalid } from "../../domain/errors.js";
 import { quote } from "../../domain/upack-manifest.js";
-import { DEFAULT_ARCHIVE_LIMITS } from "../../storage/archives.js";
+import { type ArchiveLimits, UPLOAD_ARCHIVE_LIMITS } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Feed } from "../management/index.js";
 import { folderArchive } from "./archive-export.js";
-import { type PlannedEntry, planImport } from "./archive-plan.js";
+import { planImport } from "./archive-plan.js";
 import { withSpooledUpload } from "./archive-spool.js";
 import { openUploadedArchive } from "./archive-upload.js";
+import { createImportWriter } from "./archive-writes.js";
 import { replaceForbidden, type WriteMode } from "./repository.js";
 import type { AssetService } from "./service.js";
 
@@ -40,6 +41,8 @@ export interface ArchiveDeps {
   /** Where uploaded archives are spooled before reading (ZIP needs random access); the blob store's tmp/. */
   readonly tempDir: string;
   readonly maxUploadBytes: number;
+  /** What an uploaded archive is held to (WHARF_ARCHIVE_*); UPLOAD_ARCHIVE_LIMITS when not given. */
+  readonly limits?: ArchiveLimits;
 }
 
 export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
@@ -60,23 +63,6 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
     }
   }
 
-  /** Stores one file entry; false when a file appeared at its path since the plan and is kept. */
-  async function storeFile(
-    directory: Feed,
-    entry: PlannedEntry,
-    data: Readable | AsyncIterable<Buffer>,
-    write: { mode: WriteMode; mayReplace: boolean },
-  ): Promise<boolean> {
-    const held = await assets.storeContent(data, { maxBytes: entry.size });
-    try {
-      await assets.putStoredFile(directory, entry.path, held, { contentType: undefined, ...write });
-      return true;
-    } catch (error) {
-      if (error instanceof DomainError && error.code === "ASSET_EXISTS") return false;
-      throw error;
-    }
-  }
-
   return {
     async export(directory, folder, { format, recursive }) {
       if (folder.path !== "") {
@@ -94,7 +80,7 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
       await checkTargetFolder(directory, folder);
       const spool = { tempDir: deps.tempDir, maxBytes: deps.maxUploadBytes };
       return withSpooledUpload(body(), spool, async (file) => {
-        const archive = await openUploadedArchive(file, options.format, DEFAULT_ARCHIVE_LIMITS);
+        const archive = await openUploadedArchive(file, options.format, deps.limits ?? UPLOAD_ARCHIVE_LIMITS);
         try {
           const existing = await assets.list(directory, folder, true);
           const plan = planImport(folder, archive.entries(), existing, options.overwrite);
@@ -106,21 +92,23 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
           // Without replacing, a file that appears meanwhile is kept like those that were there.
           const mode: WriteMode = mayReplace ? "create-or-replace" : "create";
 
-          // From here on every item is its own transaction: should storing fail midway (disk,
-          // I/O), what was stored stays, but no file is ever half-written (blobs appear whole,
-          // rows point only at complete blobs), and the client sees the error.
           const byName = new Map(plan.entries.map((entry) => [entry.name, entry]));
-          let files = 0;
           let skipped = 0;
           if (folder.path !== "") await assets.createFolder(directory, folder);
-          await archive.extract(async (entry, data) => {
-            const planned = byName.get(entry.name);
-            if (planned === undefined) throw new Error(`the archive entry ${entry.name} was not there when checked`);
-            if (planned.isDirectory) return assets.createFolder(directory, planned.path);
-            if (!planned.skip && (await storeFile(directory, planned, data(), { mode, mayReplace }))) files += 1;
-            else skipped += 1;
-          });
-          return { files, skipped };
+          const writer = createImportWriter(assets, directory, { mode, mayReplace });
+          try {
+            await archive.extract(async (entry, data) => {
+              const planned = byName.get(entry.name);
+              if (planned === undefined) throw new Error(`the archive entry ${entry.name} was not there when checked`);
+              if (planned.isDirectory) return writer.folder(planned.path);
+              if (planned.skip) skipped += 1;
+              else await writer.file(planned, data());
+            });
+            const written = await writer.finish();
+            return { files: written.files, skipped: skipped + written.kept };
+          } finally {
+            await writer.close();
+          }
         } finally {
           await archive.close();
         }

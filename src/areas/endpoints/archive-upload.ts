@@ -1,4 +1,5 @@
 import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import type { ArchiveLimits, SourceEntry } from "../../storage/archives.js";
 import { readTgz } from "../../storage/tgz-read.js";
@@ -54,12 +55,15 @@ async function openUploadedTgz(file: string, limits: ArchiveLimits): Promise<Upl
   // A tar announces nothing up front: a first pass reads it whole to check it and learn its
   // entries; extract is the second pass.
   const entries: SourceEntry[] = [];
-  await readTgz(createReadStream(file), limits, async (entry) => {
-    entries.push(entry);
-  });
+  const archiveBytes = (await stat(file)).size;
+  const collect = async (entry: SourceEntry) => void entries.push(entry);
+  await readTgz(createReadStream(file), limits, collect, archiveBytes);
+  // The archive passed its time bound in the first pass; the second one also stores what it holds,
+  // which takes as long as the disk needs.
+  const checked = { ...limits, maxSeconds: Number.POSITIVE_INFINITY };
   return {
     entries: () => entries,
-    extract: (visit) => readTgz(createReadStream(file), limits, (entry, data) => visit(entry, () => data)),
+    extract: (visit) => readTgz(createReadStream(file), checked, (entry, data) => visit(entry, () => data)),
     close: async () => undefined,
   };
 }

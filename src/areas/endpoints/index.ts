@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
+import { uploadArchiveLimits } from "../../storage/archives.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
@@ -54,6 +55,7 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     blobs: deps.blobs,
     tempDir: path.join(deps.config.dataDir, "tmp"),
     maxUploadBytes: deps.config.maxUploadBytes,
+    limits: uploadArchiveLimits(deps.config),
   });
   return { assets, multipart, archives, listings: createListingCache(changeWatchOf(deps.db)) };
 }

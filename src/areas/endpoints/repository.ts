@@ -43,6 +43,13 @@ export interface FileWrite {
   readonly now: string;
 }
 
+/** Many writes at once (archive imports), all with one time. */
+export interface WriteBatch {
+  readonly folders: readonly AssetPath[];
+  readonly files: ReadonlyArray<Omit<FileWrite, "now">>;
+  readonly now: string;
+}
+
 export interface MetadataWrite {
   /** undefined leaves the type unchanged (and folders have none). */
   readonly contentType?: string;
@@ -63,6 +70,12 @@ export interface AssetRepository {
   list(feedId: number, folderKey: string, recursive: boolean): Promise<AssetItem[]>;
   /** Stores a file and any missing parent folders; returns the replaced content, if any. */
   writeFile(feedId: number, write: FileWrite): Promise<{ replaced: StoredContent | undefined }>;
+  /**
+   * Creates the folders and stores the files (with missing parents) in one transaction, each
+   * folder above them looked up once. A file that exists in "create" mode is left as it is and
+   * counted as kept; any other refusal rolls the whole batch back. Returns the replaced contents.
+   */
+  writeBatch(feedId: number, batch: WriteBatch): Promise<{ kept: number; replaced: StoredContent[] }>;
   /** Creates the folder and missing parents; an existing folder is not an error, a file is (400). */
   createFolder(feedId: number, path: AssetPath, now: string): Promise<void>;
   /**
@@ -191,9 +204,9 @@ export function createAssetRepository(db: Db): AssetRepository {
     }
   }
 
-  const writeFile = db.transaction((feedId: number, write: FileWrite) => {
+  /** Stores a file whose parent folders exist (ensureFolders). */
+  function storeFile(feedId: number, write: FileWrite): { replaced: StoredContent | undefined } {
     const { path, content } = write;
-    ensureFolders(feedId, ancestorPaths(path), write.now);
     const existing = find(feedId, path.key);
     if (existing?.isFolder === true) throw isFolder(existing.path);
     if (existing !== undefined && write.mode === "create") throw fileExists(existing.path);
@@ -215,6 +228,34 @@ export function createAssetRepository(db: Db): AssetRepository {
     if (existing === undefined) insertFile.run(values);
     else replaceFile.run(values);
     return { replaced: existing?.file };
+  }
+
+  const writeFile = db.transaction((feedId: number, write: FileWrite) => {
+    ensureFolders(feedId, ancestorPaths(write.path), write.now);
+    return storeFile(feedId, write);
+  });
+
+  const writeBatch = db.transaction((feedId: number, batch: WriteBatch) => {
+    const ensured = new Set<string>();
+    const ensure = (folders: readonly AssetPath[]) => {
+      const unseen = folders.filter((folder) => !ensured.has(folder.key));
+      ensureFolders(feedId, unseen, batch.now);
+      for (const folder of unseen) ensured.add(folder.key);
+    };
+    for (const folder of batch.folders) ensure([...ancestorPaths(folder), folder]);
+    let kept = 0;
+    const replaced: StoredContent[] = [];
+    for (const write of batch.files) {
+      ensure(ancestorPaths(write.path));
+      try {
+        const stored = storeFile(feedId, { ...write, now: batch.now });
+        if (stored.replaced !== undefined) replaced.push(stored.replaced);
+      } catch (error) {
+        if (!(error instanceof DomainError && error.code === "ASSET_EXISTS")) throw error;
+        kept += 1;
+      }
+    }
+    return { kept, replaced };
   });
 
   const createFolder = db.transaction((feedId: number, path: AssetPath, now: string) => {
@@ -270,6 +311,7 @@ export function createAssetRepository(db: Db): AssetRepository {
       return below.all(feedId, from, to).map(toItem);
     },
     writeFile: async (feedId, write) => writeFile.immediate(feedId, write),
+    writeBatch: async (feedId, batch) => writeBatch.immediate(feedId, batch),
     createFolder: async (feedId, path, now) => createFolder.immediate(feedId, path, now),
     delete: async (feedId, path, options) =>
       runDeletion(db, () => remove.immediate(feedId, path, options.recursive, options.filesOnly)),

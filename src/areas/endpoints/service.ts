@@ -85,6 +85,22 @@ export interface AssetService {
    * stored with putStoredFile.
    */
   storeContent(source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
+  /**
+   * Records files whose content is in the blob store, and folders (with missing parents), in one
+   * transaction: archive imports. The caller holds every content until this settles. A file that
+   * exists when `mode` is "create" is left as it is and counted as kept; any other refusal fails
+   * the whole batch. Contents the batch replaced are deleted unless still used.
+   */
+  writeStoredFiles(
+    directory: Feed,
+    batch: {
+      readonly folders: readonly AssetPath[];
+      readonly files: ReadonlyArray<{ readonly path: AssetPath; readonly content: StoredContent }>;
+    },
+    options: { mode: WriteMode; mayReplace: boolean },
+  ): Promise<{ stored: number; kept: number }>;
+  /** Releases held contents and deletes those that no item uses. */
+  releaseContents(held: readonly HeldContent[]): Promise<void>;
   updateMetadata(directory: Feed, path: AssetPath, input: MetadataUpdateInput): Promise<AssetItem>;
 }
 
@@ -255,6 +271,18 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     item: getItem,
     findItem: async (directory, path) => repository.find(directory.id, path.key),
     storeContent,
+
+    async writeStoredFiles(directory, batch, options) {
+      const files = batch.files.map(({ path, content }) => ({ path, content, contentType: undefined, ...options }));
+      const written = await repository.writeBatch(directory.id, { folders: batch.folders, files, now: now() });
+      for (const content of written.replaced) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      return { stored: files.length - written.kept, kept: written.kept };
+    },
+
+    async releaseContents(held) {
+      for (const { release } of held) release();
+      for (const { content } of held) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+    },
 
     async updateMetadata(directory, path, input) {
       const item = await getItem(directory, path);

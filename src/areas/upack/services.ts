@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { DomainError } from "../../domain/errors.js";
 import { createGuardedFetch, type GuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
+import { uploadArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
@@ -62,6 +63,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     clock: options.clock,
     maxUploadBytes: config.maxUploadBytes,
     tempDir,
+    limits: uploadArchiveLimits(config),
     // Off unless an administrator turned it on: without a fetcher the write side refuses content-url.
     ...(config.contentUrlUploads ? { fetchContentUrl: contentUrlFetcher(fetch) } : {}),
     onFeedChanged: (feedId) => virtual.forgetFeed(feedId),

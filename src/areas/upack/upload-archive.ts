@@ -13,7 +13,7 @@ import {
   addZipEntry,
   type ArchiveLimits,
   checkRepackOptions,
-  DEFAULT_ARCHIVE_LIMITS,
+  UPLOAD_ARCHIVE_LIMITS,
   EntryBudget,
 } from "../../storage/archives.js";
 import type { BlobInfo, BlobStore } from "../../storage/blob-store.js";
@@ -33,6 +33,7 @@ export interface PackageFileDeps {
   readonly blobs: BlobStore;
   /** Where a TGZ is converted before its ZIP is stored (same filesystem as the data, removed after). */
   readonly tempDir: string;
+  /** What uploaded archives are held to; UPLOAD_ARCHIVE_LIMITS when not given. */
   readonly limits?: ArchiveLimits;
   /** Stores a file this step makes, held for the caller, who releases it later (BlobKeeper.put). */
   readonly store: (source: Readable) => Promise<BlobInfo>;
@@ -58,7 +59,7 @@ export async function packageFromUpload(
   uploaded: BlobInfo,
   params: UploadParams,
 ): Promise<PackageFile> {
-  const limits = deps.limits ?? DEFAULT_ARCHIVE_LIMITS;
+  const limits = deps.limits ?? UPLOAD_ARCHIVE_LIMITS;
   const format = await sniff(deps.blobs, uploaded);
   if (format === "gzip") return withFileList(deps, await tgzToZip(deps, uploaded, manifestFromParams(params)));
   if (format === "json") return withFileList(deps, await vpackToZip(deps, uploaded, params));
@@ -84,7 +85,7 @@ async function withFileList(
   deps: PackageFileDeps,
   converted: { blob: BlobInfo; manifest: UpackManifest },
 ): Promise<PackageFile> {
-  const reader = await openZipBlob(deps.blobs, converted.blob.sha256, deps.limits);
+  const reader = await openZipBlob(deps.blobs, converted.blob.sha256, deps.limits ?? UPLOAD_ARCHIVE_LIMITS);
   try {
     return { ...converted, fileList: fileListOf(reader) };
   } finally {
@@ -218,10 +219,8 @@ async function tgzToZip(
   try {
     const source = await deps.blobs.open(uploaded.sha256);
     if (source === undefined) throw new Error(`blob ${uploaded.sha256} vanished while held`);
-    await tgzToZipFile(source, temp, deps.limits ?? DEFAULT_ARCHIVE_LIMITS, {
-      prefix: CONTENT_PREFIX,
-      extraEntries: [{ name: "upack.json", content: built.bytes }],
-    });
+    const options = { prefix: CONTENT_PREFIX, extraEntries: [{ name: "upack.json", content: built.bytes }] };
+    await tgzToZipFile(source, temp, deps.limits ?? UPLOAD_ARCHIVE_LIMITS, options, uploaded.size);
     return { blob: await deps.store(createReadStream(temp)), manifest: built.manifest };
   } finally {
     await rm(temp, { force: true });
