@@ -1,4 +1,7 @@
 import net from "node:net";
+import { afterEach } from "vitest";
+import { buildTestApp, type TestApp } from "./app.js";
+import { createUpackFixtures } from "./upack-fixtures.js";
 
 /**
  * A client connection a test holds open and writes to at its own pace (a slow, stuck or hostile
@@ -103,4 +106,30 @@ export async function getOnce(
 export function cutCount(metrics: string, reason: string): number {
   const line = new RegExp(`^wharf_http_connections_cut_total\\{reason="${reason}"\\} (\\d+)$`, "m").exec(metrics);
   return Number(line?.[1] ?? Number.NaN);
+}
+
+/** A test app with a universal feed `main`, listening on a free loopback port: for tests that need real sockets. */
+export async function listeningWithFeed(env: Record<string, string> = {}): Promise<{ t: TestApp; port: number }> {
+  const t = await buildTestApp({ env });
+  await createUpackFixtures(t).createFeed("main");
+  await t.app.listen({ port: 0, host: "127.0.0.1" });
+  const address = t.app.server.address();
+  if (address === null || typeof address === "string") throw new Error("not listening on a port");
+  return { t, port: address.port };
+}
+
+/**
+ * `holdSocket` for the calling test file, with every socket it opened destroyed after each test.
+ * Call it at the top level of the file (it registers an afterEach hook).
+ */
+export function socketsClosedAfterEach(): (port: number, localAddress?: string) => Promise<HeldSocket> {
+  const held: HeldSocket[] = [];
+  afterEach(() => {
+    for (const socket of held.splice(0)) socket.socket.destroy();
+  });
+  return async (port, localAddress) => {
+    const socket = await holdSocket(port, localAddress);
+    held.push(socket);
+    return socket;
+  };
 }

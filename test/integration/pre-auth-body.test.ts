@@ -1,9 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { cutCount, getOnce, type HeldSocket, holdSocket, within } from "../helpers/held-socket.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestApp } from "../helpers/app.js";
+import {
+  cutCount,
+  getOnce,
+  listeningWithFeed as listening,
+  socketsClosedAfterEach,
+  within,
+} from "../helpers/held-socket.js";
 import { expectText } from "../helpers/responses.js";
-import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
+import { buildUpack } from "../helpers/upack-fixtures.js";
 
 /**
  * What a sender not yet known can make the server read, parse and hold (issue 11, section 2):
@@ -14,15 +20,6 @@ import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 const WAIT_MS = 10_000;
 const MiB = 1024 * 1024;
-
-async function listening(env: Record<string, string> = {}): Promise<{ t: TestApp; port: number }> {
-  const t = await buildTestApp({ env });
-  await createUpackFixtures(t).createFeed("main");
-  await t.app.listen({ port: 0, host: "127.0.0.1" });
-  const address = t.app.server.address();
-  if (address === null || typeof address === "string") throw new Error("not listening on a port");
-  return { t, port: address.port };
-}
 
 const anonymousJsonHead = (url: string, length: number | "chunked") =>
   `POST ${url} HTTP/1.1\r\nHost: wharf\r\nContent-Type: application/json\r\n` +
@@ -40,15 +37,7 @@ function manyKeys(bytes: number): string {
   return `{${parts.join("")}`;
 }
 
-const held: HeldSocket[] = [];
-async function hold(port: number): Promise<HeldSocket> {
-  const socket = await holdSocket(port);
-  held.push(socket);
-  return socket;
-}
-afterEach(() => {
-  for (const socket of held.splice(0)) socket.socket.destroy();
-});
+const hold = socketsClosedAfterEach();
 
 describe("bodies before authentication", () => {
   let t: TestApp;

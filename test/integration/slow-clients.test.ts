@@ -1,7 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { cutCount, getOnce, type HeldSocket, holdSocket, within } from "../helpers/held-socket.js";
-import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestApp } from "../helpers/app.js";
+import {
+  cutCount,
+  getOnce,
+  listeningWithFeed as listening,
+  socketsClosedAfterEach,
+  within,
+} from "../helpers/held-socket.js";
+import { buildUpack } from "../helpers/upack-fixtures.js";
 
 /**
  * Slow and stuck clients over real sockets (issue 11, section 4): every phase of a connection has
@@ -11,15 +17,6 @@ import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
  */
 
 const WAIT_MS = 10_000;
-
-async function listening(env: Record<string, string>): Promise<{ t: TestApp; port: number }> {
-  const t = await buildTestApp({ env });
-  await createUpackFixtures(t).createFeed("main");
-  await t.app.listen({ port: 0, host: "127.0.0.1" });
-  const address = t.app.server.address();
-  if (address === null || typeof address === "string") throw new Error("not listening on a port");
-  return { t, port: address.port };
-}
 
 const uploadHead = (key: string, length: number) =>
   `PUT /upack/main/upload HTTP/1.1\r\nHost: wharf\r\nX-ApiKey: ${key}\r\n` +
@@ -46,15 +43,7 @@ async function untilOpen(t: TestApp, state: string, count: number): Promise<void
   }
 }
 
-const held: HeldSocket[] = [];
-async function hold(port: number, localAddress?: string): Promise<HeldSocket> {
-  const socket = await holdSocket(port, localAddress);
-  held.push(socket);
-  return socket;
-}
-afterEach(() => {
-  for (const socket of held.splice(0)) socket.socket.destroy();
-});
+const hold = socketsClosedAfterEach();
 
 describe("timeouts per phase", () => {
   let t: TestApp;
