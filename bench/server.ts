@@ -55,6 +55,10 @@ export async function startBenchServer(options: {
   logLevel: string;
   /** Run a compiled build made in this directory instead of the sources through tsx (whose loader costs ~40 MB). */
   buildDir?: string;
+  /** Run this compiled CLI entry (`dist/src/cli/main.js` of another checkout, to compare with) instead. */
+  entry?: string;
+  /** More WHARF_* settings for the server. */
+  env?: Readonly<Record<string, string>>;
   timeoutMs?: number;
 }): Promise<BenchServer> {
   const port = await freePort();
@@ -62,9 +66,11 @@ export async function startBenchServer(options: {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("WHARF_")));
   // Started as `npm start`, the Docker image and the `wharf` command start it (README "Memory").
   const args =
-    options.buildDir === undefined
-      ? [SERVER_NODE_FLAG, "--import", "tsx", path.join(ROOT, "src/cli/main.ts"), "serve"]
-      : [SERVER_NODE_FLAG, buildInto(options.buildDir), "serve"];
+    options.entry !== undefined
+      ? [SERVER_NODE_FLAG, options.entry, "serve"]
+      : options.buildDir === undefined
+        ? [SERVER_NODE_FLAG, "--import", "tsx", path.join(ROOT, "src/cli/main.ts"), "serve"]
+        : [SERVER_NODE_FLAG, buildInto(options.buildDir), "serve"];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
@@ -73,6 +79,7 @@ export async function startBenchServer(options: {
       WHARF_PORT: String(port),
       WHARF_DATA_DIR: options.dataDir,
       WHARF_ADMIN_API_KEY: options.adminKey,
+      ...options.env,
       WHARF_LOG_LEVEL: options.logLevel,
     },
     stdio: ["ignore", "pipe", "pipe"],

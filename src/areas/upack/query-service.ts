@@ -7,6 +7,7 @@ import { deploymentCountKey } from "../package-deployment/index.js";
 import { getUniversalFeed } from "./feed-lookup.js";
 import { arrayJson, type FeedMetadata, type FeedServiceName, packageJson, versionJson } from "./present.js";
 import type { UpackQueryRepository, VersionRow } from "./query-repository.js";
+import { ResponseCache } from "./response-cache.js";
 
 /**
  * Listing use cases of the universal feed (seed-api.md area A: list packages, list versions,
@@ -101,10 +102,10 @@ export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQuery
   /** `build` must read the database before its first await, in the tick the generation is taken. */
   async function cached(id: number, key: string, build: () => Promise<string>): Promise<Buffer> {
     const generation = repository.generation(id);
-    const hit = cache.get(key, generation);
+    const hit = cache.get(id, key, generation);
     if (hit) return hit;
     const body = Buffer.from(await build());
-    cache.set(key, generation, body);
+    cache.set(id, key, generation, body);
     return body;
   }
 
@@ -200,45 +201,4 @@ function servicesOf(feed: Feed, virtualPackages: boolean): FeedServiceName[] {
   if (feed.settings.connectors.length > 0) services.push("RemotePackages");
   services.push("UploadPackage", "UploadContents", "Delete", "DownloadContents");
   return services;
-}
-
-/**
- * JSON answers by request, each valid for one generation of its feed (UpackQueryRepository
- * generation): coarse (any upload anywhere, any download in the feed, invalidates), but it can
- * never serve stale data, and listings are read far more often than feeds change. Only answers
- * big enough to be worth it are kept; least recently used ones go first past `maxBytes`.
- */
-class ResponseCache {
-  static readonly MIN_BYTES = 64 * 1024;
-  readonly #entries = new Map<string, { generation: string; body: Buffer }>();
-  #bytes = 0;
-
-  constructor(private readonly maxBytes: number) {}
-
-  get(key: string, generation: string): Buffer | undefined {
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return undefined;
-    this.#remove(key, entry.body);
-    if (entry.generation !== generation) return undefined;
-    this.#entries.set(key, entry); // re-inserted: Map order is the recency order
-    this.#bytes += entry.body.length;
-    return entry.body;
-  }
-
-  set(key: string, generation: string, body: Buffer): void {
-    if (body.length < ResponseCache.MIN_BYTES || body.length > this.maxBytes / 4) return;
-    const old = this.#entries.get(key);
-    if (old !== undefined) this.#remove(key, old.body);
-    this.#entries.set(key, { generation, body });
-    this.#bytes += body.length;
-    for (const [oldestKey, oldest] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#remove(oldestKey, oldest.body);
-    }
-  }
-
-  #remove(key: string, body: Buffer): void {
-    this.#entries.delete(key);
-    this.#bytes -= body.length;
-  }
 }
