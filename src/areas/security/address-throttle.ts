@@ -11,6 +11,8 @@ import { RateLimiterMemory } from "rate-limiter-flexible";
 export interface AddressThrottle {
   /** Milliseconds for which the address is refused; 0 when it may try. */
   blockedForMs(address: string | undefined): number;
+  /** Whether any address may be blocked now: when not, the hot path asks nothing else. */
+  anyBlocked(): boolean;
   /** Counts one failure; returns the block it started, in milliseconds (0: none). */
   failed(address: string | undefined): Promise<number>;
 }
@@ -44,6 +46,7 @@ export function createAddressThrottle({
 
   return {
     blockedForMs(address) {
+      if (blockedUntil.size === 0) return 0;
       const key = addressKey(address);
       const until = blockedUntil.get(key);
       if (until === undefined) return 0;
@@ -52,6 +55,8 @@ export function createAddressThrottle({
       blockedUntil.delete(key);
       return 0;
     },
+
+    anyBlocked: () => blockedUntil.size > 0,
 
     async failed(address) {
       const key = addressKey(address);

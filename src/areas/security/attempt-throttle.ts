@@ -67,6 +67,7 @@ export function withAttemptThrottle(inner: Authenticator, options: AttemptThrott
   function mightRefuse(credentials: Credentials, request: IncomingMessage): boolean {
     const user = userOf(credentials);
     if (user !== undefined && users.isWaiting(user)) return true;
+    if (!addresses.anyBlocked()) return false; // the usual case: no address list to work out
     return addressesOf(request, trustProxy).some((address) => addresses.blockedForMs(address) > 0);
   }
 
