@@ -19,7 +19,7 @@ import {
 } from "./endpoints-seed.js";
 
 /**
- * The asset directory scenarios (compat.md 4.2-4.3). Downloads are measured against the upack
+ * The asset directory scenarios (docs/compat.md 4.2-4.3). Downloads are measured against the upack
  * baseline file server (upack-baseline-server.ts) on the very same file, in the same run, and
  * reported as a ratio; uploads report server memory, which must not grow with the file.
  *
@@ -44,7 +44,7 @@ function fromEnv(name: string, fallback: number): number {
 const FILE_BYTES = Math.round(fromEnv("BENCH_ASSET_MIB", 1024) * MiB);
 const LARGE_FILE_BYTES = Math.round(2.5 * FILE_BYTES);
 const LISTED_FILES = Math.trunc(fromEnv("BENCH_ASSET_FILES", 10_000));
-/** pgutil's and ADLIB's default part size (compat.md 4.2). */
+/** pgutil's and ADLIB's default part size (docs/compat.md 4.2). */
 const PART_BYTES = 5 * MiB;
 const SEED_IN_FLIGHT = 16;
 /** The p99 of a handful of samples is just their maximum: listing goes on past the duration until this many. */

@@ -6,7 +6,7 @@ import { cpuSeconds, memoryOf, MiB, round } from "./load.js";
 import type { ScenarioContext } from "./scenarios.js";
 
 /**
- * HTTP helpers, data and measurements for the asset-directory scenarios (compat.md 4.2-4.3).
+ * HTTP helpers, data and measurements for the asset-directory scenarios (docs/compat.md 4.2-4.3).
  * Large files are written to disk once and streamed into Wharf from there, whole or as byte
  * ranges; nothing of a GiB-sized file is ever held in memory, on either side of the socket.
  */
@@ -18,7 +18,7 @@ export interface Sent {
   readonly ms: number;
 }
 
-/** The few item JSON fields (compat.md 4.1) the scenarios check. */
+/** The few item JSON fields (docs/compat.md 4.1) the scenarios check. */
 export interface ItemJson {
   readonly name: string;
   readonly size?: number;
@@ -33,7 +33,7 @@ export const assetUrl = (ctx: ScenarioContext, dir: string, kind: "content" | "d
 
 export const adminHeaders = (ctx: ScenarioContext) => ({ "X-ApiKey": ctx.adminKey });
 
-/** Creates an asset directory through the feed management API (compat.md 5.1). */
+/** Creates an asset directory through the feed management API (docs/compat.md 5.1). */
 export async function createAssetDirectory(ctx: ScenarioContext, name: string): Promise<void> {
   const res = await fetch(`${ctx.url}/api/management/feeds/create`, {
     method: "POST",
@@ -119,7 +119,7 @@ export async function uploadAsset(ctx: ScenarioContext, dir: string, assetPath: 
 }
 
 /**
- * A multipart upload as pgutil sends it (compat.md 4.2): parts of `partSize` bytes, strictly one
+ * A multipart upload as pgutil sends it (docs/compat.md 4.2): parts of `partSize` bytes, strictly one
  * after the other, each with `offset = index * partSize` and `partSize` = that part's own length
  * (the last one shorter), then `multipart=complete` with an empty body.
  */
@@ -161,7 +161,7 @@ export async function uploadMultipart(
   return { partsMs, completeMs: done.ms, parts: totalParts, item: JSON.parse(done.body) as ItemJson };
 }
 
-/** `DELETE content/<path>`; a missing file is not an error (compat.md 4.2). */
+/** `DELETE content/<path>`; a missing file is not an error (docs/compat.md 4.2). */
 export async function deleteAsset(ctx: ScenarioContext, dir: string, assetPath: string): Promise<void> {
   const res = await fetch(assetUrl(ctx, dir, "content", assetPath), { method: "DELETE", headers: adminHeaders(ctx) });
   const text = await res.text();

@@ -154,7 +154,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const endpoints = createEndpointsServices(shared);
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports
-  // from asset directories (compat.md 2.9) and records deployments announced by downloads.
+  // from asset directories (docs/compat.md 2.9) and records deployments announced by downloads.
   const upack = { ...shared, assets: endpoints.assets, deployments, upstreams, hot: replays };
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });

@@ -16,7 +16,7 @@ import { removeCrashLeftovers } from "./storage/startup-sweep.js";
 
 /** Process entry: configuration, storage, bootstrap, listen; graceful close on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
-  // Everything the server writes (database, blobs, spools, key files) is its user's alone (PRODUCT.md).
+  // Everything the server writes (database, blobs, spools, key files) is its user's alone (docs/PRODUCT.md).
   process.umask(0o077);
   const privateDataDir = ensurePrivateDirectory(config.dataDir);
   // Held for the process's life: another server's sweep would take this one's uploads for leftovers.

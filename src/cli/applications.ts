@@ -6,7 +6,7 @@ import type { Db } from "../storage/database.js";
 import { type CommandIo, type CommandLine, printTable, runCommand, UsageError } from "./command.js";
 
 /**
- * `wharf applications ...`: the catalog service of `/api/applications/create|list` (compat.md
+ * `wharf applications ...`: the catalog service of `/api/applications/create|list` (docs/compat.md
  * 7.8), run as an administrator (whoever can run it can read the data directory).
  */
 

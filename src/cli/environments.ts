@@ -6,7 +6,7 @@ import { type CommandIo, type CommandLine, printTable, runCommand, UsageError } 
 
 /**
  * `wharf environments ...`: the catalog service of `/api/infrastructure/environments/...`
- * (compat.md 8.2), run as an administrator. Pipeline stages name the environment they deploy to.
+ * (docs/compat.md 8.2), run as an administrator. Pipeline stages name the environment they deploy to.
  */
 
 export interface EnvironmentsCommandContext extends CommandIo {

@@ -2,7 +2,7 @@ import type { Feed, FeedInput, FeedService } from "../areas/management/index.js"
 import { type CommandIo, type CommandLine, type OptionValues, printTable, runCommand, UsageError } from "./command.js";
 
 /**
- * `wharf feeds ...` (seed-api.md area I: every feed management operation is also a command). It
+ * `wharf feeds ...` (docs/seed-api.md area I: every feed management operation is also a command). It
  * runs outside HTTP, so it calls the feed service directly, as an administrator: whoever can run
  * it can already read the data directory.
  */

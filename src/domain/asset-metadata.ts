@@ -2,9 +2,9 @@ import { invalid } from "./errors.js";
 import { quote } from "./upack-manifest.js";
 
 /**
- * User metadata of an asset item (compat.md 4.1, 4.4): name -> text, each entry optionally sent
+ * User metadata of an asset item (docs/compat.md 4.1, 4.4): name -> text, each entry optionally sent
  * as a response header when the file is downloaded. How ProGet names that header is not
- * documented (compat.md 12); Wharf uses the metadata name itself, which must then be a valid
+ * documented (docs/compat.md 12); Wharf uses the metadata name itself, which must then be a valid
  * header name and may not be one that would let an uploader change how the response is framed,
  * cached, authenticated or sandboxed (RESERVED_HEADERS).
  */
@@ -143,7 +143,7 @@ export function mergeUserMetadata(
   return merged;
 }
 
-/** The JSON form (compat.md 4.1): text, or the object form only for entries sent as headers. */
+/** The JSON form (docs/compat.md 4.1): text, or the object form only for entries sent as headers. */
 export function userMetadataJson(
   metadata: UserMetadata,
 ): Record<string, string | { value: string; includeInResponseHeader: true }> {

@@ -3,7 +3,7 @@ import { relativePathProblem } from "./relative-path.js";
 import { quote } from "./upack-manifest.js";
 
 /**
- * A path inside an asset directory (seed-api.md area F), normalised once (PRODUCT.md "Security
+ * A path inside an asset directory (docs/seed-api.md area F), normalised once (docs/PRODUCT.md "Security
  * baseline"): Unicode NFC (macOS clients send decomposed names), no leading or trailing '/', and
  * refused when relativePathProblem finds '..', backslashes, control characters or absolute forms.
  * Paths match case-insensitively, as in ProGet, through `key`; `path` keeps the spelling of the

@@ -1,7 +1,7 @@
 import type { FeedKeyPermission } from "./principal.js";
 
 /**
- * Privilege attribute names (compat.md section 9). ProGet's are used now; BuildMaster's and
+ * Privilege attribute names (docs/compat.md section 9). ProGet's are used now; BuildMaster's and
  * Otter's are listed so that tasks can name them before their areas land.
  */
 export const ATTRIBUTES = [

@@ -1,7 +1,7 @@
 import { invalid } from "./errors.js";
 
 /**
- * The cache setting of an asset item or folder (seed-api.md "MetadataUpdate"; compat.md 4.4).
+ * The cache setting of an asset item or folder (docs/seed-api.md "MetadataUpdate"; docs/compat.md 4.4).
  * `Inherit` takes the parent folder's setting, up to the asset directory's own default.
  */
 export type CacheHeader =
@@ -12,7 +12,7 @@ export type CacheHeader =
 
 export const INHERIT: CacheHeader = { type: "Inherit" };
 
-/** What a directory whose default is Inherit sends: compat.md 4.2 "Cache-Control (default `public`)". */
+/** What a directory whose default is Inherit sends: docs/compat.md 4.2 "Cache-Control (default `public`)". */
 const DEFAULT_CACHE_CONTROL = "public";
 
 const TYPES: ReadonlyMap<string, CacheHeader["type"]> = new Map(
@@ -85,7 +85,7 @@ export function effectiveCacheControl(settings: readonly CacheHeader[]): string 
   return DEFAULT_CACHE_CONTROL;
 }
 
-/** The JSON form (compat.md 4.1): `{type}` or `{type, value}`. */
+/** The JSON form (docs/compat.md 4.1): `{type}` or `{type, value}`. */
 export function cacheHeaderJson(setting: CacheHeader): { type: string; value?: number | string } {
   return "value" in setting ? { type: setting.type, value: setting.value } : { type: setting.type };
 }

@@ -5,7 +5,7 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
-/** ProGet-area date format: `yyyy-MM-ddTHH:mm:ss.fffZ` (PRODUCT.md "Decisions"). */
+/** ProGet-area date format: `yyyy-MM-ddTHH:mm:ss.fffZ` (docs/PRODUCT.md "Decisions"). */
 export function formatProGetDate(date: Date): string {
   return date.toISOString();
 }

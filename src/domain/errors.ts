@@ -40,7 +40,7 @@ export const invalid = (code: string, message: string) => new DomainError("inval
 export const notFound = (code: string, message: string) => new DomainError("not_found", code, message);
 export const conflict = (code: string, message: string) => new DomainError("conflict", code, message);
 
-/** The sentence Inedo clients and tests look for on a bad or insufficient key (compat.md 0.1). */
+/** The sentence Inedo clients and tests look for on a bad or insufficient key (docs/compat.md 0.1). */
 export const PERMISSION_DENIED_MESSAGE =
   "The specified API key does not have the proper permissions to perform this action.";
 

@@ -2,13 +2,13 @@ import { invalid } from "./errors.js";
 
 export const MAX_FEED_NAME_LENGTH = 100;
 
-// RFC 3986 unreserved characters: the name goes into URLs (/upack/<feed>/...) unescaped (compat.md 5.2).
+// RFC 3986 unreserved characters: the name goes into URLs (/upack/<feed>/...) unescaped (docs/compat.md 5.2).
 const FEED_NAME_CHARACTERS = /^[A-Za-z0-9._~-]+$/;
 
 /** Returns the name unchanged when valid; throws invalid naming the problem otherwise. */
 export function validateFeedName(name: unknown): string {
   if (name === undefined || name === null || (typeof name === "string" && name.trim() === "")) {
-    // Exact wording from the old feed-management docs (compat.md 5.1).
+    // Exact wording from the old feed-management docs (docs/compat.md 5.1).
     throw invalid("FEED_NAME_REQUIRED", "feed name is required");
   }
   if (typeof name !== "string") throw invalid("INVALID_FEED_NAME", "feed name must be a string");
@@ -25,7 +25,7 @@ export function validateFeedName(name: unknown): string {
   return name;
 }
 
-/** Feed type names as ProGet spells them in output (compat.md 5.2). */
+/** Feed type names as ProGet spells them in output (docs/compat.md 5.2). */
 export const FEED_TYPES = [
   "universal",
   "romp",
@@ -57,7 +57,7 @@ export type FeedType = (typeof FEED_TYPES)[number];
 
 const FEED_TYPE_BY_LOWER_NAME: ReadonlyMap<string, FeedType> = new Map<string, FeedType>([
   ...FEED_TYPES.map((type): [string, FeedType] => [type, type]),
-  // Older name of universal feeds, still in old native data and the Jenkins mock (compat.md 5.2).
+  // Older name of universal feeds, still in old native data and the Jenkins mock (docs/compat.md 5.2).
   ["proget", "universal"],
 ]);
 
@@ -83,7 +83,7 @@ const CHANGEABLE_FAMILIES: readonly (readonly FeedType[])[] = [
   ["nuget", "chocolatey", "powershell"],
 ];
 
-/** Feed type changes are allowed only within a family (compat.md 5.1); callers answer 400 otherwise. */
+/** Feed type changes are allowed only within a family (docs/compat.md 5.1); callers answer 400 otherwise. */
 export function canChangeFeedType(from: FeedType, to: FeedType): boolean {
   return from === to || CHANGEABLE_FAMILIES.some((family) => family.includes(from) && family.includes(to));
 }

@@ -11,7 +11,7 @@ export {
 } from "./storage-types.js";
 
 /**
- * FeedStorageConfiguration (compat.md 5.2). After validation `properties` holds every property
+ * FeedStorageConfiguration (docs/compat.md 5.2). After validation `properties` holds every property
  * of the type under its canonical name, in declaration order, with null for "not set", so that
  * `GET /api/storage?feed=` shows the full shape and format -> parse is the identity.
  */
@@ -32,7 +32,7 @@ export function validateStorageConfig(input: unknown): StorageConfig {
     const known = STORAGE_TYPES.map((t) => t.id).join(", ");
     throw invalid(CONFIG_ERROR, `unknown storage type '${id}' (known: ${known})`);
   }
-  // Clients send null for "no properties"; compat.md's disk example relies on defaults.
+  // Clients send null for "no properties"; docs/compat.md's disk example relies on defaults.
   if (properties !== null && !isRecord(properties)) {
     throw invalid(CONFIG_ERROR, "storage properties must be an object");
   }
@@ -81,7 +81,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-// ---- Persisted XML (seed-api.md "Feed (area I)") ----
+// ---- Persisted XML (docs/seed-api.md "Feed (area I)") ----
 
 const ATTRIBUTE_PREFIX = "@_";
 

@@ -1,7 +1,7 @@
 import { invalid } from "./errors.js";
 
 /**
- * Wildcard pattern lists (seed-api.md "Feed (area I)"): feed package filters, connector filters,
+ * Wildcard pattern lists (docs/seed-api.md "Feed (area I)"): feed package filters, connector filters,
  * retention rules. `*` matches any run of characters, everything else is literal, matching ignores
  * case. A pattern prefixed with `!` excludes.
  */
@@ -16,7 +16,7 @@ export interface PatternList {
 }
 
 export interface CompilePatternsOptions {
-  /** Defaults to true; retention rules take wildcards without negations (compat.md 5.2). */
+  /** Defaults to true; retention rules take wildcards without negations (docs/compat.md 5.2). */
   allowNegation?: boolean;
 }
 

@@ -3,7 +3,7 @@
  * shares. Pure data; the rules that evaluate it live in domain/access.ts.
  */
 
-/** Scopes of a System API key (compat.md 5.4, plus one per Wharf area). */
+/** Scopes of a System API key (docs/compat.md 5.4, plus one per Wharf area). */
 export const SYSTEM_APIS = [
   "full-control",
   "feeds",
@@ -17,7 +17,7 @@ export const SYSTEM_APIS = [
 ] as const;
 export type SystemApi = (typeof SYSTEM_APIS)[number];
 
-/** Permissions of a Feed API key (compat.md section 9: View/Download, Add/Repackage, Promote, Overwrite/Delete). */
+/** Permissions of a Feed API key (docs/compat.md section 9: View/Download, Add/Repackage, Promote, Overwrite/Delete). */
 export const FEED_KEY_PERMISSIONS = ["view", "add", "promote", "delete"] as const;
 export type FeedKeyPermission = (typeof FEED_KEY_PERMISSIONS)[number];
 
@@ -58,7 +58,7 @@ export const ANONYMOUS: Principal = Object.freeze({ type: "anonymous" });
 export interface AccessNeed {
   /** System API scope that allows the operation; omitted means only `full-control`. */
   readonly api?: SystemApi;
-  /** Privilege attribute (compat.md section 9) a user or Anonymous must be granted. */
+  /** Privilege attribute (docs/compat.md section 9) a user or Anonymous must be granted. */
   readonly attribute: string;
   /** The feed the operation touches: as named in the request, or already resolved (saves a lookup in lists). */
   readonly feed?: string | FeedScope;

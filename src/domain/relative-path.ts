@@ -1,6 +1,6 @@
 /**
  * The one check for paths that come from callers and name something inside a package or an asset
- * directory (PRODUCT.md "Security baseline"): relative, '/'-separated, no dot segments, no
+ * directory (docs/PRODUCT.md "Security baseline"): relative, '/'-separated, no dot segments, no
  * backslashes, no control characters. A value is checked as given and again after one more
  * percent-decoding, so that `%252e%252e` is refused like `..` by whatever decodes it next.
  * Such paths only ever name rows or archive entries, never files on disk; refusing them anyway

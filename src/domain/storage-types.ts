@@ -1,5 +1,5 @@
 /**
- * The feed storage kinds Wharf knows, as data: served as-is by `GET /api/storage` (compat.md 5.2,
+ * The feed storage kinds Wharf knows, as data: served as-is by `GET /api/storage` (docs/compat.md 5.2,
  * FeedStorageType) and used by package-store.ts to validate configurations.
  */
 

@@ -10,9 +10,9 @@ import {
 import { formatVersion, parseVersion, type UpackVersion, versionProblem } from "./upack-version.js";
 
 /**
- * The `upack.json` manifest (compat.md 1.2, 1.5): the rules of the published specification, which
+ * The `upack.json` manifest (docs/compat.md 1.2, 1.5): the rules of the published specification, which
  * the upack CLI enforces before it pushes, applied on upload so that nothing a client cannot read
- * back gets stored. Unknown properties are kept verbatim: the feed API echoes them (seed-api.md A).
+ * back gets stored. Unknown properties are kept verbatim: the feed API echoes them (docs/seed-api.md A).
  */
 export interface UpackManifest {
   /** "" is the empty group, which is what an absent, null or empty `group` means. */
@@ -27,7 +27,7 @@ export interface UpackManifest {
   readonly projectUrl?: string;
   readonly tags: readonly string[];
   readonly dependencies: readonly UpackDependency[];
-  /** Kept as written: upack writes `2024-01-02 03:04:05Z`, other tools ISO 8601 (compat.md 1.2). */
+  /** Kept as written: upack writes `2024-01-02 03:04:05Z`, other tools ISO 8601 (docs/compat.md 1.2). */
   readonly createdDate?: string;
   readonly createdReason?: string;
   readonly createdUsing?: string;
@@ -129,7 +129,7 @@ export function validateManifest(json: unknown, options: ValidateManifestOptions
 }
 
 /**
- * Dependencies as an upload gives them (seed-api.md A): a JSON array of strings, or one string of
+ * Dependencies as an upload gives them (docs/seed-api.md A): a JSON array of strings, or one string of
  * comma-separated identifiers from a query string or form. Commas inside a range (`[1.0.0,2.0.0)`)
  * do not split. Absent or null is no dependencies.
  */
@@ -157,7 +157,7 @@ function parseDependencies(input: unknown, prefix: string): UpackDependency[] {
   return dependencies;
 }
 
-// Inedo.UPack also reads a single string as a one-tag list (compat.md 1.2).
+// Inedo.UPack also reads a single string as a one-tag list (docs/compat.md 1.2).
 function parseTags(input: unknown, fail: (message: string) => Error): string[] {
   if (input === undefined || input === null) return [];
   const items = typeof input === "string" ? [input] : input;
@@ -193,7 +193,7 @@ function parseRepackageHistory(input: unknown, fail: (message: string) => Error)
 /**
  * The manifest as JSON for upack.json or the feed API: properties in the order they were read (then
  * any others), empty group, tags and dependencies left out, the version in canonical form, and each
- * dependency as written when Inedo.UPack can parse it, else in its own format (compat.md 1.3).
+ * dependency as written when Inedo.UPack can parse it, else in its own format (docs/compat.md 1.3).
  */
 export function manifestToJson(manifest: UpackManifest): Record<string, unknown> {
   const known = (key: KnownKey): unknown => {
@@ -227,13 +227,13 @@ export function manifestToJson(manifest: UpackManifest): Record<string, unknown>
   return Object.fromEntries(entries);
 }
 
-/** `group=` absent or null is the empty group, as in upload and list parameters (seed-api.md A). */
+/** `group=` absent or null is the empty group, as in upload and list parameters (docs/seed-api.md A). */
 export function normalizeGroup(group: string | null | undefined): string {
   return group ?? "";
 }
 
 /**
- * A key under which a package is found: group and name compare ignoring case (compat.md 1.4). Group
+ * A key under which a package is found: group and name compare ignoring case (docs/compat.md 1.4). Group
  * and name characters are ASCII, so lower-casing is exactly .NET's OrdinalIgnoreCase; ':' can appear
  * in neither, so keys of different packages never collide.
  */
@@ -257,7 +257,7 @@ export interface PackagePath {
 
 /**
  * Group, name and version from the path segments after `download/`, `download-file/`,
- * `download-vpack/` or `delete/` (compat.md 2.12): the last segment is the version when one is
+ * `download-vpack/` or `delete/` (docs/compat.md 2.12): the last segment is the version when one is
  * expected (no `latest`), the one before it the name, everything before that the group, which may
  * itself contain '/' or arrive as `%2F` (the Go client). A trailing slash is ignored.
  */

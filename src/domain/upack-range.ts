@@ -2,10 +2,10 @@ import { compareVersions, formatVersion, parseVersion, versionsEqual, type Upack
 
 /**
  * Package groups and names, version ranges, dependency strings and package identification strings
- * (compat.md 1.2, 1.3). Parsing accepts every form the documentation and real manifests use, and is
+ * (docs/compat.md 1.2, 1.3). Parsing accepts every form the documentation and real manifests use, and is
  * stricter than Inedo.UPack only where the library accepts nonsense (an empty name, a group that
  * starts with `/`). Formatting only ever produces strings Inedo.UPack parses back to the same value:
- * a client that reads a dependency it cannot parse throws (compat.md 1.3).
+ * a client that reads a dependency it cannot parse throws (docs/compat.md 1.3).
  */
 
 const GROUP_CHARS = /^[0-9A-Za-z\-./_]*$/;
@@ -128,7 +128,7 @@ interface Reading {
 }
 
 /**
- * Every documented dependency form (compat.md 1.3): `name`, `group/name`, `group:name`,
+ * Every documented dependency form (docs/compat.md 1.3): `name`, `group/name`, `group:name`,
  * `group/name:range`, `group:name:range`, `group:name:range:sha1`, and the identification form
  * `group/name:version:sha1` that upack repack writes. Undefined when the text is none of these or the
  * group or name is invalid.
@@ -198,7 +198,7 @@ export interface PackageIdentification {
 
 /**
  * `group/name:version[:sha1]` as documented, plus the colon form `group:name:version[:sha1]` found
- * in real manifests (`inedox:AWS:3.1.0-CI.2`, compat.md 1.3). A 40-hex-digit last part after a
+ * in real manifests (`inedox:AWS:3.1.0-CI.2`, docs/compat.md 1.3). A 40-hex-digit last part after a
  * version is the hash: it can never be a version itself, so this reading is never ambiguous.
  */
 export function parsePackageIdentification(text: string): PackageIdentification | undefined {

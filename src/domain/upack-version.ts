@@ -1,9 +1,9 @@
 /**
  * Universal package versions exactly as Inedo.UPack's UniversalPackageVersion parses, orders and
- * prints them (compat.md 1.4): clients sort, pick "latest" and verify downloads with that library,
+ * prints them (docs/compat.md 1.4): clients sort, pick "latest" and verify downloads with that library,
  * so any other ordering would make the server and its clients disagree about which version is which.
  *
- * Two deliberate departures from plain SemVer 2, both inherited from Inedo.UPack (compat.md 11):
+ * Two deliberate departures from plain SemVer 2, both inherited from Inedo.UPack (docs/compat.md 11):
  * - leading zeros are accepted and numbers are arbitrary precision (BigInteger there, bigint here);
  *   `01.2.3` therefore parses to the same numbers as `1.2.3` and prints as `1.2.3`;
  * - build metadata is part of the identity and of the order: `1.0.0` and `1.0.0+abc` are two
@@ -120,7 +120,7 @@ export function isPrerelease(version: UpackVersion): boolean {
 export interface PickLatestOptions {
   /**
    * Skip prereleases: upack's default and pgutil's `latest` want the highest stable version, while
-   * the server's own `latest` (compat.md 2.13) includes prereleases, hence the default false.
+   * the server's own `latest` (docs/compat.md 2.13) includes prereleases, hence the default false.
    */
   stableOnly?: boolean;
 }

@@ -11,7 +11,7 @@ import { groupProblem, nameProblem, parsePackageIdentification } from "./upack-r
 import { parseVersion, type UpackVersion, versionProblem } from "./upack-version.js";
 
 /**
- * Virtual packages (compat.md 1.6): a manifest whose `contents` (and optional `metaContents`) say
+ * Virtual packages (docs/compat.md 1.6): a manifest whose `contents` (and optional `metaContents`) say
  * where the package's files come from; the server assembles the real package on download. It
  * arrives either as a plain JSON `.vpack` file (old spec) or as the `upack.json` of a ZIP (current
  * doc, and what InedoCore uploads); both end up here, the caller having read the ZIP.

@@ -4,12 +4,12 @@ import { jsonCostProblem, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../domain/json
 import { closeConnectionsOfRefusedUploads } from "./upload-body.js";
 
 /**
- * Root body parsing, lenient as real clients need (compat.md 0.2):
+ * Root body parsing, lenient as real clients need (docs/compat.md 0.2):
  * - JSON: an empty body declared as JSON is "no body", not an error (pgutil posts with no body).
  *   Its depth and number of values are bounded before JSON.parse runs (json-depth.ts), so that
  *   no body, however its sender got past the size limits, blocks the event loop for long.
  * - Any other or missing Content-Type: the raw stream is handed to the route untouched; areas
- *   that accept uploads read and count it themselves (STYLE.md: stream bodies never buffer).
+ *   that accept uploads read and count it themselves (docs/STYLE.md: stream bodies never buffer).
  * A refused request whose body has not arrived whole is answered with `Connection: close`, so
  * the rest is never read (Node would otherwise read it to the end to reuse the connection).
  */

@@ -1,5 +1,5 @@
 /**
- * `attachment; filename="…"` with the quotes the Jenkins plugin needs (clients.md 3.7, 4 item 7).
+ * `attachment; filename="…"` with the quotes the Jenkins plugin needs (docs/clients.md 3.7, 4 item 7).
  * A name that is not plain printable ASCII, or holds a quote or backslash, also gets an RFC 8187
  * `filename*` and a sanitised ASCII fallback, so that no header can be broken by a file name
  * (Node refuses other header characters, and clients read the quoted one as Latin-1).

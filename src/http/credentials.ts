@@ -3,7 +3,7 @@ import type { FastifyRequest } from "fastify";
 
 /**
  * Credentials as they arrived, before anyone checked them. Every transport a real client uses
- * (compat.md 0.1) ends up here, so that one authenticator decides for all of them.
+ * (docs/compat.md 0.1) ends up here, so that one authenticator decides for all of them.
  */
 export type Credentials =
   | { readonly kind: "api-key"; readonly key: string }

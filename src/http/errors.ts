@@ -7,7 +7,7 @@ import { DomainError, type ErrorKind } from "../domain/errors.js";
 import { databaseBusy, isBusy } from "../storage/busy.js";
 import { diskFull, isDiskFull } from "../storage/disk-full.js";
 
-/** Every error response's body in route schemas (OpenAPI): a plain-text message (compat.md 0.3). */
+/** Every error response's body in route schemas (OpenAPI): a plain-text message (docs/compat.md 0.3). */
 export const errorText = z.string().describe("Plain-text error message (text/plain)");
 
 /** The one table from error kind to HTTP status; nothing else in Wharf knows status codes of errors. */
@@ -27,10 +27,10 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   insufficient_storage: 507,
 };
 
-/** Sends an error the way Inedo clients read it: a plain-text message (compat.md 0.3). */
+/** Sends an error the way Inedo clients read it: a plain-text message (docs/compat.md 0.3). */
 export function sendError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
   if (status === 401) reply.header("WWW-Authenticate", 'Basic realm="Wharf"');
-  // Exactly `text/plain`: some clients read the body only for that exact type (compat.md 0.3).
+  // Exactly `text/plain`: some clients read the body only for that exact type (docs/compat.md 0.3).
   return reply.code(status).header("Content-Type", "text/plain").header("X-Wharf-Error", code).send(message);
 }
 

@@ -17,7 +17,7 @@ export function wantsIndent(query: unknown): boolean {
  */
 export function sendJson<T>(reply: FastifyReply, status: number, schema: z.ZodType<T>, body: T, indent: boolean) {
   if (indent) {
-    // A custom serializer bypasses the default content type, so it is set here (PRODUCT.md).
+    // A custom serializer bypasses the default content type, so it is set here (docs/PRODUCT.md).
     reply.type("application/json; charset=utf-8");
     reply.serializer((payload: unknown) => JSON.stringify(schema.parse(payload), null, 2));
   }

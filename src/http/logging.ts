@@ -3,7 +3,7 @@ import type { Config } from "../config.js";
 
 const SECRET_QUERY = /([?&](?:key|api_key|password)=)[^&#]*/gi;
 
-/** Credentials in query strings are accepted for compatibility and redacted in every log line (PRODUCT.md). */
+/** Credentials in query strings are accepted for compatibility and redacted in every log line (docs/PRODUCT.md). */
 export function redactUrl(url: string): string {
   return url.replace(SECRET_QUERY, "$1[REDACTED]");
 }

@@ -1,5 +1,5 @@
 /**
- * Lenient parameter reading that real clients need (compat.md 0.1, 0.2): names are matched
+ * Lenient parameter reading that real clients need (docs/compat.md 0.1, 0.2): names are matched
  * case-insensitively, empty values count as absent, booleans arrive as True/False and even
  * `true)`.
  */

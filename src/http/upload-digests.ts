@@ -17,7 +17,7 @@ const DIGEST_NAMES: Record<string, Algorithm> = { sha: "sha1", "sha-256": "sha25
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
- * Every digest the request claims for the uploaded package (PRODUCT.md: verified before commit):
+ * Every digest the request claims for the uploaded package (docs/PRODUCT.md: verified before commit):
  * `X-Checksum-Sha1/-Sha256/-Sha512/-Md5` (hex), `Digest: SHA-256=<base64>, SHA=<base64>` and
  * `Content-Digest: sha-256=:<base64>:`. With a JSON or form body they describe the package content
  * (the decoded `content-b64` or the `content-url` download), which is what is stored. Throws

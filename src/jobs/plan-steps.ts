@@ -239,7 +239,7 @@ async function runStep(step: RunnableStep, expand: (value: string) => string, en
   }
 }
 
-/** Query values of key-like parameters are secrets (STYLE.md "Log"); the rest of the URL is kept. */
+/** Query values of key-like parameters are secrets (docs/STYLE.md "Log"); the rest of the URL is kept. */
 function redactUrl(raw: string): string {
   try {
     const url = new URL(raw);

@@ -1,5 +1,5 @@
 /**
- * The persistent job runner (PRODUCT.md "How the delivery half becomes real"; issue 6 section 1).
+ * The persistent job runner (docs/PRODUCT.md "How the delivery half becomes real"; issue 6 section 1).
  * Jobs are rows (migrations/0009-jobs.sql) moving pending -> executing -> succeeded | warned |
  * failed; log lines are written as they happen. Restart rule: a job found executing when a runner
  * starts was interrupted by a dead process, so it ends failed with a log line saying so, and is

@@ -3,7 +3,7 @@ import { isIP } from "node:net";
 /**
  * What an IP address is, as far as a server-side fetch cares. Only `public` is always reachable;
  * `private` and `loopback` are reachable when an administrator allows them; everything else is
- * never fetched from (PRODUCT.md, "Security baseline").
+ * never fetched from (docs/PRODUCT.md, "Security baseline").
  *
  * The tables below follow the IANA special-purpose registries (IPv4 and IPv6), "globally reachable"
  * column, plus the cloud metadata endpoints known to sit outside link-local space.

@@ -50,7 +50,7 @@ export interface GuardedResponse {
 }
 
 /**
- * Fetches a URL with GET under the server-side fetch rules of PRODUCT.md's security baseline.
+ * Fetches a URL with GET under the server-side fetch rules of docs/PRODUCT.md's security baseline.
  * Rejects with a DomainError: `invalid` when the URL or any redirect is refused (bad scheme,
  * credentials, refused address or metadata host, unknown host), `too_large` for a declared
  * length past `maxBytes`, `unavailable` for timeouts, too many redirects and failed connections.

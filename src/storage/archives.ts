@@ -1,5 +1,5 @@
 /**
- * Archive helpers shared by every area (PRODUCT.md "Security baseline": no zip-slip, bounded
+ * Archive helpers shared by every area (docs/PRODUCT.md "Security baseline": no zip-slip, bounded
  * entry count, bounded total and per-entry size, bounded ratio). This file holds the limits,
  * entry-name safety, error mapping, size-enforcing streams and ZIP writing; zip.ts reads ZIPs
  * (openZip, openZipBlob, zipFileRepack) and tgz.ts converts to and from gzipped TAR.
@@ -308,7 +308,7 @@ export interface EntrySource<E extends SourceEntry = SourceEntry> {
   close(): Promise<void>;
 }
 
-/** The entries under `prefix` (matched case-insensitively, compat.md 1.1), with the prefix cut off. */
+/** The entries under `prefix` (matched case-insensitively, docs/compat.md 1.1), with the prefix cut off. */
 export function selectSubtree<E extends SourceEntry>(
   reader: Pick<EntrySource<E>, "entries">,
   prefix: string,
@@ -330,7 +330,7 @@ export function selectSubtree<E extends SourceEntry>(
 }
 
 /**
- * Streams a new ZIP of the entries under `prefix`, prefix removed (compat.md 2.4 contentOnly=zip).
+ * Streams a new ZIP of the entries under `prefix`, prefix removed (docs/compat.md 2.4 contentOnly=zip).
  * Refuses a clash up front (before any byte is sent); the returned stream then owns `reader`
  * and closes it when it ends, fails or is destroyed.
  */

@@ -73,7 +73,7 @@ export async function retryWhileBusy<T>(
 /**
  * The repository with every method that returns a Promise run through retryWhileBusy, after a
  * first attempt made as before (a method that succeeds costs one more promise, nothing else).
- * Sound because a repository method is one transaction or one statement (STYLE.md); synchronous
+ * Sound because a repository method is one transaction or one statement (docs/STYLE.md); synchronous
  * methods are left as they are.
  */
 export function withBusyRetries<T extends object>(db: Db, repository: T): T {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 
 /**
- * Data files are private to the service's user (PRODUCT.md security baseline): the data directory
+ * Data files are private to the service's user (docs/PRODUCT.md security baseline): the data directory
  * 0700, the database, its WAL and shared-memory files, and key files 0600. New files get these
  * modes from the start; files an older Wharf created readable by others are narrowed when opened.
  * Windows has no such modes: nothing is done there.

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
 /**
- * Secrets at rest (PRODUCT.md security baseline: stored secrets are encrypted with an
+ * Secrets at rest (docs/PRODUCT.md security baseline: stored secrets are encrypted with an
  * operator-provided key and never returned): connector passwords now, SSH credentials and webhook
  * secrets later. AES-256-GCM with a random 96-bit IV per value; the `purpose` is authenticated
  * data, so a value sealed for one use does not open as another. A sealed value is text:

@@ -1,5 +1,5 @@
 /**
- * Gzipped TAR in and out: package content served as .tgz (compat.md 2.4 contentOnly=tgz) and
+ * Gzipped TAR in and out: package content served as .tgz (docs/compat.md 2.4 contentOnly=tgz) and
  * .tgz uploads turned into ZIPs. A tar has no central directory, so uploads are checked entry by
  * entry while every entry is drained, and the whole gzip stream is held to the ratio limit.
  */

@@ -48,7 +48,7 @@ export interface ArchiveEntry {
 export interface ZipReader {
   /** Every entry, in central-directory order. */
   entries(): readonly ArchiveEntry[];
-  /** Exact name first; with ignoreCase, then the first case-insensitive match (compat.md 1.1). */
+  /** Exact name first; with ignoreCase, then the first case-insensitive match (docs/compat.md 1.1). */
   findEntry(name: string, options?: { ignoreCase?: boolean }): ArchiveEntry | undefined;
   /** UTF-8 text of a file entry (a BOM is dropped); too_large past maxBytes, not_found when absent. */
   readText(name: string, maxBytes: number): Promise<string>;

@@ -7,7 +7,7 @@ import { buildUpack } from "../helpers/upack-fixtures.js";
 import { type RunningServer, startServer } from "./process.js";
 
 /**
- * The real server process keeps its data private to its user (PRODUCT.md security baseline):
+ * The real server process keeps its data private to its user (docs/PRODUCT.md security baseline):
  * whatever the umask it was started with, every directory it creates is 0700 and every file 0600
  * (database, WAL, shared memory, blobs, key files), and a data directory or database an older
  * Wharf left readable by others is narrowed at start.

@@ -10,7 +10,7 @@ import yazl from "yazl";
 import { type RunningServer, startServer } from "./process.js";
 
 /**
- * PRODUCT.md: "crash at any point loses no acknowledged upload and leaves no partial file
+ * docs/PRODUCT.md: "crash at any point loses no acknowledged upload and leaves no partial file
  * visible". Many uploads stream into the real server; it is SIGKILLed while some are still
  * sending, some hashing and some committing; after a restart on the same data directory every
  * upload that got its 201 is there with its bytes, and nothing half-done is.

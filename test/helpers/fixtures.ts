@@ -108,7 +108,7 @@ export function createGroup(db: Db, name: string, memberIds: readonly number[] =
 
 let taskCounter = 0;
 
-/** A task (named set of privilege attributes, compat.md section 9). Returns the task id. */
+/** A task (named set of privilege attributes, docs/compat.md section 9). Returns the task id. */
 export function createTask(db: Db, attributes: readonly string[], name = `test-task-${++taskCounter}`): number {
   const feedScoped = attributes.every((a) => FEED_ATTRIBUTES.has(a)) ? 1 : 0;
   const row = db

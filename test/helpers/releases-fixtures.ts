@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import { createReleasesServices, type ReleasesServices } from "../../src/areas/releases/index.js";
 import type { TestApp } from "./app.js";
 
-/** Requests and setup shared by the releases-*.test.ts suites (area E; compat.md 7). */
+/** Requests and setup shared by the releases-*.test.ts suites (area E; docs/compat.md 7). */
 export interface ReleasesFixtures {
   readonly services: ReleasesServices;
   json(method: InjectOptions["method"], url: string, body?: unknown, key?: string): Promise<LightMyRequestResponse>;

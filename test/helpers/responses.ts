@@ -9,7 +9,7 @@ export function expectJson(res: LightMyRequestResponse, status = 200): unknown {
 }
 
 /**
- * A plain-text answer (every error is one, compat.md 0.3) with this status, or one of these, whose
+ * A plain-text answer (every error is one, docs/compat.md 0.3) with this status, or one of these, whose
  * body contains each text and matches each pattern given: its body.
  */
 export function expectText(

@@ -15,7 +15,7 @@ import {
 } from "../helpers/fixtures.js";
 
 /**
- * The one authentication path (compat.md 0.1, 13 item 1; clients.md 4 item 8), proven against
+ * The one authentication path (docs/compat.md 0.1, 13 item 1; docs/clients.md 4 item 8), proven against
  * real routes: `/api/api-keys/list` and `/api/security/users/list` (full control or
  * Admin_ConfigureProGet) and `/metrics` (the `metrics` scope).
  */

@@ -7,7 +7,7 @@ import { createSystemKey } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
 /**
- * CI badges (seed-api.md area G; compat.md 7.6): the state of the newest matching build's latest
+ * CI badges (docs/seed-api.md area G; docs/compat.md 7.6): the state of the newest matching build's latest
  * execution, one test per state with the SVG parsed; filters AND-combined; links by page.
  */
 let t: TestApp;

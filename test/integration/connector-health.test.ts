@@ -12,7 +12,7 @@ import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
- * Connector health (seed-api.md area D; compat.md 6.1): checks through the fetch guard against
+ * Connector health (docs/seed-api.md area D; docs/compat.md 6.1): checks through the fetch guard against
  * local upstreams (so WHARF_FETCH_ALLOW_PRIVATE=true where one is reached), on demand and on the
  * schedule; the health endpoints' shapes, statuses and privileges.
  */

@@ -6,7 +6,7 @@ import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
- * Connector management (compat.md 5.3) as a story: create -> read -> conflict -> bad input ->
+ * Connector management (docs/compat.md 5.3) as a story: create -> read -> conflict -> bad input ->
  * update -> feeds naming connectors -> delete -> gone, then who may do what.
  */
 

@@ -12,7 +12,7 @@ import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createFeedKey } from "../helpers/fixtures.js";
 import { buildZip } from "../helpers/upack-fixtures.js";
 
-/** compat.md 4.5: export and import of asset folders as archives. */
+/** docs/compat.md 4.5: export and import of asset folders as archives. */
 
 /** Item times are the clock's; even seconds survive a ZIP's 2-second DOS times. */
 const NOW = new Date(Date.UTC(2024, 2, 4, 5, 6, 8));
@@ -85,7 +85,7 @@ async function zipWithMode(name: string, mode: number, content: string): Promise
   return collect(zip.outputStream as AsyncIterable<Buffer>);
 }
 
-describe("asset directory export and import (compat.md 4.5)", () => {
+describe("asset directory export and import (docs/compat.md 4.5)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
   const binary = randomBytes(70_000);

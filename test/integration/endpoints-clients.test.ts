@@ -4,7 +4,7 @@ import { createAssetDirectory } from "../helpers/asset-fixtures.js";
 import { basic, createFeedKey } from "../helpers/fixtures.js";
 
 /**
- * Replays of the asset-directory requests that real clients send (clients.md 3.4 pgutil, 3.5
+ * Replays of the asset-directory requests that real clients send (docs/clients.md 3.4 pgutil, 3.5
  * Inedo.AssetDirectories, 3.9 ProGetAutomation, 3.15 Cake.ProGet, 3.16 proget-updater, 3.18 the
  * ccdc Ansible role), with the answers each of them needs.
  */

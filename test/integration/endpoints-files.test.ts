@@ -15,7 +15,7 @@ async function blobFiles(dataDir: string): Promise<string[]> {
   return entries.filter((entry) => entry.isFile()).map((entry) => entry.name);
 }
 
-describe("asset directory files (compat.md 4.2)", () => {
+describe("asset directory files (docs/compat.md 4.2)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
   const get = (url: string, headers: Record<string, string> = {}) =>

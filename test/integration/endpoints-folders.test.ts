@@ -4,7 +4,7 @@ import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-describe("asset directory folders (compat.md 4.3)", () => {
+describe("asset directory folders (docs/compat.md 4.3)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
   const list = async (url: string) => {
@@ -50,7 +50,7 @@ describe("asset directory folders (compat.md 4.3)", () => {
       ["docs/deep", "b.txt"],
     ]);
     expect(await list("/endpoints/tree/dir/docs?recursive=True")).toEqual(recursive);
-    // pgutil appends a stray ')' to the value (clients.md 3.4).
+    // pgutil appends a stray ')' to the value (docs/clients.md 3.4).
     expect((await list("/endpoints/tree/dir/docs?recursive=false)")).map((item) => item.name)).toEqual([
       "a.txt",
       "deep",
@@ -96,7 +96,7 @@ describe("asset directory folders (compat.md 4.3)", () => {
   });
 });
 
-describe("asset metadata (compat.md 4.4)", () => {
+describe("asset metadata (docs/compat.md 4.4)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
   const getMeta = (path: string) =>

@@ -55,7 +55,7 @@ function nth<T>(items: readonly T[], index: number): T {
 
 const newUploadId = () => randomBytes(16).toString("hex");
 
-describe("multipart asset uploads (compat.md 4.2)", () => {
+describe("multipart asset uploads (docs/compat.md 4.2)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
 

@@ -9,8 +9,8 @@ import { rawHeader, rawRequest } from "../helpers/raw-http.js";
 import { basic, createFeedKey, createPersonalKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 
 /**
- * Asset directories from an attacker's side (PRODUCT.md "Security baseline", issue point 4):
- * traversal and other hostile paths on every route, and the privileges of compat.md 4.6 for
+ * Asset directories from an attacker's side (docs/PRODUCT.md "Security baseline", issue point 4):
+ * traversal and other hostile paths on every route, and the privileges of docs/compat.md 4.6 for
  * every kind of caller. Each refusal is a clean 4xx with a text body, and nothing changes.
  */
 let t: TestApp;
@@ -94,7 +94,7 @@ describe("hostile paths, over a real socket (nothing normalises the URL on the w
   });
 });
 
-describe("privileges (compat.md 4.6)", () => {
+describe("privileges (docs/compat.md 4.6)", () => {
   const ask = (method: InjectOptions["method"], url: string, headers: Record<string, string>, payload?: string) =>
     t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
 

@@ -17,7 +17,7 @@ import { expectJson, expectText } from "../helpers/responses.js";
 const FEEDS = "/api/management/feeds";
 type Method = NonNullable<InjectOptions["method"]>;
 
-/** pgutil cannot read `null` into its members (compat.md 0.2): no null anywhere in a Feed. */
+/** pgutil cannot read `null` into its members (docs/compat.md 0.2): no null anywhere in a Feed. */
 function expectNoNulls(value: unknown, path = "feed"): void {
   expect(value, path).not.toBeNull();
   if (!value || typeof value !== "object") return;
@@ -652,7 +652,7 @@ describe("feed management: who may do what", () => {
     expect((await as(keys.feedsSystem, "DELETE", `${FEEDS}/delete/gamma`)).statusCode).toBe(200);
   });
 
-  it("accepts the key from every transport a client uses (compat.md 0.1)", async () => {
+  it("accepts the key from every transport a client uses (docs/compat.md 0.1)", async () => {
     const key = keys.feedsSystem as string;
     const get = (options: InjectOptions) => t.app.inject({ method: "GET", url: `${FEEDS}/get/alpha`, ...options });
     expectJson(await get({ headers: { "x-apikey": key } }), 200);

@@ -11,7 +11,7 @@ import { basic, createPersonalKey, createSystemKey, createUser, grant } from "..
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
 /**
- * Native API, application methods (seed-api.md area H; compat.md 5.5, 7.5, 7.7; issue 6 section 4):
+ * Native API, application methods (docs/seed-api.md area H; docs/compat.md 5.5, 7.5, 7.7; issue 6 section 4):
  * the Jenkins BuildMaster plugin's calls 1-2 as it sends them, each method's shape, every key
  * transport, and the refusals (403 without the native scope, 404 unknown method, 400 arguments).
  */
@@ -75,7 +75,7 @@ function refused(res: LightMyRequestResponse, status: number, message: string | 
   else expect(res.body).toMatch(message);
 }
 
-describe("the Jenkins BuildMaster plugin's calls (compat.md 7.5, steps 1-2)", () => {
+describe("the Jenkins BuildMaster plugin's calls (docs/compat.md 7.5, steps 1-2)", () => {
   it("1: connection test lists at most one application as an array", async () => {
     const res = await get(`/api/json/Applications_GetApplications?API_Key=${nativeKey}&Application_Count=1`);
     const apps = r.ok<Json[]>(res);

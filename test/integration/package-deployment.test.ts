@@ -9,7 +9,7 @@ import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Package deployment records (seed-api.md C; compat.md 6.2, 2.4): every status of the seed, every
+ * Package deployment records (docs/seed-api.md C; docs/compat.md 6.2, 2.4): every status of the seed, every
  * way the record and the key arrive, defaults (UserName from the caller, Date from the clock),
  * deployments announced by X-ProGet-Deployment-* headers on downloads, and the listing Wharf adds.
  */

@@ -10,7 +10,7 @@ import { buildUpack, createUpackFixtures, readZip, sha1Hex, type PackageSpec } f
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Common Packages API stories for universal feeds (compat.md 3, 2.14; clients.md 3.4): pgutil's
+ * Common Packages API stories for universal feeds (docs/compat.md 3, 2.14; docs/clients.md 3.4): pgutil's
  * exact request shapes, both directions between this API and /upack, the PackageVersionInfo
  * contract (case-sensitive names, no nulls), purl addressing, and the privilege matrix.
  */
@@ -336,7 +336,7 @@ describe("delete", () => {
   });
 });
 
-describe("privileges (compat.md 2.14)", () => {
+describe("privileges (docs/compat.md 2.14)", () => {
   beforeAll(async () => {
     await pgutilUpload({ name: "guarded", version: "1.0.0" });
   });

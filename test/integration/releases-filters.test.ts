@@ -4,10 +4,10 @@ import { createSystemKey } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
 /**
- * The filters of the three list operations and the inputs without a test elsewhere (compat.md 7.2):
+ * The filters of the three list operations and the inputs without a test elsewhere (docs/compat.md 7.2):
  * releases by name, pipeline and status; create-from-template; builds by stage, status, pipeline,
  * release name and id; deployments by stage, environment, status, pipeline and id; deploy with a
- * startTime; and the CI badge key in the X-ApiKey header or a JSON body (compat.md 7.1, 7.6).
+ * startTime; and the CI badge key in the X-ApiKey header or a JSON body (docs/compat.md 7.1, 7.6).
  */
 let t: TestApp;
 let f: ReleasesFixtures;
@@ -303,7 +303,7 @@ describe("deploy with startTime", () => {
   });
 });
 
-describe("CI badges: key transports (compat.md 7.1, 7.6)", () => {
+describe("CI badges: key transports (docs/compat.md 7.1, 7.6)", () => {
   const title = (svg: string) => /<title>([^<]*)<\/title>/.exec(svg)?.[1];
 
   it("takes the key from the X-ApiKey header", async () => {

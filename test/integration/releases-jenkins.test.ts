@@ -3,7 +3,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
 /**
- * The Jenkins BuildMaster plugin sequence of compat.md 7.5 steps 3-6 (clients.md 3.8), with its
+ * The Jenkins BuildMaster plugin sequence of docs/compat.md 7.5 steps 3-6 (docs/clients.md 3.8), with its
  * exact encoding: form bodies carrying the key as `key`, a stray `charset` header, `$Var` with an
  * unencoded `$`, PUT for create and deploy. Every field the plugin parses is checked.
  */
@@ -21,7 +21,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-describe("Jenkins BuildMaster plugin (compat.md 7.5)", () => {
+describe("Jenkins BuildMaster plugin (docs/compat.md 7.5)", () => {
   it("runs steps 3 to 6 and sees the deployment succeed", async () => {
     const key = t.adminKey;
     // Step 3: releases, newest first; [0] is LATEST.

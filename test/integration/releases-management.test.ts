@@ -3,7 +3,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
-/** Management additions: applications (compat.md 7.8), pipelines, environments (compat.md 8.2). */
+/** Management additions: applications (docs/compat.md 7.8), pipelines, environments (docs/compat.md 8.2). */
 let t: TestApp;
 let f: ReleasesFixtures;
 type Json = Record<string, unknown>;
@@ -128,7 +128,7 @@ describe("pipelines", () => {
   });
 });
 
-describe("environments (compat.md 8.2)", () => {
+describe("environments (docs/compat.md 8.2)", () => {
   it("creates with a parent, lists, renames, removes the parent and deletes", async () => {
     expect((await f.json("POST", "/api/infrastructure/environments/create/Prod", { active: true })).statusCode).toBe(
       201,

@@ -3,7 +3,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
-/** State rules of compat.md 7.4, legacy aliases, duplicate inputs and scopes (compat.md 7.1, 7.2). */
+/** State rules of docs/compat.md 7.4, legacy aliases, duplicate inputs and scopes (docs/compat.md 7.1, 7.2). */
 let t: TestApp;
 let f: ReleasesFixtures;
 type Json = Record<string, unknown>;
@@ -38,7 +38,7 @@ async function succeed(id: number): Promise<void> {
   await f.services.releases.completeDeployment(id, "succeeded", "ok");
 }
 
-describe("state rules (compat.md 7.4)", () => {
+describe("state rules (docs/compat.md 7.4)", () => {
   it("walks a build through every stage; the final success deploys build and release", async () => {
     await createRelease("Rules", "1.0");
     const build = await createBuild("Rules", "1.0");
@@ -135,7 +135,7 @@ describe("state rules (compat.md 7.4)", () => {
   });
 });
 
-describe("inputs and aliases (compat.md 7.1, 7.2)", () => {
+describe("inputs and aliases (docs/compat.md 7.1, 7.2)", () => {
   it("refuses a name given in both the query and the body, and ignores empty values", async () => {
     const twice = await t.app.inject({
       method: "POST",

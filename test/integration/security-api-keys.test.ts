@@ -3,7 +3,7 @@ import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createUser, newKey } from "../helpers/fixtures.js";
 
-/** `/api/api-keys/list|create|delete` (compat.md 5.4; pgutil `apikeys`), as a story. */
+/** `/api/api-keys/list|create|delete` (docs/compat.md 5.4; pgutil `apikeys`), as a story. */
 
 const DENIED = "The specified API key does not have the proper permissions to perform this action.";
 

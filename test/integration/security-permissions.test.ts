@@ -5,7 +5,7 @@ import { basic, createFeedKey, createGroup, createUser } from "../helpers/fixtur
 
 /**
  * `/api/security/tasks/...`, `/api/security/attributes/list` and `/api/security/permissions/...`
- * (compat.md 5.4 and 9; pgutil `security tasks|attributes|permissions`).
+ * (docs/compat.md 5.4 and 9; pgutil `security tasks|attributes|permissions`).
  */
 
 describe("tasks, attributes and permissions", () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { basic } from "../helpers/fixtures.js";
 
-/** `/api/security/users/...` and `/api/security/groups/...` (compat.md 5.4; pgutil `security users|groups`). */
+/** `/api/security/users/...` and `/api/security/groups/...` (docs/compat.md 5.4; pgutil `security users|groups`). */
 
 describe("users and groups", () => {
   let t: TestApp;

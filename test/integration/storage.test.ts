@@ -6,7 +6,7 @@ import { expectJson, expectText } from "../helpers/responses.js";
 
 const DEFAULT_DISK = { id: "disk", properties: { StoragePath: null } };
 
-describe("feed storage (/api/storage, compat.md 5.1 and 5.2)", () => {
+describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
   let t: TestApp;
   let admin: Record<string, string>;
   const get = (url: string, headers: Record<string, string> = admin) => t.app.inject({ method: "GET", url, headers });

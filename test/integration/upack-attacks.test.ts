@@ -15,7 +15,7 @@ import { expectText } from "../helpers/responses.js";
 
 /**
  * Attacks on the universal feed area (`/upack/<feed>/...`) and its Common Packages API face
- * (`/api/packages/<feed>/...`), written from an attacker's side of PRODUCT.md "Security baseline":
+ * (`/api/packages/<feed>/...`), written from an attacker's side of docs/PRODUCT.md "Security baseline":
  * traversal in every path and query parameter, hostile archives and manifests, oversized and
  * pathological bodies, header injection through names, feed-key scoping through alternate names,
  * view-only keys on every upload shape, HEAD versus GET, and isolation between feeds. Each test
@@ -1440,7 +1440,7 @@ describe("over a real socket", () => {
     }
   });
 
-  it("client errors detected by the HTTP parser still answer plain text (compat.md 0.3)", async () => {
+  it("client errors detected by the HTTP parser still answer plain text (docs/compat.md 0.3)", async () => {
     const tooLong = await rawGet(`/upack/main/download/${"g/".repeat(10_000)}wire/1.0.0`);
     expect(tooLong.status).toBe(431);
     expect(contentType(tooLong.headers)).toBe("text/plain");

@@ -5,8 +5,8 @@ import { type AddedVersion, buildUpack, createUpackFixtures, readTgz, readZip } 
 
 /**
  * Replay of every read request real clients send to `/upack/<feed>/...`, byte for byte as
- * clients.md section 3 records them (paths, query spelling, `%2F`, `/?`, bare `?latest`, headers),
- * each checked against what that client needs back (clients.md section 4 items 3-7 and 12).
+ * docs/clients.md section 3 records them (paths, query spelling, `%2F`, `/?`, bare `?latest`, headers),
+ * each checked against what that client needs back (docs/clients.md section 4 items 3-7 and 12).
  */
 
 type Json = Record<string, unknown>;
@@ -23,7 +23,7 @@ describe("universal feed reads as real clients send them", () => {
   const json = async (url: string, headers: Headers) => {
     const res = await send(url, headers);
     expect(res.statusCode, `${url}: ${res.body}`).toBe(200);
-    // Inedo.UPack only checks that the type starts with application/json (clients.md 3.1).
+    // Inedo.UPack only checks that the type starts with application/json (docs/clients.md 3.1).
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     return res.json() as unknown;
   };
@@ -57,7 +57,7 @@ describe("universal feed reads as real clients send them", () => {
   });
   afterAll(async () => t?.close());
 
-  describe("Inedo.UPack UniversalFeedClient and the upack CLI (clients.md 3.1, 3.2)", () => {
+  describe("Inedo.UPack UniversalFeedClient and the upack CLI (docs/clients.md 3.1, 3.2)", () => {
     const auth = () => basic(user.name, user.password); // pre-emptive Basic
 
     it("lists packages of a group as an array with name, latestVersion and versions", async () => {
@@ -109,7 +109,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("Go upack 2.2.2 (clients.md 3.3, wire capture)", () => {
+  describe("Go upack 2.2.2 (docs/clients.md 3.3, wire capture)", () => {
     const auth = () => basic("api", key);
 
     it("install: packages?group=<escaped>&name= is one object, then download with %2F in the group", async () => {
@@ -133,7 +133,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("pgutil upack install/update (clients.md 3.4)", () => {
+  describe("pgutil upack install/update (docs/clients.md 3.4)", () => {
     it("versions?group=&name= is an array of {group?, name, version}, with a key or user:password", async () => {
       for (const headers of [apiKey(), { "X-ApiKey": `${user.name}:${user.password}` }]) {
         const list = (await json("/upack/feed1/versions?group=&name=plain", headers)) as Json[];
@@ -147,7 +147,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("Jenkins inedo-proget-plugin (clients.md 3.7)", () => {
+  describe("Jenkins inedo-proget-plugin (docs/clients.md 3.7)", () => {
     const java = () => ({
       ...basic(user.name, user.password),
       Accept: "text/html, image/gif, image/jpeg, */*; q=0.2",
@@ -166,7 +166,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("ProGetAutomation (clients.md 3.9)", () => {
+  describe("ProGetAutomation (docs/clients.md 3.9)", () => {
     it("gets a package as an object, and a missing one as an error saying 'package was not found'", async () => {
       expect(await json("/upack/feed1/packages?name=pkg&group=my%2Fgroup", apiKey())).toMatchObject({ name: "pkg" });
       const missing = await send("/upack/feed1/packages?name=missing&group=my%2Fgroup", apiKey());
@@ -184,7 +184,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("proget-universal-bower-resolver (clients.md 3.12)", () => {
+  describe("proget-universal-bower-resolver (docs/clients.md 3.12)", () => {
     it("gets 401 with a Basic challenge anonymously, then the whole package with Basic", async () => {
       const url = "/upack/feed1/download/bower/jquery/3.7.1";
       const anonymous = await send(url);
@@ -197,7 +197,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("lvermeulen/ProGet.Net (clients.md 3.13)", () => {
+  describe("lvermeulen/ProGet.Net (docs/clients.md 3.13)", () => {
     it("authenticates with ?key= on every call", async () => {
       const list = (await json(
         `/upack/feed1/versions?group=&name=plain&includeFileList=true&key=${key}`,
@@ -212,7 +212,7 @@ describe("universal feed reads as real clients send them", () => {
     });
   });
 
-  describe("Blackvote/proget-updater (clients.md 3.16)", () => {
+  describe("Blackvote/proget-updater (docs/clients.md 3.16)", () => {
     it("reads packages as an array whose versions are newest first, then downloads each", async () => {
       const list = (await json("/upack/feed1/packages", apiKey())) as Array<{
         group?: string;

@@ -17,7 +17,7 @@ import { createFeedKey } from "../helpers/fixtures.js";
 import { buildUpack, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
 
 /**
- * Downloads from a universal feed with connectors (compat.md 2.4, 2.5, 5.3): a remote version is
+ * Downloads from a universal feed with connectors (docs/compat.md 2.4, 2.5, 5.3): a remote version is
  * streamed from the upstream and, when the feed caches connectors and the caller may pull, kept
  * as a cached version (verified against the upstream's sha1) that is then served locally. An
  * upstream lying about sha1, or sending a file whose upack.json names another package or version,

@@ -14,7 +14,7 @@ import {
 import { createFeedKey } from "../helpers/fixtures.js";
 
 /**
- * Listings of a universal feed with a connector to another Wharf (compat.md 2.2, 2.3, 2.11, 5.3):
+ * Listings of a universal feed with a connector to another Wharf (docs/compat.md 2.2, 2.3, 2.11, 5.3):
  * remote packages look like the feed's own, local versions shadow remote ones, connector filters
  * hide packages, entries say whether they are local or cached, the connector's Basic credentials
  * reach the upstream, and a feed without connectors answers exactly as before.

@@ -15,7 +15,7 @@ import {
 } from "../helpers/connector-fixtures.js";
 
 /**
- * Connectors when the upstream is down, slow, failing or not allowed (PRODUCT.md: "connectors
+ * Connectors when the upstream is down, slow, failing or not allowed (docs/PRODUCT.md: "connectors
  * that keep serving cached packages when the upstream is down, with an SSRF guard"): stale
  * metadata and cached packages keep being served; what only the upstream could answer is a 502
  * or 504 naming the connector, never a 500 and never a 404 kept past the negative-cache time;

@@ -7,7 +7,7 @@ import { buildUpack, createUpackFixtures, sha1Hex } from "../helpers/upack-fixtu
 import { expectText } from "../helpers/responses.js";
 
 /**
- * `content-url` uploads through the whole app (compat.md 2.7; PRODUCT.md security baseline):
+ * `content-url` uploads through the whole app (docs/compat.md 2.7; docs/PRODUCT.md security baseline):
  * refused until WHARF_CONTENT_URL_UPLOADS turns them on, and then fetched through the app's one
  * guarded fetch, so WHARF_FETCH_ALLOW_PRIVATE decides whether 127.0.0.1 is reachable and
  * link-local / metadata addresses never are. Nothing leaves 127.0.0.1: 169.254.169.254 is an IP

@@ -8,7 +8,7 @@ import { buildUpack, createUpackFixtures, type PackageSpec } from "../helpers/up
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Delete stories (seed-api.md A "Delete package", compat.md 2.8, 2.12, 2.14; clients.md 3.9):
+ * Delete stories (docs/seed-api.md A "Delete package", docs/compat.md 2.8, 2.12, 2.14; docs/clients.md 3.9):
  * DELETE or POST `delete/<group...>/<name>/<version>`, 200 when gone, 404 "package was not found",
  * 400 for a bad path, Feeds_DeletePackage needed; the package's listing columns follow.
  */
@@ -113,7 +113,7 @@ describe("deleting a version", () => {
   });
 });
 
-describe("delete privileges (compat.md 2.14: Feeds_DeletePackage; feed keys need Overwrite/Delete)", () => {
+describe("delete privileges (docs/compat.md 2.14: Feeds_DeletePackage; feed keys need Overwrite/Delete)", () => {
   beforeAll(async () => {
     await upload({ name: "guarded", version: "1.0.0" });
   });

@@ -16,8 +16,8 @@ import {
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Universal feed downloads (seed-api.md area A: download package, download package file,
- * download virtual package; compat.md 2.4-2.6, 2.12): headers, ranges and conditions, contents as
+ * Universal feed downloads (docs/seed-api.md area A: download package, download package file,
+ * download virtual package; docs/compat.md 2.4-2.6, 2.12): headers, ranges and conditions, contents as
  * ZIP or TGZ, single files and their path rules, virtual manifests, and download counting.
  */
 

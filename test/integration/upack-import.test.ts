@@ -18,7 +18,7 @@ import { buildUpack, buildZip, createUpackFixtures, sha1Hex } from "../helpers/u
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Import stories (compat.md 2.9, 2.14): a package file in an asset directory or in the server's
+ * Import stories (docs/compat.md 2.9, 2.14): a package file in an asset directory or in the server's
  * import folder becomes a version exactly as an upload of its bytes would, an asset's content is
  * shared rather than copied, and the source is deleted only when asked and allowed.
  */

@@ -11,8 +11,8 @@ import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../h
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
- * Universal feed listings (seed-api.md area A: list packages, list versions, search, feed
- * metadata; compat.md 2.2, 2.3, 2.10, 2.11, 2.14), as stories over rows written by the fixtures.
+ * Universal feed listings (docs/seed-api.md area A: list packages, list versions, search, feed
+ * metadata; docs/compat.md 2.2, 2.3, 2.10, 2.11, 2.14), as stories over rows written by the fixtures.
  */
 
 type Json = Record<string, unknown>;
@@ -96,7 +96,7 @@ describe("universal feed listings", () => {
         isCached: false,
         isVirtual: false,
       });
-      // Build metadata is part of the version; the one without it sorts above (compat.md 1.4).
+      // Build metadata is part of the version; the one without it sorts above (docs/compat.md 1.4).
       expect(list[4]).toMatchObject({
         group: "acme/libs",
         latestVersion: "1.0.0",
@@ -291,7 +291,7 @@ describe("universal feed listings", () => {
     }
   });
 
-  describe("privileges (compat.md 2.14)", () => {
+  describe("privileges (docs/compat.md 2.14)", () => {
     const listUrl = "/upack/main/packages";
     const downloadUrl = "/upack/main/download/tool/1.0.0";
 

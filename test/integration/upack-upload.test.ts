@@ -35,7 +35,7 @@ import { buildUpack, buildZip, createUpackFixtures, sha1Hex } from "../helpers/u
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Upload stories (seed-api.md A "Upload package", compat.md 2.7, 2.14, clients.md 4 items 1-2):
+ * Upload stories (docs/seed-api.md A "Upload package", docs/compat.md 2.7, 2.14, docs/clients.md 4 items 1-2):
  * every client shape, conversion of plain archives, every 400 of the upload table, digests, size
  * limits, overwrite rules, privileges and concurrency. Each story checks what was committed.
  */
@@ -129,7 +129,7 @@ function watchedBody(bytes: Buffer): { stream: Readable; wasRead: () => boolean 
   return { stream, wasRead: () => read };
 }
 
-describe("upload shapes real clients send (clients.md 4 item 1)", () => {
+describe("upload shapes real clients send (docs/clients.md 4 item 1)", () => {
   it("PUT upload application/zip (Inedo.UPack, upack CLI): 201, stored byte for byte", async () => {
     const bytes = await buildUpack({ name: "shape-a", version: "1.0.0", manifest: { title: "A", _custom: { x: 1 } } });
     const res = await send("PUT", "/upack/main/upload", bytes, { "content-type": "application/zip" });
@@ -225,7 +225,7 @@ describe("upload shapes real clients send (clients.md 4 item 1)", () => {
   });
 });
 
-describe("plain archives become packages (compat.md 2.7)", () => {
+describe("plain archives become packages (docs/compat.md 2.7)", () => {
   it("plain ZIP + query metadata: content under package/, upack.json built from the parameters", async () => {
     const zip = await buildZip({ "bin/tool.sh": "#!/bin/sh", "docs/": null });
     const res = await send(
@@ -452,7 +452,7 @@ describe("refused uploads: 400 with a text message, nothing committed", () => {
   });
 });
 
-describe("client digests are verified before anything is committed (PRODUCT.md integrity)", () => {
+describe("client digests are verified before anything is committed (docs/PRODUCT.md integrity)", () => {
   let bytes: Buffer;
   let wrong: Buffer;
   beforeAll(async () => {
@@ -552,7 +552,7 @@ describe("size limit (WHARF_MAX_UPLOAD_BYTES)", () => {
   });
 });
 
-describe("re-uploading a version (PRODUCT.md: overwrite needs the overwrite/delete permission)", () => {
+describe("re-uploading a version (docs/PRODUCT.md: overwrite needs the overwrite/delete permission)", () => {
   it("an admin replaces it: one row, the new bytes, the old blob gone", async () => {
     const first = await buildUpack({ name: "over", version: "1.0.0", files: { "a.txt": "one" } });
     const second = await buildUpack({ name: "Over", version: "1.0.0", files: { "a.txt": "two" } });
@@ -602,7 +602,7 @@ describe("re-uploading a version (PRODUCT.md: overwrite needs the overwrite/dele
   });
 });
 
-describe("privileges (compat.md 2.14)", () => {
+describe("privileges (docs/compat.md 2.14)", () => {
   let bytes: Buffer;
   beforeAll(async () => {
     bytes = await buildUpack({ name: "priv", version: "1.0.0" });
@@ -654,7 +654,7 @@ describe("privileges (compat.md 2.14)", () => {
   });
 });
 
-describe("concurrency (PRODUCT.md: concurrent uploads never produce a 500)", () => {
+describe("concurrency (docs/PRODUCT.md: concurrent uploads never produce a 500)", () => {
   it("20 parallel uploads of one new version by an admin: all 201, one row", async () => {
     const uploads = await Promise.all(
       Array.from({ length: 20 }, async (_, i) =>

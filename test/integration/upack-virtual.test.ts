@@ -7,7 +7,7 @@ import { buildUpack, createUpackFixtures, readTgz, readZip, sha1Hex } from "../h
 import { expectText } from "../helpers/responses.js";
 
 /**
- * Virtual packages end to end (compat.md 1.6, 2.4, 2.6, 2.10): uploaded as a ZIP or a plain
+ * Virtual packages end to end (docs/compat.md 1.6, 2.4, 2.6, 2.10): uploaded as a ZIP or a plain
  * .vpack, assembled on download from packages of the same feed and from URLs, cached, assembled
  * again when a package of the feed changes, and refused cleanly (never a 500) when a reference
  * cannot be satisfied. URL sources come from a server on 127.0.0.1, which only

@@ -138,7 +138,7 @@ beforeEach(() => {
   hits = [];
 });
 
-describe("assembleVirtualPackage (compat.md 1.6)", () => {
+describe("assembleVirtualPackage (docs/compat.md 1.6)", () => {
   it("assembles package and URL sources into package/, with the manifest minus contents", async () => {
     const manifest = vpack({
       title: "All of it",

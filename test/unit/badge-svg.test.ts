@@ -17,7 +17,7 @@ const require = createRequire(import.meta.url);
 const anafanafo = require("anafanafo") as (text: string, options: { font: string }) => number;
 const measured = (text: string) => (anafanafo(text, { font: "bold 10px Verdana" }) * BADGE_FONT_SIZE) / 10;
 
-// Colours straight from compat.md 7.6, so a wrong table in the module fails here.
+// Colours straight from docs/compat.md 7.6, so a wrong table in the module fails here.
 const SPEC_COLOURS: Record<BadgeState, string> = {
   success: "#499e8d",
   pending: "#48729d",
@@ -73,7 +73,7 @@ function rightPanel(badge: ParsedBadge, colour: string): { x: number; width: num
 }
 
 describe("renderBadge", () => {
-  it.each(BADGE_STATES)("draws the %s badge as compat.md 7.6 describes", (state) => {
+  it.each(BADGE_STATES)("draws the %s badge as docs/compat.md 7.6 describes", (state) => {
     const svg = renderBadge(state);
     const badge = parse(svg);
     const root = badge.svg;

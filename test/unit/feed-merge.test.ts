@@ -43,7 +43,7 @@ const current: FeedDraft = {
   },
 };
 
-describe("mergeFeedInput: partial update rules (compat.md 5.1)", () => {
+describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
   it("an empty update changes nothing and does not mutate the current feed", () => {
     const snapshot = structuredClone(current);
     expect(mergeFeedInput(current, {})).toEqual(current);

@@ -59,7 +59,7 @@ describe("validateFeedName", () => {
 });
 
 describe("normalizeFeedType", () => {
-  it("knows the 24 type names of compat.md 5.2", () => {
+  it("knows the 24 type names of docs/compat.md 5.2", () => {
     expect(FEED_TYPES).toHaveLength(24);
     expect(new Set(FEED_TYPES).size).toBe(24);
     for (const type of FEED_TYPES) expect(normalizeFeedType(type)).toBe(type);

@@ -35,7 +35,7 @@ const S3_NULLS = {
 const S3_MINIMAL = { AccessKey: "AKIA", SecretAccessKey: "secret", RegionEndpoint: "us-east-1" };
 
 describe("STORAGE_TYPES", () => {
-  it("has the FeedStorageType shape of compat.md 5.2", () => {
+  it("has the FeedStorageType shape of docs/compat.md 5.2", () => {
     expect(STORAGE_TYPES.map((t) => t.id)).toEqual(["disk", "s3", "azure"]);
     for (const type of STORAGE_TYPES) {
       expect(type.name).not.toBe("");

@@ -5,11 +5,11 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const measureText = require("anafanafo") as (text: string, options: { font: string }) => number;
 
-/** The states a CI badge can show (compat.md 7.6), in the order Inedo documents them. */
+/** The states a CI badge can show (docs/compat.md 7.6), in the order Inedo documents them. */
 export const BADGE_STATES = ["success", "pending", "running", "warning", "error", "unknown"] as const;
 export type BadgeState = (typeof BADGE_STATES)[number];
 
-/** Right-panel colours of Inedo's published badge files (compat.md 7.6). */
+/** Right-panel colours of Inedo's published badge files (docs/compat.md 7.6). */
 export const BADGE_COLOURS: Readonly<Record<BadgeState, string>> = {
   success: "#499e8d",
   pending: "#48729d",

@@ -4,7 +4,7 @@ import { type Inputs, parseWholeNumber } from "../releases/params.js";
 import type { BadgeState } from "./badge-svg.js";
 
 /**
- * The build a badge or link is about (compat.md 7.6): the newest build matching every filter,
+ * The build a badge or link is about (docs/compat.md 7.6): the newest build matching every filter,
  * AND-combined. `$ApplicationName`, `$ApplicationId`, `$ReleaseNumber` and `$BuildNumber` select
  * by those fields; any other `$Name=value` matches a build variable.
  */
@@ -69,7 +69,7 @@ const STATE_OF_DEPLOYMENT: Record<Deployment["status"], BadgeState> = {
   failed: "error",
 };
 
-/** No matching build, or a build never deployed: `unknown` (compat.md 7.6). */
+/** No matching build, or a build never deployed: `unknown` (docs/compat.md 7.6). */
 export function badgeStateOf(selected: SelectedBuild | undefined): BadgeState {
   const status = selected?.deployment?.status;
   return status === undefined ? "unknown" : STATE_OF_DEPLOYMENT[status];

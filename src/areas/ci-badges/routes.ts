@@ -14,7 +14,7 @@ import { type ChangeWatch, VersionedCache } from "../../storage/change-watch.js"
 import { errorText } from "../../http/errors.js";
 
 /**
- * CI badges (seed-api.md area G; compat.md 7.6): `image` answers the SVG of the selected build's
+ * CI badges (docs/seed-api.md area G; docs/compat.md 7.6): `image` answers the SVG of the selected build's
  * latest execution, `link` redirects to the page about it. Arguments come from the query string
  * (what README embeds use) or a form body; the key as `key` or `API_Key` in either, a header or
  * Basic. A System key needs the `ci-badges` scope, a user Applications_View; anything else is 403.
@@ -105,7 +105,7 @@ function sendBadge(request: FastifyRequest, reply: FastifyReply, state: BadgeSta
   return reply.code(200).send(gzip ? badge.gzip : badge.svg);
 }
 
-/** Where `page` shows the selected build (compat.md 7.6); the JSON views of view-routes.ts answer there. */
+/** Where `page` shows the selected build (docs/compat.md 7.6); the JSON views of view-routes.ts answer there. */
 function pagePath(page: (typeof PAGES)[number], selected: SelectedBuild): string {
   const { build, deployment } = selected;
   const application = `/applications/${build.applicationId}`;

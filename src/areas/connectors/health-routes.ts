@@ -8,8 +8,8 @@ import { connectorHealthSchema, connectorIdParams } from "./schemas.js";
 import type { ConnectorService } from "./service.js";
 
 /**
- * Connector health (seed-api.md "D. Connector health", compat.md 6.1): `GET|HEAD
- * /api/connector-health` and `/api/connector-health/<id>`. Privileges (seed-api.md
+ * Connector health (docs/seed-api.md "D. Connector health", docs/compat.md 6.1): `GET|HEAD
+ * /api/connector-health` and `/api/connector-health/<id>`. Privileges (docs/seed-api.md
  * "Authentication", row D): a System key with the `connector-health` scope; users and Anonymous
  * need Feeds_Manage (granted globally: connectors belong to no feed).
  */

@@ -4,7 +4,7 @@ import type { Authorization } from "./credentials.js";
 import type { Connector } from "./model.js";
 
 /**
- * Connector health (seed-api.md area D; compat.md 6.1): how one upstream is probed, and the timer
+ * Connector health (docs/seed-api.md area D; docs/compat.md 6.1): how one upstream is probed, and the timer
  * that probes every connector now and then. The service decides what is due and stores results.
  */
 
@@ -26,10 +26,10 @@ export interface HealthProbeOptions {
 const MAX_MESSAGE_LENGTH = 1000;
 
 /**
- * Probes with GET through the fetch guard (PRODUCT.md security baseline), bounded by the
+ * Probes with GET through the fetch guard (docs/PRODUCT.md security baseline), bounded by the
  * connector's own timeout and sending its Basic credentials (the guard drops them on a redirect
  * to another origin). A universal connector is asked for one package (`<url>/packages?count=1`,
- * compat.md 2.2), which proves the feed API answers, not only the host. Connectors of other types
+ * docs/compat.md 2.2), which proves the feed API answers, not only the host. Connectors of other types
  * are stored only, and Wharf does not speak their protocols: their URL itself is fetched, which
  * shows at least that it is reachable. Any 2xx is healthy; the body is never read.
  */

@@ -63,8 +63,8 @@ export function findConnectorReference(db: Db): (name: string) => Promise<Connec
 }
 
 /**
- * Connectors (`/api/management/connectors/...`, compat.md 5.3) and connector health
- * (`/api/connector-health`, seed-api.md area D), with the scheduled health checks running from
+ * Connectors (`/api/management/connectors/...`, docs/compat.md 5.3) and connector health
+ * (`/api/connector-health`, docs/seed-api.md area D), with the scheduled health checks running from
  * ready to close (WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES).
  */
 export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, deps) => {

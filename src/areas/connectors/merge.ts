@@ -6,7 +6,7 @@ import type { ConnectorInput } from "./schemas.js";
 
 /**
  * Applies a create (current undefined) or partial update of a connector, following the feed
- * management conventions (compat.md 5.1): omitted or null members keep their value, except
+ * management conventions (docs/compat.md 5.1): omitted or null members keep their value, except
  * `username` and `password`, whose null (or '') removes them; `filters` is replaced wholesale.
  * Pure and synchronous, so the repository can run it inside its transaction. Throws invalid (400).
  * A new password is sealed at once with `seal` (credentials.ts): a draft never holds the plain text.

@@ -1,5 +1,5 @@
 /**
- * A connector to a remote universal feed (compat.md 5.3) as Wharf keeps it (migration 0007).
+ * A connector to a remote universal feed (docs/compat.md 5.3) as Wharf keeps it (migration 0007).
  * The password is kept because it is sent to the upstream, sealed (credentials.ts); the management
  * API never returns it.
  */
@@ -8,7 +8,7 @@ export interface Connector {
   readonly name: string;
   /** The remote feed's URL, e.g. `https://proget.example.com/upack/internal` (no trailing '/'). */
   readonly url: string;
-  /** As ProGet spells it in output, e.g. `universal` (compat.md 5.2 feed types). */
+  /** As ProGet spells it in output, e.g. `universal` (docs/compat.md 5.2 feed types). */
   readonly feedType: string;
   /** Bound on one upstream request, in seconds. */
   readonly timeoutSeconds: number;
@@ -35,7 +35,7 @@ export interface Connector {
 /** The editable part of a connector: what create and update produce (health and times are not). */
 export type ConnectorDraft = Omit<Connector, "id" | "health" | "createdAt" | "modifiedAt">;
 
-/** Connector health (seed-api.md area D). */
+/** Connector health (docs/seed-api.md area D). */
 export interface ConnectorHealth {
   readonly state: "healthy" | "error" | "unknown";
   /** Set when the state is `error`. */

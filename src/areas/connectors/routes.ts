@@ -8,9 +8,9 @@ import { connectorHealthSchema, connectorInputSchema, connectorNameParams, conne
 import type { ConnectorService } from "./service.js";
 
 /**
- * Connector management (compat.md 5.3): `/api/management/connectors/...`, with the methods,
- * statuses, `indent` and plain-text errors of feed management (compat.md 5.1), and delete by POST
- * as well as DELETE (compat.md 11: pgutil posts). Reading and changing both need Admin_ManageFeed
+ * Connector management (docs/compat.md 5.3): `/api/management/connectors/...`, with the methods,
+ * statuses, `indent` and plain-text errors of feed management (docs/compat.md 5.1), and delete by POST
+ * as well as DELETE (docs/compat.md 11: pgutil posts). Reading and changing both need Admin_ManageFeed
  * (System keys: the `feeds` scope): a connector names an upstream and the account used there,
  * which a server that lets anonymous users view its feeds must not show them. Connectors belong to
  * no feed, so only global grants count, and Feed keys are always refused.
@@ -137,7 +137,7 @@ export const connectorRoutes: FastifyPluginAsync<{ connectors: ConnectorService 
       summary: "Check a connector's health now (Wharf extension)",
       description:
         "Fetches the upstream as the scheduled check does and answers 200 with the Connector health " +
-        "object (seed-api.md area D), whatever the upstream's state.",
+        "object (docs/seed-api.md area D), whatever the upstream's state.",
       tags: TAGS,
       params: connectorNameParams,
       querystring: managementQuery,

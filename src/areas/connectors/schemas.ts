@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Request and response shapes of connectors (compat.md 5.3) and connector health (seed-api.md
+ * Request and response shapes of connectors (docs/compat.md 5.3) and connector health (docs/seed-api.md
  * area D). As for feeds, input schemas check JSON types only and let unknown members through; the
  * rules (name, URL, ranges, patterns) are the service's (merge.ts). Output schemas are exact: the
  * serializer strips anything not listed, so a password can never leak through a response.
@@ -43,7 +43,7 @@ export const connectorInputSchema = z
   .loose();
 export type ConnectorInput = z.infer<typeof connectorInputSchema>;
 
-/** pgutil requires name, url and feedType (compat.md 5.3); absent members are omitted, never null. */
+/** pgutil requires name, url and feedType (docs/compat.md 5.3); absent members are omitted, never null. */
 export const connectorSchema = z.object({
   name: z.string(),
   url: z.string(),
@@ -58,7 +58,7 @@ export const connectorSchema = z.object({
 });
 export type ConnectorJson = z.infer<typeof connectorSchema>;
 
-/** seed-api.md "Connector health object (area D)": exactly these members. */
+/** docs/seed-api.md "Connector health object (area D)": exactly these members. */
 export const connectorHealthSchema = z.object({
   id: z.number(),
   name: z.string(),

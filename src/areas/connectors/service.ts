@@ -10,7 +10,7 @@ import type { Connector, ConnectorHealth } from "./model.js";
 import type { ConnectorRepository } from "./repository.js";
 import type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
 
-/** Connector management (compat.md 5.3) and health (seed-api.md area D). Throws DomainError; knows no HTTP. */
+/** Connector management (docs/compat.md 5.3) and health (docs/seed-api.md area D). Throws DomainError; knows no HTTP. */
 export interface ConnectorService {
   /** By name, case-insensitively (for other areas: a feed's `connectors` entries). */
   findConnector(name: string): Promise<Connector | undefined>;
@@ -22,7 +22,7 @@ export interface ConnectorService {
   /** Validates (400), then stores with health `unknown`; 409 when the name is taken. */
   createConnector(input: ConnectorInput): Promise<Connector>;
   /**
-   * Partial update (compat.md 5.1 conventions); a different `input.name` renames, and feeds using
+   * Partial update (docs/compat.md 5.1 conventions); a different `input.name` renames, and feeds using
    * the connector keep it (they are bound to its id). Changing the upstream resets health to `unknown`.
    */
   updateConnector(name: string, input: ConnectorInput): Promise<Connector>;
@@ -42,9 +42,9 @@ export interface ConnectorService {
   authorization(connector: Connector): Record<string, string>;
   /** Seals every stored password that is not under the current secret key (at start-up: rotation). */
   resealPasswords(): Promise<ResealResult>;
-  /** The Connector JSON of compat.md 5.3: never the password. */
+  /** The Connector JSON of docs/compat.md 5.3: never the password. */
   present(connector: Connector): ConnectorJson;
-  /** The Connector health object of seed-api.md area D. */
+  /** The Connector health object of docs/seed-api.md area D. */
   presentHealth(connector: Connector): ConnectorHealthJson;
 }
 

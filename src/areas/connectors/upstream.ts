@@ -13,13 +13,13 @@ import { circuitOpen, connectorError, httpError, invalidAnswer, timedOut } from 
 
 /**
  * What a universal feed asks of the remote universal feeds its connectors point at (another Wharf
- * or a ProGet; compat.md 2.2-2.4, 5.3): metadata (`packages`, `versions`, `search`) and package
- * files. Every request goes through the fetch guard (PRODUCT.md security baseline), with the
+ * or a ProGet; docs/compat.md 2.2-2.4, 5.3): metadata (`packages`, `versions`, `search`) and package
+ * files. Every request goes through the fetch guard (docs/PRODUCT.md security baseline), with the
  * connector's Basic credentials and timeout, behind a circuit breaker per connector (circuit.ts).
  *
  * Metadata answers are kept in `connector_metadata` when the connector's metadataCacheEnabled is
  * on: a 200 is served without asking again for metadataCacheMinutes, and after that whenever the
- * upstream fails, is slow or its circuit is open (stale, but better than nothing: PRODUCT.md's
+ * upstream fails, is slow or its circuit is open (stale, but better than nothing: docs/PRODUCT.md's
  * "keep serving when the upstream is down"); metadataCacheMinutes 0 thus means "always ask, but
  * fall back". A 404 is kept for WHARF_CONNECTOR_NEGATIVE_CACHE_SECONDS at most (and never longer
  * than metadataCacheMinutes), and never served after that, failing upstream or not: a package
@@ -258,7 +258,7 @@ function answerOf(answer: CachedAnswer, stale: boolean): MetadataAnswer {
   return answer.status === 200 ? { found: true, body: JSON.parse(answer.body) as unknown, stale } : { found: false };
 }
 
-/** Group segments keep their '/', as Inedo.UPack sends them (compat.md 2.4); '+' of build metadata is escaped. */
+/** Group segments keep their '/', as Inedo.UPack sends them (docs/compat.md 2.4); '+' of build metadata is escaped. */
 function downloadUrl(connector: Connector, id: UpstreamVersionId): string {
   const segments = [...(id.group === "" ? [] : id.group.split("/")), id.name, id.version];
   return `${connector.url}/download/${segments.map(encodeURIComponent).join("/")}`;

@@ -8,7 +8,7 @@ import type { ArchiveFormat } from "./archive-service.js";
 import type { AssetItem } from "./repository.js";
 
 /**
- * The archive of a folder's items (compat.md 4.5 export), written by the shared archive writers
+ * The archive of a folder's items (docs/compat.md 4.5 export), written by the shared archive writers
  * (storage/archives.ts, tgz.ts) one blob at a time, so memory stays flat whatever the folder
  * holds. Nothing is opened until the stream is first read: a HEAD request, which never reads it,
  * costs no blob reads and leaves nothing open.

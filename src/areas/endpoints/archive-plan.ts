@@ -23,7 +23,7 @@ export interface ImportPlan {
 }
 
 /**
- * Decides what an import (compat.md 4.5) does with each entry, refusing the whole archive before
+ * Decides what an import (docs/compat.md 4.5) does with each entry, refusing the whole archive before
  * anything is written: names that are not valid asset paths inside `folder`, two entries for one
  * item (paths compare case-insensitively), and a file where a folder is (or must be, as a parent)
  * or the other way round, within the archive or against `existing`, the items below `folder` now.

@@ -6,7 +6,7 @@ import { param, parseBoolean, type QueryLike } from "../../http/params.js";
 import type { Feed } from "../management/index.js";
 import type { ArchiveFormat, AssetArchives } from "./archive-service.js";
 
-/** `format` of an export or import (compat.md 4.5): `zip` (the default) or `tgz`, in any case; else 400. */
+/** `format` of an export or import (docs/compat.md 4.5): `zip` (the default) or `tgz`, in any case; else 400. */
 export function archiveFormatOf(query: QueryLike): ArchiveFormat {
   const format = (param(query, "format") ?? "zip").toLowerCase();
   if (format !== "zip" && format !== "tgz") throw invalid("INVALID_FORMAT", "'format' must be 'zip' or 'tgz'.");
@@ -23,7 +23,7 @@ function archiveHeaders(format: ArchiveFormat, baseName: string): Record<string,
 
 /**
  * Answers an export of `folder` per the request's `format` and `recursive`: for `export/<path>`
- * and for folders addressed under `content/` (Cake.ProGet, clients.md 3.15).
+ * and for folders addressed under `content/` (Cake.ProGet, docs/clients.md 3.15).
  */
 export async function sendFolderExport(
   request: FastifyRequest,

@@ -9,7 +9,7 @@ import { access, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from ".
 import type { EndpointsAreaOptions } from "./index.js";
 
 /**
- * Export and import of asset folders as archives (compat.md 4.5; clients.md pgutil, ProGetAutomation):
+ * Export and import of asset folders as archives (docs/compat.md 4.5; docs/clients.md pgutil, ProGetAutomation):
  * `GET|HEAD export/[<path>]` streams a folder as ZIP or gzipped TAR, `POST import/[<path>]`
  * extracts one into a folder. The bare `export` and `import` address the root.
  */
@@ -24,7 +24,7 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
 
   // Encapsulated: an import body is the raw archive whatever its Content-Type says. ProGetAutomation
   // labels it `multipart/form-data` without a boundary, pgutil sends no type, the docs
-  // `application/octet-stream` (clients.md 3.4, 3.9).
+  // `application/octet-stream` (docs/clients.md 3.4, 3.9).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
   closeConnectionsOfRefusedUploads(app);

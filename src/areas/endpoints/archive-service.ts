@@ -16,7 +16,7 @@ import type { AssetService } from "./service.js";
 export type ArchiveFormat = "zip" | "tgz";
 
 /**
- * Export and import of asset folders as archives (compat.md 4.5): export streams a ZIP or gzipped
+ * Export and import of asset folders as archives (docs/compat.md 4.5): export streams a ZIP or gzipped
  * TAR of a folder; import extracts one into a folder, refusing escaping paths, links, and archives
  * past the entry, size and ratio bounds of storage/archives.ts.
  */
@@ -66,7 +66,7 @@ export function createAssetArchives(deps: ArchiveDeps): AssetArchives {
   return {
     async export(directory, folder, { format, recursive }) {
       if (folder.path !== "") {
-        // 404 with the message clients look for (compat.md 4.5, clients.md ProGetAutomation).
+        // 404 with the message clients look for (docs/compat.md 4.5, docs/clients.md ProGetAutomation).
         const item = await assets.item(directory, folder);
         if (!item.isFolder) {
           throw invalid("ASSET_IS_FILE", `${quote(item.path)} is a file; only folders are exported.`);

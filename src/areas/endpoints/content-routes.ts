@@ -17,7 +17,7 @@ import type { WriteMode } from "./repository.js";
 import { contentTypeOfUpload, type ServedFile } from "./service.js";
 
 /**
- * Files of an asset directory (compat.md 4.2), served like a web server: GET and HEAD with
+ * Files of an asset directory (docs/compat.md 4.2), served like a web server: GET and HEAD with
  * validators, conditional requests and ranges; POST creates or replaces, PUT only creates, PATCH
  * only replaces, DELETE deletes; `multipart=upload|complete` for large files. Bodies of any
  * Content-Type arrive as raw streams: the type names the file, it is not parsed.
@@ -27,7 +27,7 @@ import { contentTypeOfUpload, type ServedFile } from "./service.js";
 const ACTIVE_CONTENT = /html|xml|svg/i;
 /**
  * A response differs by credentials, so a shared cache must not serve it to another caller
- * (compat.md 4.2 lists Accept-Encoding and Authorization; the key headers are Wharf's addition).
+ * (docs/compat.md 4.2 lists Accept-Encoding and Authorization; the key headers are Wharf's addition).
  */
 const VARY = "Accept-Encoding, Authorization, X-ApiKey, X-ProGet-ApiKey";
 
@@ -49,8 +49,8 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   closeConnectionsOfRefusedUploads(app);
 
   /**
-   * A folder addressed under content/ (Cake.ProGet builds directory URLs that way, clients.md 3.15):
-   * `format` exports it, `recursive` lists it; anything else is the 400 of compat.md 4.2.
+   * A folder addressed under content/ (Cake.ProGet builds directory URLs that way, docs/clients.md 3.15):
+   * `format` exports it, `recursive` lists it; anything else is the 400 of docs/compat.md 4.2.
    */
   async function folderUnderContent(request: FastifyRequest, reply: FastifyReply, directory: Feed, path: AssetPath) {
     const query = request.query as QueryLike;
@@ -126,7 +126,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
         "only creates (existing file: 400), PATCH only replaces (missing: 404); replacing needs " +
         "Feeds_OverwritePackage. Missing parent folders are created. `multipart=upload` stores one part of a large " +
         "file (`id`, `index`, `offset`, `totalSize`, `partSize`, `totalParts`), `multipart=complete&id=` assembles " +
-        "it (compat.md 4.2). A POST with no body to a path ending in '/' creates that folder.",
+        "it (docs/compat.md 4.2). A POST with no body to a path ending in '/' creates that folder.",
       tags: TAGS,
       querystring: queryDoc({
         multipart: "`upload` (one part) or `complete`",

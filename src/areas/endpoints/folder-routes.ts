@@ -12,7 +12,7 @@ import type { EndpointsAreaOptions } from "./index.js";
 import { assetItemSchema, presentAssetItem } from "./present.js";
 
 /**
- * Folders (compat.md 4.3) and item metadata (compat.md 4.4) of an asset directory. Listings
+ * Folders (docs/compat.md 4.3) and item metadata (docs/compat.md 4.4) of an asset directory. Listings
  * accept the client quirks `recursive=True` and pgutil's `recursive=false)`; a missing folder lists
  * as `[]`.
  */

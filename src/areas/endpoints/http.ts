@@ -20,7 +20,7 @@ export type AssetAttribute =
   "Feeds_ViewFeed" | "Feeds_DownloadPackage" | "Feeds_AddPackage" | "Feeds_OverwritePackage" | "Feeds_DeletePackage";
 
 /**
- * compat.md 4.6: View/Download to read, Add to upload and import, Overwrite/Delete to replace and
+ * docs/compat.md 4.6: View/Download to read, Add to upload and import, Overwrite/Delete to replace and
  * delete. Asset directories are feeds, so Feed keys scoped to the directory work.
  */
 const directoryNeed =
@@ -29,7 +29,7 @@ const directoryNeed =
 
 export const access = (attribute: AssetAttribute) => ({ access: { need: directoryNeed(attribute) } });
 
-/** Where this caller downloads the directory's files: WHARF_BASE_URL or the request's host (compat.md 4.1 `content`). */
+/** Where this caller downloads the directory's files: WHARF_BASE_URL or the request's host (docs/compat.md 4.1 `content`). */
 export const contentBaseFor = (request: FastifyRequest, config: Config, directory: Feed) =>
   contentBaseUrl(publicBaseUrl(config.baseUrl, request, config.port), directory.name);
 

@@ -15,7 +15,7 @@ import { type AssetService, createAssetService } from "./service.js";
 
 export type { AssetService } from "./service.js";
 
-/** What the asset directory area (seed-api.md area F) is built from. */
+/** What the asset directory area (docs/seed-api.md area F) is built from. */
 export type EndpointsDeps = ContentAreaDeps;
 
 export interface EndpointsServices {
@@ -65,7 +65,7 @@ export const endpointsArea: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   await app.register(contentRoutes, options);
   await app.register(folderRoutes, options);
   await app.register(archiveRoutes, options);
-  // Abandoned multipart uploads are swept while the server runs (compat.md 4.2 "Feed Cleanup").
+  // Abandoned multipart uploads are swept while the server runs (docs/compat.md 4.2 "Feed Cleanup").
   // Sweep errors go to the app's log, which is known here but not where the services are built.
   app.addHook("onReady", async () =>
     options.multipart.start((error) => app.log.warn({ err: error }, "removing abandoned multipart uploads failed")),

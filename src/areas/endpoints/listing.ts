@@ -6,7 +6,7 @@ import { contentBaseFor } from "./http.js";
 import { presentAssetItem } from "./present.js";
 
 /**
- * Answers a folder listing (compat.md 4.3) as JSON text: for `dir/<path>` and for folders
+ * Answers a folder listing (docs/compat.md 4.3) as JSON text: for `dir/<path>` and for folders
  * addressed under `content/` (Cake.ProGet). Fastify hands a string through untouched, so the
  * route's response schema documents the shape without checking 10,000 items one by one (that
  * check cost several hundred milliseconds, bench/endpoints-scenarios.ts); large listings are

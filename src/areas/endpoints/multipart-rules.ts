@@ -5,7 +5,7 @@ import { param, type QueryLike } from "../../http/params.js";
 import type { MultipartPart, MultipartUpload } from "./multipart-repository.js";
 
 /**
- * The rules of multipart uploads (compat.md 4.2) that need no I/O: reading the query arguments
+ * The rules of multipart uploads (docs/compat.md 4.2) that need no I/O: reading the query arguments
  * and checking parts against the upload, each other and the whole file.
  */
 

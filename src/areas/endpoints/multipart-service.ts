@@ -23,7 +23,7 @@ import type { AssetItem } from "./repository.js";
 import type { AssetService } from "./service.js";
 
 /**
- * Multipart uploads of large files (compat.md 4.2): parts arrive as
+ * Multipart uploads of large files (docs/compat.md 4.2): parts arrive as
  * `POST content/<path>?multipart=upload&id&index&offset&totalSize&partSize&totalParts`, then
  * `POST content/<path>?multipart=complete&id`; the file appears only on completion.
  */

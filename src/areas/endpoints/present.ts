@@ -5,7 +5,7 @@ import type { AssetItem } from "./repository.js";
 import { contentTypeOf } from "./service.js";
 
 /**
- * The item JSON of compat.md 4.1 (ItemData / Metadata of seed-api.md area F): folders have type
+ * The item JSON of docs/compat.md 4.1 (ItemData / Metadata of docs/seed-api.md area F): folders have type
  * `dir` and no size, content or hashes; `created` and `modified` are never null (clients read
  * them as non-nullable dates); `parent` is omitted for items in the root.
  */

@@ -30,7 +30,7 @@ export interface StoredContent {
   readonly sha512: string;
 }
 
-/** How a file write treats an existing file at the path (compat.md 4.2: POST, PUT, PATCH). */
+/** How a file write treats an existing file at the path (docs/compat.md 4.2: POST, PUT, PATCH). */
 export type WriteMode = "create-or-replace" | "create" | "replace";
 
 export interface FileWrite {
@@ -170,7 +170,7 @@ export function createAssetRepository(db: Db): AssetRepository {
        md5, sha1, sha512, created_at, modified_at)
      VALUES (@feedId, @path, @key, @parentKey, 0, @contentType, @sha256, @size, @md5, @sha1, @sha512, @now, @now)`,
   );
-  // A replaced file keeps its spelling, creation time, metadata and cache setting (compat.md 4.2 overwrite).
+  // A replaced file keeps its spelling, creation time, metadata and cache setting (docs/compat.md 4.2 overwrite).
   const replaceFile = db.prepare(
     `UPDATE asset_items SET content_type = @contentType, blob_sha256 = @sha256, size = @size, md5 = @md5,
        sha1 = @sha1, sha512 = @sha512, modified_at = @now
@@ -319,7 +319,7 @@ export function createAssetRepository(db: Db): AssetRepository {
   });
 }
 
-/** The phrase a client test looks for (clients.md 4 item 12); keep it verbatim. */
+/** The phrase a client test looks for (docs/clients.md 4 item 12); keep it verbatim. */
 const ASSET_NOT_FOUND_MESSAGE = "The specified asset was not found.";
 
 export const assetNotFound = () => notFound("ASSET_NOT_FOUND", ASSET_NOT_FOUND_MESSAGE);

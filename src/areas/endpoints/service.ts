@@ -44,7 +44,7 @@ export interface HeldContent {
   readonly release: () => void;
 }
 
-/** The MetadataUpdate of seed-api.md area F, as parsed JSON. */
+/** The MetadataUpdate of docs/seed-api.md area F, as parsed JSON. */
 export type MetadataUpdateInput = Record<string, unknown>;
 
 /** A file ready to be served: its item, the type and cache header it is served with. */
@@ -56,13 +56,13 @@ export interface ServedFile {
   readonly staticSite: boolean;
 }
 
-/** Asset directory use cases (seed-api.md area F, compat.md 4). Throws DomainError; knows no HTTP. */
+/** Asset directory use cases (docs/seed-api.md area F, docs/compat.md 4). Throws DomainError; knows no HTTP. */
 export interface AssetService {
   /** The asset directory by name or alternate name; 404 for unknown names and feeds of other types. */
   directory(name: string): Promise<Feed>;
   /** How a file is served: its type, effective cache header and whether active content is sandboxed. */
   serve(directory: Feed, item: AssetItem): Promise<ServedFile>;
-  /** Stores a file (compat.md 4.2 POST/PUT/PATCH); returns the stored item. */
+  /** Stores a file (docs/compat.md 4.2 POST/PUT/PATCH); returns the stored item. */
   putFile(directory: Feed, path: AssetPath, upload: FileUpload): Promise<AssetItem>;
   /** Stores content already in the blob store (held by the caller) at a path: multipart completion, imports. */
   putStoredFile(
@@ -73,7 +73,7 @@ export interface AssetService {
   ): Promise<AssetItem>;
   /** Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. */
   delete(directory: Feed, path: AssetPath, options: { recursive: boolean; filesOnly: boolean }): Promise<void>;
-  /** Items of a folder ('' = root); a missing folder gives [] (compat.md 4.3). */
+  /** Items of a folder ('' = root); a missing folder gives [] (docs/compat.md 4.3). */
   list(directory: Feed, folder: AssetPath, recursive: boolean): Promise<AssetItem[]>;
   createFolder(directory: Feed, path: AssetPath): Promise<void>;
   /** One item; 404 when missing. */
@@ -133,7 +133,7 @@ export function contentTypeOf(item: Pick<AssetItem, "path" | "contentType">): st
 const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(?:\s*;[\x20-\x7e]*)?$/;
 
 /**
- * The Content-Type an upload declares for the file (compat.md 4.2: the request's type becomes the
+ * The Content-Type an upload declares for the file (docs/compat.md 4.2: the request's type becomes the
  * item's type; absent, the server decides from the extension). A form-urlencoded label is what
  * curl puts on `--data-binary` when nobody chose a type, so it counts as absent too.
  */
@@ -297,7 +297,7 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       const replace = typeof mode === "string" && mode.toLowerCase() === "replace";
       const given = userMetadata === undefined || userMetadata === null ? undefined : parseUserMetadata(userMetadata);
       await repository.updateMetadata(directory.id, path.key, {
-        // `type` is ignored for folders (seed-api.md MetadataUpdate).
+        // `type` is ignored for folders (docs/seed-api.md MetadataUpdate).
         ...(type !== undefined && type !== null && !item.isFolder
           ? { contentType: contentTypeOfUpload(typeof type === "string" ? type : String(type)) }
           : {}),

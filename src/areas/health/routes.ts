@@ -38,7 +38,7 @@ function diskHealth({ freeBytes, requiredBytes, low }: DiskStatus): z.infer<type
 }
 
 /**
- * `/health` answers JSON on every spelling (compat.md 0.5: pgutil requires the five status and
+ * `/health` answers JSON on every spelling (docs/compat.md 0.5: pgutil requires the five status and
  * version members); `/api/version` answers text starting with "ProGet" (the Jenkins plugin checks it).
  */
 export const healthRoutes: FastifyPluginAsync<{ db: Db; disk: DiskSpace }> = async (app, { db, disk }) => {

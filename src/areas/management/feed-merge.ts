@@ -20,7 +20,7 @@ import {
 import type { FeedInput } from "./schemas.js";
 
 /**
- * Applies a create (current undefined) or partial update (compat.md 5.1): omitted or null scalars
+ * Applies a create (current undefined) or partial update (docs/compat.md 5.1): omitted or null scalars
  * keep their value, except the "supply null to remove" members description, dropPath,
  * packagesPath, packageStore (and allowUnknownLicenses, whose null means "inherit", and Wharf's
  * feedGroup); arrays and objects replace the current value wholesale; read-only members are
@@ -161,7 +161,7 @@ export function storageFromInput(input: unknown, current: StorageConfig | undefi
 }
 
 /**
- * `variables` (docs) and `variableDictionary` (pgutil) are one setting (compat.md 11). A client
+ * `variables` (docs) and `variableDictionary` (pgutil) are one setting (docs/compat.md 11). A client
  * that read a feed and posts it back sends both, with only the one it knows about edited: so the
  * one that differs from the current value wins; two different edits are refused.
  */

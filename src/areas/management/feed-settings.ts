@@ -3,13 +3,13 @@ import type { FeedType } from "../../domain/feeds.js";
 import type { StorageConfig } from "../../domain/package-store.js";
 
 /**
- * The Feed as Wharf keeps it (compat.md 5.2). Everything except the names, type, group and
+ * The Feed as Wharf keeps it (docs/compat.md 5.2). Everything except the names, type, group and
  * connectors lives in the `feeds.settings` JSON column as a FeedSettings object, so that adding a
  * setting needs no migration: decodeSettings fills what an older row lacks with the defaults
  * below. Connectors are bound to connector ids in their own table (feed-connectors.ts).
  */
 
-/** Retention rule (compat.md 5.2, pgutil RetentionRule.cs); absent numbers mean "no limit". */
+/** Retention rule (docs/compat.md 5.2, pgutil RetentionRule.cs); absent numbers mean "no limit". */
 export interface RetentionRule {
   deletePrereleaseVersions: boolean;
   keepVersionsCount?: number;
@@ -65,7 +65,7 @@ export type FeedSettings = Record<FeedFlag, boolean> &
     packagesPath?: string;
     /** The one source of truth for `packageStore` and `/api/storage`; absent = default disk storage. */
     storage?: StorageConfig;
-    /** Absent inherits the server default (compat.md 5.2). */
+    /** Absent inherits the server default (docs/compat.md 5.2). */
     allowUnknownLicenses?: boolean;
     retentionRules: RetentionRule[];
     /** Wharf extension, asset directories: the cache setting items inherit at the root; absent = Inherit. */
@@ -83,10 +83,10 @@ export interface FeedDraft {
   settings: FeedSettings;
 }
 
-/** A stored feed. `id` and `storageKey` are internal and never exposed (compat.md 5.1). */
+/** A stored feed. `id` and `storageKey` are internal and never exposed (docs/compat.md 5.1). */
 export interface Feed extends FeedDraft {
   readonly id: number;
-  /** Random, assigned at creation: a deleted and recreated feed gets a new one (seed-api.md area I). */
+  /** Random, assigned at creation: a deleted and recreated feed gets a new one (docs/seed-api.md area I). */
   readonly storageKey: string;
   readonly createdAt: string;
   readonly modifiedAt: string;

@@ -50,7 +50,7 @@ const ENTRY_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 
 /**
  * Feed filters and access rules: name -> pattern list, e.g. `{"approved": "Microsoft.*, !Rubbish.*"}`
- * (seed-api.md "Feed (area I)": `*` wildcard, `!` excludes). Patterns are separated by commas or
+ * (docs/seed-api.md "Feed (area I)": `*` wildcard, `!` excludes). Patterns are separated by commas or
  * line breaks and stored normalised (`, `-joined). ProGet's persisted-XML filter components do not
  * exist in Wharf, so XML values are refused instead of being stored and silently ignored.
  */

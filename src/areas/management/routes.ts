@@ -10,8 +10,8 @@ import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery
 import type { FeedService } from "./service.js";
 
 /**
- * Feed management (seed-api.md area I; compat.md 5.1, 5.2): `/api/management/feeds/...`.
- * Privileges (seed-api.md "Authentication", feed management row): reading needs Feeds_ViewFeed
+ * Feed management (docs/seed-api.md area I; docs/compat.md 5.1, 5.2): `/api/management/feeds/...`.
+ * Privileges (docs/seed-api.md "Authentication", feed management row): reading needs Feeds_ViewFeed
  * on the feed, changing it Admin_ManageFeed; System keys need the `feeds` scope; Feed keys can
  * view their own feed and never create, change or delete one (no feed-key permission carries
  * Admin_ManageFeed). What depends on the body is checked by the service through `callerOf`:
@@ -52,7 +52,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     url: `${PREFIX}/create`,
     schema: {
       summary: "Create a feed",
-      description: "Body: a Feed; `name` and `feedType` are required. Answers 201 with the feed (compat.md 5.1).",
+      description: "Body: a Feed; `name` and `feedType` are required. Answers 201 with the feed (docs/compat.md 5.1).",
       tags: TAGS,
       querystring: managementQuery,
       body: feedInputSchema.nullish(),

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { errorText } from "../../http/errors.js";
 
 /**
- * Request and response shapes of feed management (compat.md 5.1, 5.2). Input schemas check JSON
+ * Request and response shapes of feed management (docs/compat.md 5.1, 5.2). Input schemas check JSON
  * types only and let unknown members through (real clients send more than we know, e.g.
  * `replication`); the rules (names, patterns, references) are the service's, so that the CLI gets
  * the same checks. Output schemas are exact: the serializer strips anything not listed here.
@@ -103,7 +103,7 @@ export const retentionRuleSchema = z.object({
   keepPackageUsageRemovedDays: z.number().optional(),
 });
 
-/** Never `null`: pgutil cannot read null into its non-nullable members (compat.md 0.2). */
+/** Never `null`: pgutil cannot read null into its non-nullable members (docs/compat.md 0.2). */
 export const feedSchema = z.object({
   name: z.string(),
   alternateNames: z.array(z.string()),
@@ -175,7 +175,7 @@ export const storageTypeSchema = z.object({
 
 export const feedNameParams = z.object({ name: z.string().describe("Feed name or alternate name") });
 
-/** `indent` pretty-prints (old feed-management doc); `key`/`API_Key` are credentials (compat.md 0.1). */
+/** `indent` pretty-prints (old feed-management doc); `key`/`API_Key` are credentials (docs/compat.md 0.1). */
 export const managementQuery = z
   .object({
     indent: z.string().optional().describe("Present (and not `false`) to pretty-print the JSON"),

@@ -27,11 +27,11 @@ import type { FeedInput, FeedJson } from "./schemas.js";
 export interface FeedView {
   /** Overrides nothing when config.baseUrl is set (the operator's word wins over request headers). */
   readonly requestBaseUrl?: string;
-  /** Whether the caller may add packages to this feed (compat.md 5.2 `canPublish`). */
+  /** Whether the caller may add packages to this feed (docs/compat.md 5.2 `canPublish`). */
   readonly canPublish: boolean;
 }
 
-/** Feed management use cases (seed-api.md area I). Throws DomainError; knows no HTTP. */
+/** Feed management use cases (docs/seed-api.md area I). Throws DomainError; knows no HTTP. */
 export interface FeedService {
   /** Id, canonical name and feed group of the feed with this name or alternate name, case-insensitively. */
   findScope(name: string): Promise<FeedScope | undefined>;
@@ -46,7 +46,7 @@ export interface FeedService {
    */
   createFeed(input: FeedInput, caller?: FeedCaller): Promise<Feed>;
   /**
-   * Partial update of the feed named `name` (compat.md 5.1), checked as createFeed; a different
+   * Partial update of the feed named `name` (docs/compat.md 5.1), checked as createFeed; a different
    * `input.name` renames it, and its keys and permissions follow (they are bound to its id).
    */
   updateFeed(name: string, input: FeedInput, caller?: FeedCaller): Promise<Feed>;
@@ -56,7 +56,7 @@ export interface FeedService {
   /** FeedStorageConfiguration of a feed; the default is disk with no StoragePath. */
   getStorage(name: string): Promise<StorageConfig>;
   setStorage(name: string, input: unknown): Promise<StorageConfig>;
-  /** The Feed JSON of compat.md 5.2 for one caller. */
+  /** The Feed JSON of docs/compat.md 5.2 for one caller. */
   present(feed: Feed, view: FeedView): FeedJson;
 }
 
@@ -182,7 +182,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
   };
 }
 
-/** Where clients reach the feed (compat.md 5.2 `endpointUrl`): universal and romp feeds are served under /upack. */
+/** Where clients reach the feed (docs/compat.md 5.2 `endpointUrl`): universal and romp feeds are served under /upack. */
 export function endpointUrl(feed: Feed, baseUrl: string): string {
   const base = baseUrl.replace(/\/+$/, "");
   const name = encodeURIComponent(feed.name);

@@ -15,7 +15,7 @@ import {
 import type { FeedService } from "./service.js";
 
 /**
- * Feed storage (compat.md 5.1, 5.2; pgutil `feeds storage`): `/api/storage` lists the storage
+ * Feed storage (docs/compat.md 5.1, 5.2; pgutil `feeds storage`): `/api/storage` lists the storage
  * types, `/api/storage?feed=` reads and sets one feed's FeedStorageConfiguration. The feed's
  * `packageStore` member shows the same setting (one source of truth, FeedSettings.storage).
  */

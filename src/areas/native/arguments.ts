@@ -43,7 +43,7 @@ function convert(parameter: NativeParameter, text: string): string | number | bo
   return value;
 }
 
-/** Native indicators are Y/N; .NET and Gson clients also send True/False (compat.md 0.2). */
+/** Native indicators are Y/N; .NET and Gson clients also send True/False (docs/compat.md 0.2). */
 function parseIndicator(text: string): boolean | undefined {
   const value = text.toLowerCase();
   if (["y", "yes", "1"].includes(value) || value.startsWith("true")) return true;

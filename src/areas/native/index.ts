@@ -8,7 +8,7 @@ export { NATIVE_METHODS } from "./methods.js";
 export type { NativeMethod, NativeParameter, NativeRegistry } from "./registry.js";
 
 /**
- * Native API (seed-api.md area H; compat.md 7.7): one method table (registry.ts, methods.ts)
+ * Native API (docs/seed-api.md area H; docs/compat.md 7.7): one method table (registry.ts, methods.ts)
  * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
  */
 export const nativeArea: FastifyPluginAsync<{ releases: ReleasesServices }> = async (app, { releases }) => {

@@ -3,7 +3,7 @@ import { defineNativeMethod, type NativeMethod } from "./registry.js";
 import { applicationDetailsResultSchema, applicationsResultSchema, releaseDetailsResultSchema } from "./schemas.js";
 
 /**
- * The application methods of the native API (compat.md 7.5, 7.7; issue 6 section 4). Reads
+ * The application methods of the native API (docs/compat.md 7.5, 7.7; issue 6 section 4). Reads
  * behave like the stored procedures behind them: an unknown id or number gives empty tables, not
  * an error. Parameter names and spellings follow BuildMaster (BuildMasterAutomation sends
  * `CancelledReason_Text`).
@@ -77,7 +77,7 @@ const getRelease = defineNativeMethod({
 
 const cancelRelease = defineNativeMethod({
   name: "Releases_CancelRelease",
-  summary: "Cancels a release and rejects its active builds (compat.md 7.4); returns nothing.",
+  summary: "Cancels a release and rejects its active builds (docs/compat.md 7.4); returns nothing.",
   parameters: [
     applicationId,
     releaseNumber,

@@ -3,7 +3,7 @@ import type { Attribute } from "../../domain/attributes.js";
 import type { ReleasesServices } from "../releases/index.js";
 
 /**
- * The native API method table (seed-api.md area H; compat.md 7.7). A method is data first: its
+ * The native API method table (docs/seed-api.md area H; docs/compat.md 7.7). A method is data first: its
  * name, typed parameters, the privilege it needs and the zod schema of what it returns, plus a
  * transport-free `invoke`. The JSON transport (routes.ts) is one reader of this table; the SOAP
  * service at `/api/soap` (each method with the key as first argument, then these parameters, its
@@ -78,7 +78,7 @@ export function defineNativeMethod<
 
 /** The table transports look methods up in. */
 export interface NativeRegistry {
-  /** Method names match case-insensitively (compat.md 0.1); undefined for an unknown name. */
+  /** Method names match case-insensitively (docs/compat.md 0.1); undefined for an unknown name. */
   find(name: string): NativeMethod | undefined;
   /** In declaration order, for reference pages and service descriptions. */
   readonly methods: readonly NativeMethod[];

@@ -11,7 +11,7 @@ import type { NativeRegistry } from "./registry.js";
 import { errorText } from "../../http/errors.js";
 
 /**
- * The JSON transport of the native API (seed-api.md area H; compat.md 5.5, 7.7):
+ * The JSON transport of the native API (docs/seed-api.md area H; docs/compat.md 5.5, 7.7):
  * `GET|POST /api/json/<Method>`, arguments in the query string and/or a form or JSON body. The
  * key arrives as `key`/`API_Key` (query, form), JSON `API_Key`, `X-ApiKey` or Basic, all resolved
  * by the auth hook. A System key needs the `native` scope, anyone else the method's attribute;

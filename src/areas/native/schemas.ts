@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * Result shapes of the native methods: BuildMaster's table columns in their PascalCase names
- * (compat.md 7.5, 7.7; the Jenkins BuildMaster plugin's captured responses). Values we do not
+ * (docs/compat.md 7.5, 7.7; the Jenkins BuildMaster plugin's captured responses). Values we do not
  * keep (application group ids, modification records, deployables) are left out rather than sent
  * as null: Gson and .NET readers treat a missing member as its default, a null may throw.
  * Indicators are JSON booleans, as in the captured responses.

@@ -5,7 +5,7 @@ import { parseDeploymentDetails } from "./fields.js";
 import type { DownloadedVersion, PackageDeploymentService } from "./service.js";
 
 /**
- * A deployment announced with a download (compat.md 2.4): `X-ProGet-Deployment-Application`,
+ * A deployment announced with a download (docs/compat.md 2.4): `X-ProGet-Deployment-Application`,
  * `-Description` and `-Target` (required), `-Url`, `-UserName`, `-Date`. The download must never
  * fail because of them: an incomplete or invalid set is logged at warn level and not recorded,
  * and a failure to store is logged, not thrown.

@@ -1,10 +1,10 @@
 import { invalid } from "../../domain/errors.js";
 
 /**
- * The Package deployment record's fields (seed-api.md "Package deployment record"; compat.md 6.2)
- * as they arrive in a POST body or in a download's X-ProGet-Deployment-* headers (compat.md 2.4),
+ * The Package deployment record's fields (docs/seed-api.md "Package deployment record"; docs/compat.md 6.2)
+ * as they arrive in a POST body or in a download's X-ProGet-Deployment-* headers (docs/compat.md 2.4),
  * validated once for both. Names are the seed's PascalCase ones; callers look them up
- * case-insensitively (ASP.NET binds them so, compat.md 0.1). Pure: no Fastify, no SQLite.
+ * case-insensitively (ASP.NET binds them so, docs/compat.md 0.1). Pure: no Fastify, no SQLite.
  */
 
 /** What a deployment says besides the package: the same whether posted or announced with a download. */

@@ -26,7 +26,7 @@ export function createPackageDeploymentService(deps: PackageDeploymentDeps): Pac
   });
 }
 
-/** Area C: `/api/package-deployment/` (seed-api.md C; compat.md 6.2). */
+/** Area C: `/api/package-deployment/` (docs/seed-api.md C; docs/compat.md 6.2). */
 export const packageDeploymentArea: FastifyPluginAsync<{ deployments: PackageDeploymentService }> = async (
   app,
   { deployments },

@@ -4,7 +4,7 @@ import { DomainError, invalid } from "../../domain/errors.js";
 import { DEPLOYMENT_FIELDS, type FieldValues } from "./fields.js";
 
 /**
- * The fields of a posted record, however they came (seed-api.md C; compat.md 6.2): a JSON object,
+ * The fields of a posted record, however they came (docs/seed-api.md C; docs/compat.md 6.2): a JSON object,
  * a form parsed by @fastify/formbody, or form pairs with no Content-Type at all (PowerShell's
  * default), which the catch-all parser hands over as a raw stream (http/body-parsers.ts). Names
  * are lowercased here, so that `feedname` and `FEEDNAME` are `FeedName`; a key sent in the body
@@ -51,7 +51,7 @@ function tooLarge() {
 
 /**
  * Lowercased name -> trimmed value of the record's fields; others are ignored. Blank values count
- * as absent (compat.md 0.2: clients leave empty parameters out or send them empty). A field given
+ * as absent (docs/compat.md 0.2: clients leave empty parameters out or send them empty). A field given
  * twice, in any spelling, is refused rather than guessed at.
  */
 function fieldsOf(entries: Iterable<[string, unknown]>): FieldValues {

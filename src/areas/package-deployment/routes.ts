@@ -17,8 +17,8 @@ import {
 import type { PackageDeploymentService } from "./service.js";
 
 /**
- * `/api/package-deployment/` (seed-api.md C; compat.md 6.2): POST records a deployment, GET
- * (Wharf's addition) lists them. Privileges (seed-api.md "Authentication", area C; compat.md 9):
+ * `/api/package-deployment/` (docs/seed-api.md C; docs/compat.md 6.2): POST records a deployment, GET
+ * (Wharf's addition) lists them. Privileges (docs/seed-api.md "Authentication", area C; docs/compat.md 9):
  * recording needs Feeds_DownloadPackage on the feed, reading Feeds_ViewFeed. The feed is named in
  * the body or the query, so access is decided in the handler, after parsing.
  */
@@ -31,7 +31,7 @@ const TAGS = ["package deployments"];
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 
 /**
- * System keys pass with the `feeds` scope ("an API key granting feed API access", seed-api.md)
+ * System keys pass with the `feeds` scope ("an API key granting feed API access", docs/seed-api.md)
  * or with this area's own `package-deployment` scope; everyone else by the attribute on the feed.
  */
 async function authorizeOnFeed(
@@ -61,7 +61,7 @@ export const packageDeploymentRoutes: FastifyPluginAsync<PackageDeploymentRoutes
     schema: {
       summary: "Record a package deployment",
       description:
-        "Records that a package version was deployed to a target (seed-api.md C). The key may come as " +
+        "Records that a package version was deployed to a target (docs/seed-api.md C). The key may come as " +
         "`X-ApiKey`, `key` (query or form field), JSON `API_Key` or Basic `api:<key>`. Answers the stored record.",
       tags: TAGS,
       body: postedRecordDoc,
@@ -80,7 +80,7 @@ export const packageDeploymentRoutes: FastifyPluginAsync<PackageDeploymentRoutes
       summary: "List package deployments",
       description:
         "Deployment records of one package, or of one version of it, newest deployment first (a Wharf " +
-        "addition to seed-api.md C). Names match case-insensitively.",
+        "addition to docs/seed-api.md C). Names match case-insensitively.",
       tags: TAGS,
       querystring: listQueryDoc,
       response: { 200: z.array(deploymentRecordSchema), ...errors },

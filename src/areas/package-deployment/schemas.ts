@@ -16,7 +16,7 @@ export { errorText };
 export const postedRecordDoc = z
   .unknown()
   .describe(
-    "Package deployment record (seed-api.md C) as JSON, as a form, or as form pairs without a Content-Type; " +
+    "Package deployment record (docs/seed-api.md C) as JSON, as a form, or as form pairs without a Content-Type; " +
       "field names in any case. Required: Application, Description, Target, FeedName, PackageName, Version. " +
       "Optional: GroupName (absent or empty: no group), UserName (default: the caller), Url (http or https), " +
       "Date (ISO 8601, UTC when no zone is given; default: now).",

@@ -5,7 +5,7 @@ import type { DeploymentDetails, DeploymentInput } from "./fields.js";
 import type { DeploymentFilter, PackageDeploymentRepository, StoredDeployment } from "./repository.js";
 
 /**
- * Package deployment records (seed-api.md area C; compat.md 6.2, 2.4): that a package version was
+ * Package deployment records (docs/seed-api.md area C; docs/compat.md 6.2, 2.4): that a package version was
  * deployed somewhere, by whom, with which tool. The package is named as the caller names it and
  * need not be stored in the feed (it may come through a connector, or the feed may be of any
  * type); only the feed must exist. Throws DomainError; knows no HTTP.

@@ -5,7 +5,7 @@ import { createPackagesApiRepository } from "./repository.js";
 import { packagesApiWriteRoutes } from "./write-routes.js";
 
 /**
- * The Common Packages API for universal feeds, `/api/packages/<feed>/...` (compat.md 3): what
+ * The Common Packages API for universal feeds, `/api/packages/<feed>/...` (docs/compat.md 3): what
  * `pgutil packages ...` uses, the documented way to upload universal packages today. It is a
  * second face of the universal feed area: every upload, delete and download goes through the
  * /upack services, so that both APIs validate, store, count, invalidate virtual assemblies and

@@ -6,7 +6,7 @@ import { param, type QueryLike } from "../../http/params.js";
 import { parsePurl } from "./purl.js";
 
 /**
- * Query arguments of the Common Packages API (compat.md 3), read leniently (compat.md 0.1, 0.2):
+ * Query arguments of the Common Packages API (docs/compat.md 3), read leniently (docs/compat.md 0.1, 0.2):
  * names case-insensitive, empty values absent, a version's literal `+` arriving as a space.
  */
 
@@ -29,7 +29,7 @@ const versionParam = (query: QueryLike) => param(query, "version")?.replaceAll("
 
 /**
  * The one version a download or delete addresses: `name` + `version` (+ `group`), or `purl`.
- * compat.md 3: "must resolve to one package else 400", so a missing version is a 400, not the
+ * docs/compat.md 3: "must resolve to one package else 400", so a missing version is a 400, not the
  * latest version: pgutil always sends one, and guessing would download or delete something the
  * caller did not name. The result is safe to join into a `<group>/<name>/<version>` path: the
  * name holds no '/', and neither holds '%' (so no `%2F` can move the boundary).

@@ -5,7 +5,7 @@ import { UPACK_PURL_TYPE, formatPurl } from "./purl.js";
 import type { VersionInfoRow } from "./repository.js";
 
 /**
- * BasicFeedInfo and PackageVersionInfo as pgutil reads them (compat.md 3; pgutil BasicFeedInfo.cs,
+ * BasicFeedInfo and PackageVersionInfo as pgutil reads them (docs/compat.md 3; pgutil BasicFeedInfo.cs,
  * PackageVersionInfo.cs): camelCase names matched case-sensitively, every `required` member
  * present, and no `null` anywhere, since a null non-nullable member (`published`, `listed`, the
  * counts) throws in System.Text.Json. Optional members are left out rather than sent as null.

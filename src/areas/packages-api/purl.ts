@@ -2,9 +2,9 @@ import { invalid } from "../../domain/errors.js";
 import { quote } from "../../domain/upack-manifest.js";
 
 /**
- * Package URLs of universal packages (compat.md 3). The purl type ProGet uses is not documented;
+ * Package URLs of universal packages (docs/compat.md 3). The purl type ProGet uses is not documented;
  * `upack` is the `packageType` that BasicFeedInfo reports for universal feeds, and what pgutil
- * compares with, so it is the one we write and the only one we accept (inferred, compat.md 12).
+ * compares with, so it is the one we write and the only one we accept (inferred, docs/compat.md 12).
  */
 export const UPACK_PURL_TYPE = "upack";
 

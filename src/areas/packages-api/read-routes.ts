@@ -15,8 +15,8 @@ import type { PackagesApiRepository } from "./repository.js";
 import { errors, feedNeed, feedOf, queryDoc, TAGS } from "./routes-common.js";
 
 /**
- * Common Packages API reads for universal feeds (compat.md 3): feed info, `latest`, `versions`
- * and `download`, as pgutil calls them (clients.md 3.4). Privileges as on /upack (compat.md 2.14):
+ * Common Packages API reads for universal feeds (docs/compat.md 3): feed info, `latest`, `versions`
+ * and `download`, as pgutil calls them (docs/clients.md 3.4). Privileges as on /upack (docs/compat.md 2.14):
  * Feeds_ViewFeed for the lists and the feed info, Feeds_DownloadPackage for the file.
  */
 export interface PackagesApiReadOptions {
@@ -44,7 +44,7 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
       summary: "Feed information",
       description:
         "BasicFeedInfo of a universal feed; `packageType` is `upack`. Feeds of other types answer 404, as " +
-        "everywhere in this API: Wharf serves only universal packages through it (compat.md 3).",
+        "everywhere in this API: Wharf serves only universal packages through it (docs/compat.md 3).",
       tags: TAGS,
       response: { 200: basicFeedInfoSchema, ...errors },
     },
@@ -58,7 +58,7 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
       description:
         "A JSON array of PackageVersionInfo, one per package: its highest version by the Inedo.UPack ordering, " +
         "prereleases included, or with `stableOnly=true` its highest release (packages with only prereleases " +
-        "are then left out). Ordered by group, then name (compat.md 3).",
+        "are then left out). Ordered by group, then name (docs/compat.md 3).",
       tags: TAGS,
       querystring: queryDoc({ group: GROUP_DOC, name: NAME_DOC, stableOnly: "true/false, any case; default false" }),
       response: { 200: z.array(packageVersionInfoSchema), ...errors },
@@ -78,7 +78,7 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
       summary: "Package versions",
       description:
         "Always a JSON array of PackageVersionInfo, possibly empty (also for a version that cannot exist): " +
-        "packages by group then name, each newest first (compat.md 3).",
+        "packages by group then name, each newest first (docs/compat.md 3).",
       tags: TAGS,
       querystring: queryDoc({ group: GROUP_DOC, name: NAME_DOC, version: "Only this exact version" }),
       response: { 200: z.array(packageVersionInfoSchema), ...errors },
@@ -99,7 +99,7 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
       description:
         "The stored .upack, byte for byte, as `<name>.<version>.upack`, with ETag, Last-Modified and Range " +
         "support. Address it by `name`, `version` and `group`, or by `purl` (`pkg:upack/<group>/<name>@<version>`). " +
-        "It must name exactly one version: without a version the answer is 400, not the latest (compat.md 3).",
+        "It must name exactly one version: without a version the answer is 400, not the latest (docs/compat.md 3).",
       tags: TAGS,
       querystring: queryDoc({
         name: "Package name",

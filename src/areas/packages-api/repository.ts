@@ -4,7 +4,7 @@ import { flushDownloadCounts } from "../upack/download-counts.js";
 import type { ListFilter } from "./params.js";
 
 /**
- * The reads behind PackageVersionInfo (compat.md 3). They read the universal feed's own tables
+ * The reads behind PackageVersionInfo (docs/compat.md 3). They read the universal feed's own tables
  * (migrations/0004) rather than going through UpackQueryRepository, because that one's rows lack
  * what this API reports (publisher, MD5/SHA-512, SHA-256, the package total beside the version's
  * count); this API is a second face of the same packages, and writes still go only through the

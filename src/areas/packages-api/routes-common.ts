@@ -7,7 +7,7 @@ export const TAGS = ["common packages API"];
 
 export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
 
-/** The feed privilege a route needs, on the feed its URL names (compat.md 2.14). */
+/** The feed privilege a route needs, on the feed its URL names (docs/compat.md 2.14). */
 export const feedNeed =
   (attribute: "Feeds_ViewFeed" | "Feeds_DownloadPackage" | "Feeds_AddPackage" | "Feeds_DeletePackage") =>
   (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: feedOf(request) });

@@ -12,7 +12,7 @@ import type { PackagesApiRepository } from "./repository.js";
 import { errors, errorText, feedNeed, feedOf, queryDoc, TAGS } from "./routes-common.js";
 
 /**
- * Common Packages API writes for universal feeds (compat.md 3): `upload` and `delete`, through the
+ * Common Packages API writes for universal feeds (docs/compat.md 3): `upload` and `delete`, through the
  * same services as /upack, so that validation, digests, overwrite rules (Feeds_OverwritePackage,
  * else 409) and blob clean-up are the same whichever API a package arrives by. Privileges are
  * declared per route, so an unauthorised upload is refused before its body is read.
@@ -44,7 +44,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
           "The raw .upack as the body, with any or no Content-Type (pgutil sends none); stored byte for byte. " +
           "A trailing `/<file name>` (pgutil appends the local file name) is ignored, as are query arguments. " +
           "Replacing a version needs Feeds_OverwritePackage (else 409). Answers 200 with the stored " +
-          "version's PackageVersionInfo (compat.md 3).",
+          "version's PackageVersionInfo (docs/compat.md 3).",
         tags: TAGS,
         response: { 200: packageVersionInfoSchema, ...errors, 409: errorText, 413: errorText },
       },
@@ -71,7 +71,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
       result.name.toLowerCase(),
       result.version.toLowerCase(),
     );
-    // 200, the status ProGet gives (compat.md 3); a version deleted again in between has nothing to show.
+    // 200, the status ProGet gives (docs/compat.md 3); a version deleted again in between has nothing to show.
     return row === undefined ? reply.code(200).send() : reply.code(200).send(packageVersionInfo(row));
   }
 
@@ -83,7 +83,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
       summary: "Delete a package version",
       description:
         "Addressed by `name`, `version` and `group`, or by `purl`; pgutil POSTs with no body. 200 with an empty " +
-        "body; 404 when there is no such version; 400 when the query names no single version (compat.md 3).",
+        "body; 404 when there is no such version; 400 when the query names no single version (docs/compat.md 3).",
       tags: TAGS,
       querystring: queryDoc({ name: "Package name", version: "Exact version", group: "Group", purl: "Instead" }),
       response: { 200: z.literal("").describe("Empty body"), ...errors },

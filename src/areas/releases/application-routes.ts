@@ -11,7 +11,7 @@ import { errors } from "./routes-common.js";
 import { applicationInfo, applicationInfoSchema } from "./schemas.js";
 
 /**
- * `/api/applications/create|update|list` (compat.md 7.8 ApplicationInfo; a Wharf management
+ * `/api/applications/create|update|list` (docs/compat.md 7.8 ApplicationInfo; a Wharf management
  * addition). ApplicationInfo arrives as JSON, form or query. Managing needs a full-control key or
  * `Admin_ManageApplications`; listing also the `releases` scope or `Applications_View`.
  */

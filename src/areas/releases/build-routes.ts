@@ -19,7 +19,7 @@ import {
 import { buildInfo, buildInfoSchema, deploymentInfo, deploymentInfoSchema } from "./schemas.js";
 
 /**
- * `/api/releases/builds[/create|/deploy|/reject|/deployments]` (compat.md 7.2), and the
+ * `/api/releases/builds[/create|/deploy|/reject|/deployments]` (docs/compat.md 7.2), and the
  * BuildMaster 5 aliases `/api/releases/packages/...` that take `packageId`/`packageNumber`
  * (BuildMaster.Net: everything in the query string, PUT with an empty text/plain body).
  */
@@ -47,7 +47,7 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
       url: base,
       schema: {
         summary: `Get builds${legacy}`,
-        description: `Builds matching every filter, newest first (compat.md 7.2). ${INPUT_NOTE}`,
+        description: `Builds matching every filter, newest first (docs/compat.md 7.2). ${INPUT_NOTE}`,
         tags: TAGS,
         querystring: queryDoc({
           ...addressing,
@@ -117,7 +117,7 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
         description:
           "Creates a pending deployment of the build to `toStage` (default: the stage after the furthest one it was " +
           "deployed to successfully). Without force=true, stages cannot be skipped. Answers an ARRAY of the " +
-          `deployments created (the Jenkins plugin parses an array; compat.md 7.3). ${INPUT_NOTE}`,
+          `deployments created (the Jenkins plugin parses an array; docs/compat.md 7.3). ${INPUT_NOTE}`,
         tags: TAGS,
         querystring: queryDoc({
           ...addressing,
@@ -154,7 +154,7 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
       url: `${base}/reject`,
       schema: {
         summary: `Reject a build${legacy}`,
-        description: `Rejects the build and cancels its pending deployments (compat.md 7.4). Answers the BuildInfo. ${INPUT_NOTE}`,
+        description: `Rejects the build and cancels its pending deployments (docs/compat.md 7.4). Answers the BuildInfo. ${INPUT_NOTE}`,
         tags: TAGS,
         querystring: queryDoc(addressing),
         response: { 200: buildInfoSchema, ...errors },
@@ -172,7 +172,7 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
       url: `${base}/deployments`,
       schema: {
         summary: `Get deployments${legacy}`,
-        description: `Deployments matching every filter, newest first: the first is the latest (compat.md 7.3). ${INPUT_NOTE}`,
+        description: `Deployments matching every filter, newest first: the first is the latest (docs/compat.md 7.3). ${INPUT_NOTE}`,
         tags: TAGS,
         querystring: queryDoc({
           ...addressing,

@@ -15,7 +15,7 @@ import {
 import { isVariableName } from "./params.js";
 import { parseSteps } from "./plan-steps.js";
 
-/** Applications, environments and pipelines: the operators' management additions (compat.md 7.8, 8.2). */
+/** Applications, environments and pipelines: the operators' management additions (docs/compat.md 7.8, 8.2). */
 export interface CatalogService {
   listApplications(): Promise<Application[]>;
   /** A number is an id, a string a name (any letter case). */
@@ -50,7 +50,7 @@ const PLAN_NAME = PIPELINE_NAME;
 const APPLICATION_NAME = /^[A-Za-z0-9][A-Za-z0-9._ -]{0,49}$/;
 const planNotFound = (name: string) => notFound("PLAN_NOT_FOUND", `The deployment plan '${name}' was not found.`);
 
-/** compat.md 8.2: ≤ 50 letters, digits, `-`, `_`; starts with a letter; not ending in `-`/`_`. */
+/** docs/compat.md 8.2: ≤ 50 letters, digits, `-`, `_`; starts with a letter; not ending in `-`/`_`. */
 const ENTITY_NAME = /^[A-Za-z]([A-Za-z0-9_-]{0,48}[A-Za-z0-9])?$/;
 
 export function parseReleaseUsage(text: string): Application["releaseUsage"] {

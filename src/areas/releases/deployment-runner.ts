@@ -20,10 +20,10 @@ import type { Deployment } from "./model.js";
 import type { ReleaseService } from "./release-service.js";
 
 /**
- * Deployments really run (PRODUCT.md "How the delivery half becomes real"; issue 6 section 1):
+ * Deployments really run (docs/PRODUCT.md "How the delivery half becomes real"; issue 6 section 1):
  * each pending deployment becomes a `deployment` job of the persistent job runner, which runs the
  * stage's plan steps it copied with the plan executor and then ends the deployment with the
- * job's outcome and log, so that the state rules apply (compat.md 7.4).
+ * job's outcome and log, so that the state rules apply (docs/compat.md 7.4).
  *
  * Dispatch: a pending deployment without an execution gets a job (its id recorded as the
  * deployment's execution id; a startTime becomes the job's notBefore). It happens when the

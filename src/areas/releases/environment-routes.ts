@@ -10,7 +10,7 @@ import { errors } from "./routes-common.js";
 import { environmentJson, environmentSchema } from "./schemas.js";
 
 /**
- * `/api/infrastructure/environments/list|create|update|delete` (compat.md 8.2, 7.8): the name in
+ * `/api/infrastructure/environments/list|create|update|delete` (docs/compat.md 8.2, 7.8): the name in
  * the URL identifies the environment, a `name` in the body renames it, missing properties stay
  * unchanged; `parentName` and `parent` are both accepted (null removes the parent). A body of
  * another type arrives as a raw stream (http/body-parsers.ts), which the all-optional schema would
@@ -25,7 +25,7 @@ const body = z
     active: z.boolean().optional(),
     variables: z.record(z.string(), z.string()).optional(),
   })
-  // No body at all (some clients POST with none, compat.md 0.2) reaches the schema as null.
+  // No body at all (some clients POST with none, docs/compat.md 0.2) reaches the schema as null.
   .nullish();
 const nameParam = z.object({ name: z.string() });
 

@@ -47,7 +47,7 @@ export function createReleasesServices(deps: {
   };
 }
 
-/** Area E `/api/releases/...` (compat.md 7.2) and the management additions (compat.md 7.8, 8.2). */
+/** Area E `/api/releases/...` (docs/compat.md 7.2) and the management additions (docs/compat.md 7.8, 8.2). */
 export const releasesArea: FastifyPluginAsync<{ services: ReleasesServices }> = async (app, { services }) => {
   const { runner } = services;
   if (runner) {

@@ -2,7 +2,7 @@ import type { PlanStep } from "./plan-steps.js";
 
 /**
  * The records of the releases area (migration 0008) as services see them. Optional members are
- * absent rather than null: the JSON answers omit them (compat.md 7.3, BuildMaster.Net reads ids
+ * absent rather than null: the JSON answers omit them (docs/compat.md 7.3, BuildMaster.Net reads ids
  * into non-nullable ints).
  */
 
@@ -58,7 +58,7 @@ export interface Pipeline {
   readonly id: number;
   readonly name: string;
   readonly stages: readonly PipelineStage[];
-  /** compat.md 7.4: a newer build entering a stage rejects the release's older builds there. */
+  /** docs/compat.md 7.4: a newer build entering a stage rejects the release's older builds there. */
   readonly rejectOlderBuilds: boolean;
 }
 export type PipelineDraft = Omit<Pipeline, "id">;

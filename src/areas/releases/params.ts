@@ -4,7 +4,7 @@ import { invalid } from "../../domain/errors.js";
 import { parseBoolean } from "../../http/params.js";
 
 /**
- * The lenient inputs of `/api/releases/...` (compat.md 7.1, 0.2): key/value pairs from the query
+ * The lenient inputs of `/api/releases/...` (docs/compat.md 7.1, 0.2): key/value pairs from the query
  * string and/or a form or JSON body. Names match case-insensitively; empty values are absent; the
  * same name given twice (query and body, or twice in one of them) is 400; `$Name` pairs are
  * variables. The API key was already taken out of bodies by the auth hook; in the query it is
@@ -24,7 +24,7 @@ export interface Inputs {
 }
 
 const KEY_NAMES = new Set(["key", "api_key"]);
-/** compat.md 7.1: ≤ 50 letters, digits, `-`, `_` or spaces, starting with a letter. */
+/** docs/compat.md 7.1: ≤ 50 letters, digits, `-`, `_` or spaces, starting with a letter. */
 const VARIABLE_NAME = /^[A-Za-z][A-Za-z0-9_\- ]{0,49}$/;
 
 export function isVariableName(name: string): boolean {
@@ -67,7 +67,7 @@ export function collectPairs(request: FastifyRequest): Map<string, RawPair> {
   };
   for (const [name, value] of Object.entries(asRecord(request.query))) add(name, value);
   const body: unknown = request.body;
-  // BuildMaster.Net PUTs an empty text/plain body with everything in the query string (compat.md 0.2);
+  // BuildMaster.Net PUTs an empty text/plain body with everything in the query string (docs/compat.md 0.2);
   // a body of another type (or none) has nothing to read, so drain it.
   if (body instanceof Readable) body.resume();
   else if (body !== undefined && body !== null) {
@@ -144,7 +144,7 @@ function asRecord(value: unknown): Record<string, unknown> {
   return value && typeof value === "object" ? (value as Record<string, unknown>) : {};
 }
 
-/** BuildMaster 5 names (compat.md 7.2 legacy `/api/releases/packages/...`). */
+/** BuildMaster 5 names (docs/compat.md 7.2 legacy `/api/releases/packages/...`). */
 export const LEGACY_PACKAGE_ALIASES: Readonly<Record<string, string>> = {
   packageid: "buildid",
   packagenumber: "buildnumber",

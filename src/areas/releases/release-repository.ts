@@ -54,7 +54,7 @@ export interface StageEntry extends Pick<
   | "forced"
   | "startAfter"
 > {
-  /** Reject older active builds of the same release that are in this stage (compat.md 7.4). */
+  /** Reject older active builds of the same release that are in this stage (docs/compat.md 7.4). */
   readonly rejectOlder: boolean;
   readonly variables: Variables;
 }
@@ -67,7 +67,7 @@ export interface BuildDraft {
   readonly number?: string;
   readonly scheme: BuildNumberScheme;
   readonly variables: Variables;
-  /** compat.md 7.4: a new pipeline-less build rejects the application's previous pipeline-less ones. */
+  /** docs/compat.md 7.4: a new pipeline-less build rejects the application's previous pipeline-less ones. */
   readonly rejectPreviousPipelineLess: boolean;
 }
 
@@ -78,7 +78,7 @@ export interface Actor {
 
 /**
  * SQL for releases, builds, deployments and their variables (migration 0008). Every method is
- * one transaction and returns a Promise; the state rules of compat.md 7.4 that touch several rows
+ * one transaction and returns a Promise; the state rules of docs/compat.md 7.4 that touch several rows
  * (rejections, cancellations) happen inside the method that causes them.
  */
 export interface ReleaseRepository {

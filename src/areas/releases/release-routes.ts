@@ -19,7 +19,7 @@ import {
 import { releaseInfo, releaseInfoSchema } from "./schemas.js";
 
 /**
- * `/api/releases`, `/create`, `/create-from-template`, `/cancel`, `/restore` (compat.md 7.1, 7.2).
+ * `/api/releases`, `/create`, `/create-from-template`, `/cancel`, `/restore` (docs/compat.md 7.1, 7.2).
  * Inputs come from the query string and/or a form or JSON body (params.ts).
  */
 const addressing = {
@@ -39,7 +39,7 @@ export const releaseRoutes: FastifyPluginAsync<{ service: ReleaseService }> = as
     url: "/api/releases",
     schema: {
       summary: "Get releases",
-      description: `Releases matching every filter, newest first (compat.md 7.2). ${INPUT_NOTE}`,
+      description: `Releases matching every filter, newest first (docs/compat.md 7.2). ${INPUT_NOTE}`,
       tags: TAGS,
       querystring: queryDoc({
         ...addressing,
@@ -109,7 +109,7 @@ export const releaseRoutes: FastifyPluginAsync<{ service: ReleaseService }> = as
         summary: action === "cancel" ? "Cancel a release" : "Restore a canceled release",
         description:
           (action === "cancel"
-            ? "Cancels the release and rejects its active builds (compat.md 7.4). "
+            ? "Cancels the release and rejects its active builds (docs/compat.md 7.4). "
             : "Brings a canceled release back to active; its rejected builds stay rejected. ") +
           `Address the release by releaseId, or releaseNumber with the application (not both). ${INPUT_NOTE}`,
         tags: TAGS,

@@ -10,7 +10,7 @@ import type {
   StageEntry,
 } from "./release-repository.js";
 
-/** How a request names an application, release or build (compat.md 7.2). */
+/** How a request names an application, release or build (docs/compat.md 7.2). */
 export interface ApplicationRef {
   readonly applicationId?: number;
   readonly applicationName?: string;
@@ -25,7 +25,7 @@ export interface BuildRef extends ReleaseRef {
 }
 
 /**
- * Releases, builds and deployments with the state rules of compat.md 7.4. Deployments are only
+ * Releases, builds and deployments with the state rules of docs/compat.md 7.4. Deployments are only
  * created here (pending); the job runner runs them through `startDeployment` and
  * `completeDeployment`. `by` is the display name of the actor (actor.ts).
  */

@@ -6,7 +6,7 @@ import type { ApplicationRef, BuildRef, ReleaseRef } from "./release-service.js"
 import { errorText } from "./schemas.js";
 
 export const TAGS = ["releases"];
-/** How every `/api/releases/...` operation reads its inputs (compat.md 7.1), for the API description. */
+/** How every `/api/releases/...` operation reads its inputs (docs/compat.md 7.1), for the API description. */
 export const INPUT_NOTE =
   "Inputs in the query string and/or a form or JSON body; names case-insensitive; a name given twice is 400; " +
   "`$Name` inputs set variables. Key: X-ApiKey, key (query/form), JSON API_Key, Basic api:<key>.";
@@ -14,7 +14,7 @@ export const INPUT_NOTE =
 export const errors = { 400: errorText, 403: errorText, 404: errorText, 409: errorText, 422: errorText } as const;
 
 /**
- * Area E access (seed-api.md "Authentication" E; compat.md 7.1, 9): a System key with the
+ * Area E access (docs/seed-api.md "Authentication" E; docs/compat.md 7.1, 9): a System key with the
  * `releases` scope, or a user granted the attribute. Every refusal, Anonymous included, is the
  * seed's 403 sentence: Inedo's clients show it as is.
  */
@@ -22,7 +22,7 @@ export async function authorizeReleases(request: FastifyRequest, attribute: Attr
   if (!(await request.can({ api: "releases", attribute }))) throw forbidden();
 }
 
-/** compat.md 7.5: "application ids may be given as names". */
+/** docs/compat.md 7.5: "application ids may be given as names". */
 export function applicationRef(inputs: Inputs): ApplicationRef {
   const idText = inputs.get("applicationId");
   const name = inputs.get("applicationName");

@@ -3,7 +3,7 @@ import type { Application, Build, Deployment, Environment, Pipeline, Release } f
 import { errorText } from "../../http/errors.js";
 
 /**
- * Response shapes of area E (compat.md 7.3) and of Wharf's management additions (compat.md 7.8,
+ * Response shapes of area E (docs/compat.md 7.3) and of Wharf's management additions (docs/compat.md 7.8,
  * 8.2). Area E emits both the short and long names and the BuildMaster 5 `*Package*` duplicates;
  * absent values are omitted, never null (BuildMaster.Net reads ids into non-nullable ints).
  */
@@ -40,7 +40,7 @@ export const releaseInfoSchema = z
     latestPackageNumber: text.optional(),
     deployables: z.array(z.unknown()),
   })
-  .describe("ReleaseInfo (compat.md 7.3)");
+  .describe("ReleaseInfo (docs/compat.md 7.3)");
 
 export const buildInfoSchema = z
   .object({
@@ -61,7 +61,7 @@ export const buildInfoSchema = z
     releaseNumber: text.optional(),
     releaseName: text.optional(),
   })
-  .describe("BuildInfo (compat.md 7.3)");
+  .describe("BuildInfo (docs/compat.md 7.3)");
 
 export const deploymentInfoSchema = z
   .object({
@@ -88,7 +88,7 @@ export const deploymentInfoSchema = z
     packageId: id,
     packageNumber: text,
   })
-  .describe("DeploymentInfo (compat.md 7.3)");
+  .describe("DeploymentInfo (docs/compat.md 7.3)");
 
 export function releaseInfo(r: Release): z.infer<typeof releaseInfoSchema> {
   return {
@@ -172,7 +172,7 @@ export function deploymentInfo(d: Deployment): z.infer<typeof deploymentInfoSche
   };
 }
 
-/** compat.md 7.8 spellings of the stored values. */
+/** docs/compat.md 7.8 spellings of the stored values. */
 const RELEASE_USAGE_NAMES = { required: "Required", optional: "Optional", none: "Disabled" } as const;
 export const SCHEME_NAMES = { sequential: "Sequential", "date-based": "DateTimeBased", unique: "Unique" } as const;
 
@@ -186,7 +186,7 @@ export const applicationInfoSchema = z
     releaseUsage: z.enum(["Required", "Optional", "Disabled"]),
     buildNumberScheme: z.enum(["Sequential", "DateTimeBased", "Unique"]),
   })
-  .describe("ApplicationInfo (compat.md 7.8)");
+  .describe("ApplicationInfo (docs/compat.md 7.8)");
 
 export function applicationInfo(a: Application): z.infer<typeof applicationInfoSchema> {
   return {
@@ -209,7 +209,7 @@ export const environmentSchema = z
     active: z.boolean(),
     variables: z.record(z.string(), z.string()),
   })
-  .describe("Environment (compat.md 8.2; `parentName` and `parent` both emitted)");
+  .describe("Environment (docs/compat.md 8.2; `parentName` and `parent` both emitted)");
 
 export function environmentJson(e: Environment): z.infer<typeof environmentSchema> {
   return {

@@ -19,7 +19,7 @@ import {
 } from "./schemas.js";
 
 /**
- * The pages CI badge links point at (compat.md 7.6), as JSON until the web UI replaces them at the
+ * The pages CI badge links point at (docs/compat.md 7.6), as JSON until the web UI replaces them at the
  * same addresses: `/applications/<id>`, `.../releases/<number>`, `.../builds/<id>` and
  * `.../executions/<deployment id>` (with its log). Read access as for `/api/releases`.
  */

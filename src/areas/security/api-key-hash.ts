@@ -1,7 +1,7 @@
 import { hash, randomBytes } from "node:crypto";
 
 /**
- * API keys are stored as their SHA-256 only and found by hash lookup (PRODUCT.md security
+ * API keys are stored as their SHA-256 only and found by hash lookup (docs/PRODUCT.md security
  * baseline). Hashed on every authenticated request: the one-shot `hash` costs a third of a
  * Hash object's create, update and digest.
  */

@@ -7,7 +7,7 @@ import { ADMINISTER } from "./model.js";
 import { apiKeyInfoSchema, apiKeyInputSchema, emptyBody, errorText, idQuery } from "./schemas.js";
 
 /**
- * API keys (compat.md 5.4; pgutil `apikeys`): `/api/api-keys/list|create|delete`. Only
+ * API keys (docs/compat.md 5.4; pgutil `apikeys`): `/api/api-keys/list|create|delete`. Only
  * full-control System keys and administrators (users, or their personal keys, granted
  * Admin_ConfigureProGet) may use them. Keys are stored as SHA-256 only and shown once, on create.
  */

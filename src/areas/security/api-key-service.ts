@@ -8,7 +8,7 @@ import { API_KEY_TYPES, type ApiKeyView, type CreatedApiKey, LOGGING_MODES, type
 import type { UserRepository } from "./user-repository.js";
 import { boundedText, fieldError, optionalText, sameName } from "./validation.js";
 
-/** ApiKeyInfo as a client sends it to `/api/api-keys/create` (compat.md 5.4); `id` and unknown members are ignored. */
+/** ApiKeyInfo as a client sends it to `/api/api-keys/create` (docs/compat.md 5.4); `id` and unknown members are ignored. */
 export interface ApiKeyInput {
   readonly type?: string | null;
   /** A key chosen by the client; a random one is generated when absent. */

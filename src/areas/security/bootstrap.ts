@@ -7,7 +7,7 @@ import { generateApiKey, hashApiKey } from "./api-key-hash.js";
 export const ADMIN_KEY_FILE = "admin-api-key";
 
 /**
- * No default password (PRODUCT.md): with WHARF_ADMIN_API_KEY, a full-control System key with exactly
+ * No default password (docs/PRODUCT.md): with WHARF_ADMIN_API_KEY, a full-control System key with exactly
  * that value is ensured on every start (idempotent); otherwise, on the very first start (no key at
  * all), one is generated, written to `<data>/admin-api-key` (mode 0600) and returned to be printed once.
  */

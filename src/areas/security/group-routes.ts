@@ -7,7 +7,7 @@ import { emptyBody, errorText, groupInputSchema, groupSchema } from "./schemas.j
 import type { UserService } from "./user-service.js";
 
 /**
- * Groups (compat.md 5.4; ProGet security API, pgutil `security groups`): `/api/security/groups/...`.
+ * Groups (docs/compat.md 5.4; ProGet security API, pgutil `security groups`): `/api/security/groups/...`.
  * pgutil changes membership by posting the whole member list to groups/add, so add creates the
  * group or replaces the members of an existing one; members/add and members/remove are Wharf's
  * one-member shortcuts.

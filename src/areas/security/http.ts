@@ -7,7 +7,7 @@ import { fieldError } from "./validation.js";
 /** Small HTTP helpers shared by this area's route files. */
 
 export const TAGS = ["security"];
-/** Delete-style endpoints answer POST (pgutil) and DELETE (ProGet's docs) alike (compat.md 11). */
+/** Delete-style endpoints answer POST (pgutil) and DELETE (ProGet's docs) alike (docs/compat.md 11). */
 export const DELETE_METHODS: ("POST" | "DELETE")[] = ["POST", "DELETE"];
 /** Create/add endpoints: POST as documented, PUT as some scripts send. */
 export const WRITE_METHODS: ("POST" | "PUT")[] = ["POST", "PUT"];
@@ -29,7 +29,7 @@ export async function rejectRawBody(request: FastifyRequest): Promise<void> {
 
 /**
  * A parameter from the query string, else from a JSON or form body; names matched
- * case-insensitively (compat.md 0.1). Throws 400 naming `field` when it is absent.
+ * case-insensitively (docs/compat.md 0.1). Throws 400 naming `field` when it is absent.
  */
 export function requiredParam(request: FastifyRequest, field: string, ...names: string[]): string {
   const value = param(request.query as QueryLike, ...names) ?? param(bodyObject(request), ...names);

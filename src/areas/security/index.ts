@@ -12,7 +12,7 @@ import { userRoutes } from "./user-routes.js";
 export { createSecurityServices, type SecurityServices } from "./service.js";
 
 /**
- * API keys and the security API (compat.md 5.4): `/api/api-keys/...` and `/api/security/...`.
+ * API keys and the security API (docs/compat.md 5.4): `/api/api-keys/...` and `/api/security/...`.
  * Authentication itself (every transport, one principal) is http/auth.ts with this area's
  * authenticator; these routes manage what it reads.
  */

@@ -3,7 +3,7 @@ import type { AccessNeed } from "../../domain/principal.js";
 /**
  * The security area's objects as ProGet's security and API-key APIs show them (pgutil's
  * ApiKeyInfo, SecurityUser, SecurityGroup, SecurityTask, SecurityTaskAttribute and
- * SecurityPermission, compat.md 5.4). Optional members are omitted rather than null; passwords and
+ * SecurityPermission, docs/compat.md 5.4). Optional members are omitted rather than null; passwords and
  * key hashes never appear here.
  */
 

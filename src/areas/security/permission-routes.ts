@@ -7,7 +7,7 @@ import type { PermissionService } from "./permission-service.js";
 import { emptyBody, errorText, permissionInputSchema, permissionSchema } from "./schemas.js";
 
 /**
- * Permissions (compat.md 5.4; ProGet security API, pgutil `security permissions`): grant or deny
+ * Permissions (docs/compat.md 5.4; ProGet security API, pgutil `security permissions`): grant or deny
  * a task to a user, a group or Anonymous (everyone), globally or for one feed or feed group.
  */
 export const permissionRoutes: FastifyPluginAsync<{ permissions: PermissionService }> = async (

@@ -27,7 +27,7 @@ export interface PermissionInput {
 }
 
 export interface PermissionService {
-  /** Every privilege attribute Wharf knows (compat.md section 9), with whether it may be feed-scoped. */
+  /** Every privilege attribute Wharf knows (docs/compat.md section 9), with whether it may be feed-scoped. */
   listAttributes(): AttributeView[];
   listTasks(): Promise<TaskView[]>;
   /** Adds a custom task; attributes are matched case-insensitively and stored in canonical spelling. */

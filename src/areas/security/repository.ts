@@ -6,7 +6,7 @@ import { createUserRepository, type UserRepository } from "./user-repository.js"
 
 /**
  * SQL for the security tables (users, groups, group_members, tasks, permissions, api_keys), one
- * file per sub-resource. Every method is one transaction and returns a Promise (STYLE.md "Data").
+ * file per sub-resource. Every method is one transaction and returns a Promise (docs/STYLE.md "Data").
  * Names are matched through their lowercased `name_key` columns.
  */
 export interface SecurityRepository {

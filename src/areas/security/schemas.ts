@@ -3,7 +3,7 @@ import { API_KEY_TYPES, LOGGING_MODES } from "./model.js";
 import { errorText } from "../../http/errors.js";
 
 /**
- * Request and response shapes of the API-key and security APIs (compat.md 5.4; pgutil's
+ * Request and response shapes of the API-key and security APIs (docs/compat.md 5.4; pgutil's
  * ApiKeyInfo, SecurityUser, SecurityGroup, SecurityTask, SecurityTaskAttribute and
  * SecurityPermission, camelCase). Inputs check JSON types only and let unknown members through;
  * the rules are the services', so that the CLI gets the same checks. Outputs are exact: the
@@ -135,7 +135,7 @@ export const permissionSchema = z.object({
   deny: z.boolean(),
 });
 
-/** Query strings: documented names; any spelling of their case is accepted (compat.md 0.1). */
+/** Query strings: documented names; any spelling of their case is accepted (docs/compat.md 0.1). */
 export const idQuery = z
   .object({ id: z.string().optional().describe("The id") })
   .loose()

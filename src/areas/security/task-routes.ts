@@ -7,7 +7,7 @@ import type { PermissionService } from "./permission-service.js";
 import { attributeSchema, emptyBody, errorText, taskInputSchema, taskSchema } from "./schemas.js";
 
 /**
- * Tasks and privilege attributes (compat.md 5.4 and 9; ProGet security API, pgutil `security
+ * Tasks and privilege attributes (docs/compat.md 5.4 and 9; ProGet security API, pgutil `security
  * tasks` and `security attributes`). Built-in tasks (Administer, View & Download Packages,
  * Publish Packages, Manage Feeds) come from migrations and cannot be changed or deleted.
  */

@@ -8,7 +8,7 @@ import { emptyBody, errorText, searchQuery, userInputSchema, userSchema } from "
 import type { UserService } from "./user-service.js";
 
 /**
- * Users (compat.md 5.4; ProGet security API, pgutil `security users`): `/api/security/users/...`.
+ * Users (docs/compat.md 5.4; ProGet security API, pgutil `security users`): `/api/security/users/...`.
  * Passwords are stored hashed and never returned.
  */
 export const userRoutes: FastifyPluginAsync<{ users: UserService }> = async (app, { users }) => {

@@ -1,8 +1,8 @@
 /**
- * Response headers of universal feed downloads (seed-api.md area A; compat.md 2.4, 2.5, 2.6).
+ * Response headers of universal feed downloads (docs/seed-api.md area A; docs/compat.md 2.4, 2.5, 2.6).
  */
 
-/** `Content-Type` of each download kind (seed-api.md "Download package"). */
+/** `Content-Type` of each download kind (docs/seed-api.md "Download package"). */
 export const PACKAGE_CONTENT_TYPE = "application/zip";
 export const TGZ_CONTENT_TYPE = "application/x-compressed";
 export const VPACK_CONTENT_TYPE = "application/json";
@@ -44,7 +44,7 @@ const EXTENSION_TYPES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Content-Type from a file's extension ("reflects the file type", seed-api.md download-file).
+ * Content-Type from a file's extension ("reflects the file type", docs/seed-api.md download-file).
  * Active types (HTML, SVG) are harmless here: every download is an attachment and is sent with
  * `X-Content-Type-Options: nosniff`.
  */
@@ -57,7 +57,7 @@ export function contentTypeFor(fileName: string): string {
 // packages-api reads it from here; the one definition is shared with asset-directory exports.
 export { attachment } from "../../http/content-disposition.js";
 
-/** `<name>.<version>.upack|zip|tgz|vpack` (seed-api.md "Download package"; compat.md 1.6). */
+/** `<name>.<version>.upack|zip|tgz|vpack` (docs/seed-api.md "Download package"; docs/compat.md 1.6). */
 export function packageFileName(name: string, version: string, extension: DownloadFormat | "vpack"): string {
   return `${name}.${version}.${extension}`;
 }

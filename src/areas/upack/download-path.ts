@@ -11,7 +11,7 @@ export interface PackageFilePath {
 }
 
 /**
- * Checks the `path` query argument of download-file (seed-api.md area A; compat.md 2.5): relative
+ * Checks the `path` query argument of download-file (docs/seed-api.md area A; docs/compat.md 2.5): relative
  * to the archive root, so content files start with `package/`. The value is already URL-decoded
  * once by the query parser; domain/relative-path.ts decides what is refused (400 rather than 404,
  * so that probing for traversal is visible as such in logs).

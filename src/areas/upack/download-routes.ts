@@ -23,10 +23,10 @@ import type { Located, PullOptions, RemoteDownloads, RemoteTarget } from "./remo
 import { errorText } from "../../http/errors.js";
 
 /**
- * Universal feed downloads (seed-api.md area A: download package, download package file, download
- * virtual package; compat.md 2.4-2.6, 2.12). Each is addressed by `<group...>/<name>/<version>`
+ * Universal feed downloads (docs/seed-api.md area A: download package, download package file, download
+ * virtual package; docs/compat.md 2.4-2.6, 2.12). Each is addressed by `<group...>/<name>/<version>`
  * or `<group...>/<name>?latest`, routed as one wildcard because the group may hold '/' or `%2F`
- * (clients.md 4 item 3). Privileges (compat.md 2.14): Feeds_DownloadPackage on the feed.
+ * (docs/clients.md 4 item 3). Privileges (docs/compat.md 2.14): Feeds_DownloadPackage on the feed.
  * HEAD is declared where a body is streamed, so that it never reads one.
  */
 export interface UpackDownloadRoutesOptions {
@@ -46,7 +46,7 @@ export { errorText };
 export const TAGS = ["universal feed"];
 
 const LATEST_DOC = "Present (bare or with any value) when the path names no version";
-/** Every error is a plain-text message (compat.md 0.3): the statuses every feed route can answer. */
+/** Every error is a plain-text message (docs/compat.md 0.3): the statuses every feed route can answer. */
 export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 const PACKAGE_PATH_DOC =
   "Path `<group...>/<name>/<version>`, or `<group...>/<name>` with `?latest` (the highest version, " +
@@ -94,7 +94,7 @@ export async function countDownload(
   await announceDeployment(downloads, request, target);
 }
 
-/** Records the deployment a download's X-ProGet-Deployment-* headers announce (compat.md 2.4): stored or remote versions. */
+/** Records the deployment a download's X-ProGet-Deployment-* headers announce (docs/compat.md 2.4): stored or remote versions. */
 async function announceDeployment(
   downloads: UpackDownloadService,
   request: FastifyRequest,

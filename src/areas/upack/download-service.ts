@@ -33,7 +33,7 @@ export interface StoredPackage {
   readonly lastModified: Date;
 }
 
-/** What an assembler needs to build a virtual package (compat.md 1.6). */
+/** What an assembler needs to build a virtual package (docs/compat.md 1.6). */
 export interface VirtualPackageVersion {
   readonly feed: Feed;
   readonly versionId: number;
@@ -59,7 +59,7 @@ export const assemblyUnavailable: AssembleVirtual = async () => {
 export interface UpackDownloadService {
   /**
    * The feed and version a download URL names: `tail` is everything after `download…/`, the
-   * version its last segment unless `latest` is present (compat.md 2.12). 400 without a version
+   * version its last segment unless `latest` is present (docs/compat.md 2.12). 400 without a version
    * and without `latest`; 404 for an unknown feed, package or version.
    */
   resolve(feedName: string, tail: string, latest: boolean): Promise<{ feed: Feed; target: DownloadTarget }>;
@@ -68,11 +68,11 @@ export interface UpackDownloadService {
   countDownload(target: DownloadTarget): Promise<void>;
   /** The `package/` contents as a new archive, streamed (never buffered) from the stored file. */
   openContents(file: StoredPackage, format: "zip" | "tgz"): Promise<Readable>;
-  /** The entry `path` names, exact match first, then ignoring case (compat.md 1.1); 403/404. */
+  /** The entry `path` names, exact match first, then ignoring case (docs/compat.md 1.1); 403/404. */
   openFile(file: StoredPackage, path: PackageFilePath): Promise<PackageFile>;
-  /** The virtual manifest of a virtual package; 404 for any other (PRODUCT.md). */
+  /** The virtual manifest of a virtual package; 404 for any other (docs/PRODUCT.md). */
   virtualManifest(target: DownloadTarget): Promise<string>;
-  /** Stores the deployment a download announces (X-ProGet-Deployment-* headers, compat.md 2.4); absent: ignored. */
+  /** Stores the deployment a download announces (X-ProGet-Deployment-* headers, docs/compat.md 2.4); absent: ignored. */
   readonly recordDeployment?: PackageDeploymentService["recordDownload"] | undefined;
 }
 

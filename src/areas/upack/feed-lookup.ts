@@ -1,7 +1,7 @@
 import { invalid, notFound } from "../../domain/errors.js";
 import type { Feed, FeedService } from "../management/index.js";
 
-/** Feed types served under `/upack/<feed>` (compat.md 5.2 endpointUrl). */
+/** Feed types served under `/upack/<feed>` (docs/compat.md 5.2 endpointUrl). */
 const UPACK_FEED_TYPES: ReadonlySet<string> = new Set(["universal", "romp"]);
 
 /**

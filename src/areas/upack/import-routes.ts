@@ -11,7 +11,7 @@ import { errors, errorText, TAGS } from "./download-routes.js";
 import { uploadResult } from "./write-routes.js";
 
 /**
- * `POST /upack/<feed>/import` (compat.md 2.9, 2.14): a package file from an asset directory or
+ * `POST /upack/<feed>/import` (docs/compat.md 2.9, 2.14): a package file from an asset directory or
  * from the server's import folder becomes a version, as an upload of its bytes would.
  * Feeds_AddPackage on the feed is declared (checked before the body is read); taking the file from
  * an asset directory also needs Feeds_DownloadPackage there, and Feeds_DeletePackage when it is
@@ -48,7 +48,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
         "The file (.upack or .vpack) is validated and stored as an upload of it would be; replacing a version " +
         "needs Feeds_OverwritePackage (else 409). `deleteFromSource` (default true) deletes the file once the " +
         "version is committed; from an asset directory that needs Feeds_DeletePackage there, and reading it " +
-        "Feeds_DownloadPackage. 200 with the stored version (compat.md 2.9).",
+        "Feeds_DownloadPackage. 200 with the stored version (docs/compat.md 2.9).",
       tags: TAGS,
       response: {
         200: uploadResult,
@@ -80,7 +80,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
       if (outcome.sourceDeleteError !== undefined) {
         request.log.warn({ err: outcome.sourceDeleteError }, "import committed but its source could not be deleted");
       }
-      // ProGet answers 200 here, unlike an upload's 201 (compat.md 2.9).
+      // ProGet answers 200 here, unlike an upload's 201 (docs/compat.md 2.9).
       return reply.code(200).send(outcome.result);
     },
   });
@@ -101,7 +101,7 @@ async function fromAssetDirectory(
 
 const feedNameOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
 
-/** The import body, read leniently (compat.md 0.1, 0.2): any case of the names, booleans as text too. */
+/** The import body, read leniently (docs/compat.md 0.1, 0.2): any case of the names, booleans as text too. */
 function readImportRequest(body: unknown): ImportRequest {
   if (body !== undefined && !isPlainObject(body)) {
     throw invalid("INVALID_BODY", "The import request must be a JSON object.");

@@ -10,7 +10,7 @@ import type { UpackWriteService, UploadResult } from "./upload-service.js";
 import { isInside } from "../../storage/path-containment.js";
 
 /**
- * Imports into a universal feed (compat.md 2.9) from the two places a package file can already be:
+ * Imports into a universal feed (docs/compat.md 2.9) from the two places a package file can already be:
  * an asset directory (its blob is shared: the version references it, no byte is copied) or a
  * folder on the server that an administrator opened for it (WHARF_IMPORT_ROOT). Validation and
  * storage are the upload's (upload-service.ts `importPackage`); this only finds the file and, when

@@ -11,11 +11,11 @@ import { upackWriteRoutes } from "./write-routes.js";
 
 export { createUpackServices, type UpackServices } from "./services.js";
 
-/** What the universal feed area (seed-api.md area A) is built from. */
+/** What the universal feed area (docs/seed-api.md area A) is built from. */
 export interface UpackAreaOptions extends ContentAreaDeps {
-  /** Deployment records: stored from download headers and counted in versions (compat.md 2.4, 6.2); absent: neither. */
+  /** Deployment records: stored from download headers and counted in versions (docs/compat.md 2.4, 6.2); absent: neither. */
   readonly deployments?: PackageDeploymentService;
-  /** Asset directories, for imports from them (compat.md 2.9); absent: such imports are 404. */
+  /** Asset directories, for imports from them (docs/compat.md 2.9); absent: such imports are 404. */
   readonly assets?: AssetService;
   /** The app's one set of universal feed services (services.ts); built here when absent. */
   readonly services?: UpackServices;

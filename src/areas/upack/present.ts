@@ -2,14 +2,14 @@ import { z } from "zod";
 import type { PackageRow, VersionRow } from "./query-repository.js";
 
 /**
- * PackageData and VersionData as JSON text (seed-api.md area A resources; compat.md 2.2, 2.3).
+ * PackageData and VersionData as JSON text (docs/seed-api.md area A resources; docs/compat.md 2.2, 2.3).
  * Built by concatenation rather than through the response schemas: a `versions` answer can hold
  * 10,000 versions, and validating every row through zod would cost several times what building it
  * does. The schemas below document the shapes (OpenAPI) and the tests check real answers with them.
  *
  * Shared rules: `group` is left out for the empty group; `downloads` is a decimal string (the
  * spec's type, and what every client parses); manifest properties, `_`-prefixed custom ones
- * included, are echoed after the server's own; dates carry milliseconds (PRODUCT.md "Dates").
+ * included, are echoed after the server's own; dates carry milliseconds (docs/PRODUCT.md "Dates").
  */
 
 const dependencyList = z.array(z.string()).describe("`<group>:<name>:<version>` strings Inedo.UPack can parse");
@@ -108,7 +108,7 @@ export function packageJson(row: PackageRow): string {
   );
 }
 
-/** `deploymentCount`: package deployment records of the version (compat.md 6.2), when they are tracked. */
+/** `deploymentCount`: package deployment records of the version (docs/compat.md 6.2), when they are tracked. */
 export function versionJson(row: VersionRow, deploymentCount?: number): string {
   const fileList = row.file_list === undefined ? "" : `,"fileList":${fileListJson(row.file_list)}`;
   const deployments = deploymentCount === undefined ? "" : `,"deploymentCount":${deploymentCount}`;
@@ -157,7 +157,7 @@ export function isoMillis(stored: string): string {
   return Number.isNaN(date.getTime()) ? new Date(0).toISOString() : date.toISOString();
 }
 
-/** The services a feed offers (seed-api.md "Feed metadata"), in the spec's order. */
+/** The services a feed offers (docs/seed-api.md "Feed metadata"), in the spec's order. */
 export const FEED_SERVICES = [
   "VirtualPackages",
   "RemotePackages",

@@ -3,7 +3,7 @@ import type { Db } from "../../storage/database.js";
 import { downloadCounterOf, flushDownloadCounts } from "./download-counts.js";
 
 /**
- * Every SQL read behind the universal feed's listings and downloads (seed-api.md area A). Reads
+ * Every SQL read behind the universal feed's listings and downloads (docs/seed-api.md area A). Reads
  * rely on what the write side keeps denormalised (migrations/0004): `latest_version_id` and
  * `versions_desc` on packages, and `sort_key` on versions (ORDER BY sort_key DESC = newest first,
  * straight from the (package_id, sort_key) index). Group, name and version are matched through

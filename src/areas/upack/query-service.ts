@@ -10,8 +10,8 @@ import type { UpackQueryRepository, VersionRow } from "./query-repository.js";
 import { ResponseCache } from "./response-cache.js";
 
 /**
- * Listing use cases of the universal feed (seed-api.md area A: list packages, list versions,
- * search, feed metadata; compat.md 2.2, 2.3, 2.10, 2.11). Answers are JSON bytes, shaped by
+ * Listing use cases of the universal feed (docs/seed-api.md area A: list packages, list versions,
+ * search, feed metadata; docs/compat.md 2.2, 2.3, 2.10, 2.11). Answers are JSON bytes, shaped by
  * present.ts, so that the routes only send them. Large answers are kept until the database
  * changes (see ResponseCache): a CI farm polling `versions?name=` of a package with 10,000
  * versions would otherwise rebuild megabytes of identical JSON on every request.
@@ -56,16 +56,16 @@ export interface UpackQueryServiceDeps {
   ) => Promise<ReadonlyMap<string, number>>;
 }
 
-/** Default and maximum length of a list (seed-api.md "Limits"). */
+/** Default and maximum length of a list (docs/seed-api.md "Limits"). */
 export const MAX_LIST_COUNT = 1000;
 
 /**
- * Highest universal feed API level whose features Wharf serves (compat.md 2.10 history): 1.3.0
+ * Highest universal feed API level whose features Wharf serves (docs/compat.md 2.10 history): 1.3.0
  * brought meta and download-vpack, 1.4.0 shortDescription, 1.5.0 ranges in dependencies.
  */
 export const UNIVERSAL_FEED_API_VERSION = "1.5.0";
 
-/** The phrase ProGetAutomation looks for when a package is missing (clients.md 3.9). */
+/** The phrase ProGetAutomation looks for when a package is missing (docs/clients.md 3.9). */
 export function packageNotFound(group: string, name: string) {
   return notFound("PACKAGE_NOT_FOUND", `The specified package was not found: ${quote(formatPackageId(group, name))}.`);
 }
@@ -82,7 +82,7 @@ export function versionKeyOf(text: string): string | undefined {
   return canonicalVersion(text)?.toLowerCase();
 }
 
-// Inedo.UPack treats group "*" as "any group" (compat.md 13, inferred); no real group contains '*'.
+// Inedo.UPack treats group "*" as "any group" (docs/compat.md 13, inferred); no real group contains '*'.
 const anyGroup = (group: string | undefined) => (group === "*" ? undefined : group);
 
 export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQueryService {
@@ -147,7 +147,7 @@ export function createUpackQueryService(deps: UpackQueryServiceDeps): UpackQuery
         });
         return Buffer.from(versionJson(row, countOf(counts, row)));
       }
-      // With a name, the group defaults to the empty group and `count` does not apply (seed-api.md A).
+      // With a name, the group defaults to the empty group and `count` does not apply (docs/seed-api.md A).
       const filter =
         query.name !== undefined
           ? { groupKey: (query.group ?? "").toLowerCase(), nameKey: query.name.toLowerCase() }

@@ -16,8 +16,8 @@ import { withConnectors } from "./remote-listings.js";
 import { ownershipOf } from "./remote-shadow.js";
 
 /**
- * Universal feed reads (seed-api.md area A: list packages, list versions, search, feed metadata,
- * and the downloads in download-routes.ts; compat.md 2.2-2.6, 2.10-2.13). Privileges (compat.md
+ * Universal feed reads (docs/seed-api.md area A: list packages, list versions, search, feed metadata,
+ * and the downloads in download-routes.ts; docs/compat.md 2.2-2.6, 2.10-2.13). Privileges (docs/compat.md
  * 2.14): listing needs Feeds_ViewFeed on the feed, System keys the `feeds` scope.
  */
 export interface UpackReadOptions extends UpackAreaOptions {
@@ -68,7 +68,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       summary: "List packages, or get one package",
       description:
         "With `name`: one PackageData object (404 when missing); otherwise an array ordered by group and name. " +
-        "Matching is case-insensitive (seed-api.md A, compat.md 2.2). A feed with connectors also lists their " +
+        "Matching is case-insensitive (docs/seed-api.md A, docs/compat.md 2.2). A feed with connectors also lists their " +
         "packages (`isLocal: false`); its own versions shadow theirs, and a package it publishes itself hides " +
         "theirs entirely unless the connector merges with local packages.",
       tags: TAGS,
@@ -93,7 +93,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       summary: "List versions, or get one version",
       description:
         "With `version` (and `name`): one VersionData object (404 when missing); otherwise an array, newest " +
-        "first within each package. `includeFileList=True` adds `fileList` (compat.md 2.3).",
+        "first within each package. `includeFileList=True` adds `fileList` (docs/compat.md 2.3).",
       tags: TAGS,
       querystring: queryDoc({
         group: GROUP_DOC,
@@ -126,7 +126,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
       summary: "Search packages",
       description:
         "Packages whose name equals, starts with or contains the term, then title, description and tag " +
-        "matches, in that order; items as in `packages` (compat.md 2.11).",
+        "matches, in that order; items as in `packages` (docs/compat.md 2.11).",
       tags: TAGS,
       querystring: queryDoc({ query: "Search term", term: "Search term (Inedo.UPack's name)", count: COUNT_DOC }),
       response: { 200: z.array(packageDataSchema), ...errors },
@@ -142,7 +142,7 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
   api.get("/upack/:feed/meta", {
     schema: {
       summary: "Feed metadata",
-      description: "API version, counts and the services this feed offers (compat.md 2.10).",
+      description: "API version, counts and the services this feed offers (docs/compat.md 2.10).",
       tags: TAGS,
       response: { 200: feedMetadataSchema, ...errors },
     },

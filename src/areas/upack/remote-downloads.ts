@@ -12,7 +12,7 @@ import type { UpackWriteService } from "./upload-service.js";
 export type { Located, RemoteTarget } from "./remote-lookup.js";
 
 /**
- * Downloads of a universal feed with connectors (compat.md 2.4, 2.5, 5.3): a version the feed
+ * Downloads of a universal feed with connectors (docs/compat.md 2.4, 2.5, 5.3): a version the feed
  * does not store is looked up in its connectors (in the feed's order, through their filters) and
  * served from the first upstream that has it.
  *

@@ -3,7 +3,7 @@ import { formatPackageId, groupProblem, nameProblem, upackCanParseDependency } f
 import { compareVersions, formatVersion, parseVersion, type UpackVersion } from "../../domain/upack-version.js";
 
 /**
- * PackageData and VersionData (compat.md 2.2, 2.3) as a connector's upstream sent them, made safe
+ * PackageData and VersionData (docs/compat.md 2.2, 2.3) as a connector's upstream sent them, made safe
  * to pass on. The upstream is another server, not a trusted one: an entry whose name, group or
  * version a client could not parse is dropped (Inedo.UPack throws on the whole answer for one bad
  * entry), members clients parse strictly (`sha1`, `size`, `dependencies`, `tags`, `downloads`)

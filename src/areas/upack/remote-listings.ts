@@ -24,7 +24,7 @@ import {
 } from "./query-service.js";
 
 /**
- * Listings of a universal feed with connectors (seed-api.md area A; compat.md 2.2, 2.3, 2.11,
+ * Listings of a universal feed with connectors (docs/seed-api.md area A; docs/compat.md 2.2, 2.3, 2.11,
  * 5.3): the feed's own answer (the local query service, with its caches, unchanged) merged with
  * what each connector's upstream answers, so that remote packages look like the feed's own.
  *
@@ -153,7 +153,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       ]);
       const sources = await withoutShadowed(owns, feed, remote.sources);
       let merged = mergeVersions(parseArray(own), sources).sort(byVersion);
-      // With a name, `count` does not apply (seed-api.md A), as locally.
+      // With a name, `count` does not apply (docs/seed-api.md A), as locally.
       if (query.name === undefined) merged = merged.slice(0, query.count);
       throwWhenNothing(merged, remote.failures);
       return toBuffer(merged.map((entry) => entry.json));

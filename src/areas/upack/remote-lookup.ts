@@ -11,7 +11,7 @@ import { firstListing, gather, isLocalMiss, type Listed } from "./remote-listing
 import { connectorsForPackage, type OwnsPackage } from "./remote-shadow.js";
 
 /**
- * Which version a download URL names on a feed with connectors (compat.md 2.4, 2.12, 5.3): the
+ * Which version a download URL names on a feed with connectors (docs/compat.md 2.4, 2.12, 5.3): the
  * feed's own when it stores it, else the first connector's (in the feed's order, through its
  * filters) that lists it; with `latest`, the highest version of the feed and its connectors (the
  * feed's own on a tie). A package the feed publishes itself is served only from the feed, and

@@ -67,7 +67,7 @@ export function byPackage(a: Json, b: Json): number {
   );
 }
 
-/** By group, then name, then newest version first (compat.md 1.4 ordering). */
+/** By group, then name, then newest version first (docs/compat.md 1.4 ordering). */
 export function byVersion(a: VersionEntry, b: VersionEntry): number {
   return (
     compareText(a.group.toLowerCase(), b.group.toLowerCase()) ||

@@ -205,7 +205,7 @@ function versionColumns(packageId: number, v: NewVersion): VersionColumns {
   ];
 }
 
-/** PRODUCT.md: a re-upload without the overwrite/delete permission is a 409 that says so. */
+/** docs/PRODUCT.md: a re-upload without the overwrite/delete permission is a 409 that says so. */
 export function versionExists(id: VersionIdentity): Error {
   const pkg = id.group === "" ? id.name : `${id.group}/${id.name}`;
   return conflict(

@@ -24,7 +24,7 @@ import { createVirtualDownloads } from "./vpack-download.js";
  */
 export interface UpackServices {
   readonly write: UpackWriteService;
-  /** Imports from asset directories and the server's import folder (compat.md 2.9), through `write`. */
+  /** Imports from asset directories and the server's import folder (docs/compat.md 2.9), through `write`. */
   readonly imports: UpackImportService;
   readonly downloads: UpackDownloadService;
   /** Whether virtual packages can be assembled (listed in `meta` services). */

@@ -44,12 +44,12 @@ export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const CONTENT_PREFIX = "package/";
 
 /**
- * Turns an upload already stored as a blob into a package file (compat.md 2.7), reading only what
+ * Turns an upload already stored as a blob into a package file (docs/compat.md 2.7), reading only what
  * it needs: a ZIP's central directory and upack.json through ranged reads, never the whole file.
  * - a ZIP with upack.json is the package as it is: its bytes (and SHA-1) are what gets served;
  * - a ZIP without one, or a gzipped TAR, becomes a new package built from the request's metadata
  *   with the content under `package/` (new bytes, so a second blob);
- * - a JSON text with `contents` is a plain .vpack (compat.md 1.6), wrapped as upack.json in a ZIP
+ * - a JSON text with `contents` is a plain .vpack (docs/compat.md 1.6), wrapped as upack.json in a ZIP
  *   the way InedoCore does before uploading.
  * upack.json always wins over the request: a disagreeing name, group or version is refused, and
  * other metadata parameters are ignored for a complete .upack, whose bytes are served unchanged.
@@ -121,7 +121,7 @@ async function readManifest(reader: ZipReader): Promise<UpackManifest> {
   return validate(json, "upack.json");
 }
 
-/** A manifest with `contents` is a virtual package (compat.md 1.6): its entries are checked too. */
+/** A manifest with `contents` is a virtual package (docs/compat.md 1.6): its entries are checked too. */
 function validate(json: unknown, label: string): UpackManifest {
   const virtual = typeof json === "object" && json !== null && ("contents" in json || "metaContents" in json);
   return virtual ? parseVirtualManifest(json, { label }) : validateManifest(json, { label });
@@ -151,7 +151,7 @@ interface BuiltManifest {
 }
 
 /**
- * upack.json for a plain ZIP or TGZ, from the request's parameters (compat.md 2.7), refused (413)
+ * upack.json for a plain ZIP or TGZ, from the request's parameters (docs/compat.md 2.7), refused (413)
  * when it would be larger than an uploaded upack.json may be: checked here, before any conversion.
  */
 function manifestFromParams(params: UploadParams): BuiltManifest {

@@ -4,10 +4,10 @@ import { isPlainObject, parsePackagePath, quote } from "../../domain/upack-manif
 import { canonicalVersion, formatVersion, parseVersion } from "../../domain/upack-version.js";
 
 /**
- * The parameters of an upload (compat.md 2.7), gathered from the three places a client may put
+ * The parameters of an upload (docs/compat.md 2.7), gathered from the three places a client may put
  * them: the path (`upload/<group...>/<name>[/<version>]`), the query string and a JSON or form
- * body. The same parameter given twice with different values is refused (seed-api.md A errors),
- * whatever the two places; names match case-insensitively (compat.md 0.1).
+ * body. The same parameter given twice with different values is refused (docs/seed-api.md A errors),
+ * whatever the two places; names match case-insensitively (docs/compat.md 0.1).
  */
 export interface UploadParams {
   /** Present when the request names the group, "" included (a path always does). */
@@ -40,7 +40,7 @@ interface Occurrence {
 const RESERVED = new Set(["key", "api_key"]);
 const IDENTITY = new Set(["group", "name", "version"]);
 const LISTS = new Set(["tags", "dependencies"]);
-/** upack.json property names (compat.md 1.2) in their spelling, so `Title=` in a query is `title`. */
+/** upack.json property names (docs/compat.md 1.2) in their spelling, so `Title=` in a query is `title`. */
 const KNOWN = [
   "group",
   "name",

@@ -56,7 +56,7 @@ export interface UploadResult {
 type SaveTarget = Pick<UploadCommand, "feedId" | "principal" | "canOverwrite">;
 
 /**
- * An import (compat.md 2.9): a package file that is not a request body. It is validated and
+ * An import (docs/compat.md 2.9): a package file that is not a request body. It is validated and
  * stored exactly as an upload of the same bytes would be, identity and metadata from its
  * upack.json alone.
  */
@@ -80,7 +80,7 @@ export interface CachePullCommand extends Pick<SaveTarget, "feedId" | "principal
   readonly version: string;
 }
 
-/** Uploads, imports and deletes of universal packages (seed-api.md area A); throws DomainError, knows no HTTP. */
+/** Uploads, imports and deletes of universal packages (docs/seed-api.md area A); throws DomainError, knows no HTTP. */
 export interface UpackWriteService {
   upload(command: UploadCommand): Promise<UploadResult>;
   /** Stores the version an imported file holds; a .vpack JSON text is wrapped as an upload's is (a new blob). */
@@ -91,7 +91,7 @@ export interface UpackWriteService {
    * upstream's, served unchanged). Never replaces a version the feed has: 409 then.
    */
   cachePulled(command: CachePullCommand): Promise<UploadResult>;
-  /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (compat.md 2.8, 2.12). */
+  /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (docs/compat.md 2.8, 2.12). */
   deleteVersion(feedId: number, tail: string): Promise<void>;
 }
 
@@ -194,7 +194,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       const version = formatVersion(manifest.version);
       const replace = await target.canOverwrite();
       const publishedBy = publisherName(target.principal);
-      // Everything slow is done: one short transaction (STYLE.md).
+      // Everything slow is done: one short transaction (docs/STYLE.md).
       const outcome = await repository.saveVersion(
         {
           feedId: target.feedId,

@@ -1,5 +1,5 @@
 /**
- * Assembling a virtual package (compat.md 1.6): the package a download of a virtual version
+ * Assembling a virtual package (docs/compat.md 1.6): the package a download of a virtual version
  * returns, built from the packages of the same feed and the URLs its manifest names. The archive
  * is streamed to a temporary file (nothing is held in memory whole), then put into the blob store;
  * vpack-cache.ts remembers the result so that assembly happens once per version.
@@ -36,7 +36,7 @@ import { AssemblyBudget, fileNameFromUrl, PathClaims, SourceMeter } from "./vpac
 export { type AssembledCache, type AssembledPackage, createAssembledCache } from "./vpack-cache.js";
 
 export interface AssemblyDeps {
-  /** A package version of the feed the virtual package is in (compat.md 1.6: "the same feed"). */
+  /** A package version of the feed the virtual package is in (docs/compat.md 1.6: "the same feed"). */
   resolvePackage(
     group: string,
     name: string,
@@ -156,7 +156,7 @@ class Assembly {
     const dir = virtualPath === "" ? root : `${root}${virtualPath}/`;
     const prefix = source.packagePath === "" ? "" : `${source.packagePath}/`;
     for (const { entry, path } of selectSubtree(reader, prefix)) {
-      // The whole archive was asked for; its manifest is still not used (compat.md 1.6).
+      // The whole archive was asked for; its manifest is still not used (docs/compat.md 1.6).
       if (prefix === "" && path.toLowerCase() === "upack.json") continue;
       const name = checkEntryName(dir + path);
       if (!entry.isDirectory) this.#addEntry(zip, reader, entry, name, fail);

@@ -13,7 +13,7 @@ export interface AssembledPackage {
 }
 
 /**
- * The cache of assembled virtual packages (compat.md 1.6: ProGet assembles once and serves the
+ * The cache of assembled virtual packages (docs/compat.md 1.6: ProGet assembles once and serves the
  * `.constructed` file afterwards). Assembly is deterministic for unchanged sources, so two
  * downloads racing to fill the cache store the same blob and the later `save` changes nothing
  * that matters.
@@ -26,7 +26,7 @@ export interface AssembledCache {
   /**
    * Forgets every assembly of a feed: a package version was overwritten or deleted, and any
    * virtual package of the same feed may have been built from it (sources are looked up in the
-   * same feed, compat.md 1.6). Returns how many were forgotten.
+   * same feed, docs/compat.md 1.6). Returns how many were forgotten.
    */
   forgetFeed(feedId: number): number;
 }

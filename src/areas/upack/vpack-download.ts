@@ -1,5 +1,5 @@
 /**
- * Downloads of virtual packages (compat.md 1.6: "downloads of a virtual package transparently
+ * Downloads of virtual packages (docs/compat.md 1.6: "downloads of a virtual package transparently
  * return the assembled package"; ProGet caches it). The download service's `assembleVirtual` seam
  * is implemented here: the cached assembly when there is one, else one assembly from the stored
  * manifest, saved to the cache. The write side calls `forgetFeed` after every upload, replacement
@@ -54,7 +54,7 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
   const running = new Map<number, Running>();
   const generationOf = (feedId: number) => generations.get(feedId) ?? 0;
 
-  /** Same-feed lookup (compat.md 1.6), by the same keys as a download URL. */
+  /** Same-feed lookup (docs/compat.md 1.6), by the same keys as a download URL. */
   async function resolvePackage(feedId: number, group: string, name: string, version: UpackVersion) {
     const key = formatVersion(version).toLowerCase();
     const row = await repository.findDownload(feedId, group.toLowerCase(), name.toLowerCase(), key);

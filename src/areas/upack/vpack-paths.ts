@@ -12,7 +12,7 @@ import { tooLarge } from "../../storage/archives.js";
 /**
  * Paths already in the assembled archive. The current doc's rule applies: a file that "already
  * exists" is ignored, so the first writer wins (the old spec's "overwrite" is not followed, see
- * compat.md 1.6). Names compare ignoring case: ProGet assembles on a case-insensitive file system
+ * docs/compat.md 1.6). Names compare ignoring case: ProGet assembles on a case-insensitive file system
  * as a rule, and a package holding both `a.txt` and `A.txt` would lose one of them on Windows.
  */
 export class PathClaims {

@@ -13,8 +13,8 @@ import { collectUploadParams } from "./upload-params.js";
 import type { UpackWriteService } from "./upload-service.js";
 
 /**
- * Universal feed writes (seed-api.md area A: upload package, delete package; compat.md 2.7, 2.8,
- * 2.14, clients.md 4 items 1-3). Upload answers every client shape: PUT or POST, on `upload`,
+ * Universal feed writes (docs/seed-api.md area A: upload package, delete package; docs/compat.md 2.7, 2.8,
+ * 2.14, docs/clients.md 4 items 1-3). Upload answers every client shape: PUT or POST, on `upload`,
  * `upload/<group...>/<name>[/<version>]` and the bare feed URL (Go upack and ProGetAutomation),
  * with a raw body of any or no Content-Type, or JSON/form metadata with `content-b64`/`content-url`.
  * Both declare their privilege so an unauthorised upload is refused before its body is read.
@@ -60,7 +60,7 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
         "or `content-url`. A .upack is stored byte for byte; a plain ZIP or TGZ becomes a package from `name`, " +
         "`version` and other metadata. Replacing a version needs Feeds_OverwritePackage (else 409). " +
         "Digests in X-Checksum-Sha1/-Sha256, Digest or Content-Digest are verified before anything is kept. " +
-        "Also answered on `upload/<group...>/<name>[/<version>]` and on the feed URL itself (compat.md 2.7).",
+        "Also answered on `upload/<group...>/<name>[/<version>]` and on the feed URL itself (docs/compat.md 2.7).",
       tags: TAGS,
       response: {
         201: uploadResult,
@@ -81,7 +81,7 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
       summary: "Delete a package version",
       description:
         "Path `<group...>/<name>/<version>`; the group may contain '/' or `%2F`. 200 with an empty body; " +
-        "404 'package was not found' when there is no such version (compat.md 2.8).",
+        "404 'package was not found' when there is no such version (docs/compat.md 2.8).",
       tags: TAGS,
       response: errors,
     },
@@ -128,6 +128,6 @@ async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: F
     principal: request.principal,
     canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
   });
-  // 201 for every client: Go upack and proget-updater accept nothing else (compat.md 2.7).
+  // 201 for every client: Go upack and proget-updater accept nothing else (docs/compat.md 2.7).
   return reply.code(201).send(result);
 }
