@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { Counter, Gauge, Histogram, type Metric, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type Metric, Registry } from "prom-client";
 import { z } from "zod";
 import type { BlobStore } from "../storage/blob-store.js";
 
@@ -21,6 +21,21 @@ export interface FinishedRequest {
   readonly bytesOut: number;
   /** Answered by a replay of a kept response (hot-responses.ts), not by the route itself. */
   readonly replayed?: boolean;
+}
+
+let runtimeRegistry: Registry | undefined;
+
+/**
+ * The process's own metrics (CPU, resident memory, heap, event-loop lag, GC, handles), prom-client's
+ * standard set: one per process, since they describe the process, and its event-loop and GC
+ * observers are made once however many apps a process builds (tests build hundreds).
+ */
+function runtimeMetrics(): Registry {
+  if (runtimeRegistry === undefined) {
+    runtimeRegistry = new Registry();
+    collectDefaultMetrics({ register: runtimeRegistry });
+  }
+  return runtimeRegistry;
 }
 
 /**
@@ -119,7 +134,11 @@ export function registerMetrics(
       },
       config: { access: { need: { api: "metrics", attribute: "Admin_ConfigureProGet" } } },
     },
-    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+    async (_request, reply) => {
+      // Merged at each scrape (rare), so that metrics registered after start-up are included too.
+      const all = Registry.merge([runtimeMetrics(), registry]);
+      return reply.type(all.contentType).send(await all.metrics());
+    },
   );
   return metrics;
 }

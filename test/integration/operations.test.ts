@@ -50,6 +50,11 @@ describe("self-description and metrics", () => {
     expect(res.headers["content-type"]).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(res.body).toMatch(/wharf_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/);
     expect(res.body).toMatch(/wharf_http_requests_total\{method="GET",route="unmatched",status="404"\}/);
+    // The process's standard metrics beside Wharf's own: memory, CPU, event-loop lag, GC.
+    expect(res.body).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(res.body).toMatch(/^process_cpu_user_seconds_total [\d.]+/m);
+    expect(res.body).toMatch(/^nodejs_eventloop_lag_seconds [\d.e-]+/m);
+    expect(res.body).toMatch(/^# TYPE nodejs_gc_duration_seconds histogram$/m);
     expect(res.body).toMatch(/wharf_http_request_duration_seconds_bucket/);
     expect(res.body).toMatch(/wharf_http_response_bytes_total/);
     expect(res.body).toMatch(/wharf_blob_store_bytes \d+/);
