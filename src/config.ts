@@ -188,6 +188,8 @@ const envSchema = z.object({
     .string()
     .min(16, "must be at least 16 characters")
     .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+    // A placeholder copied from an example is known to everyone who read it.
+    .refine((key) => !/^change-?me/i.test(key), "must be a secret of your own, not an example's placeholder")
     .optional(),
   WHARF_BASE_URL: z
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })

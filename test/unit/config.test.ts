@@ -228,6 +228,8 @@ describe("loadConfig", () => {
     ["WHARF_PORT", "1e3"],
     ["WHARF_ADMIN_API_KEY", "short"],
     ["WHARF_ADMIN_API_KEY", "has a space in it, and long enough"],
+    ["WHARF_ADMIN_API_KEY", "change-me-to-a-long-secret"],
+    ["WHARF_ADMIN_API_KEY", "CHANGEME-0123456789abcdef"],
     ["WHARF_BASE_URL", "not a url"],
     ["WHARF_BASE_URL", "ftp://example.com"],
     ["WHARF_TRUST_PROXY", "true"],
