@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { FastifyServerFactory } from "fastify";
-import { addressKey } from "../areas/security/address-throttle.js";
+import { addressKey } from "../net/address-key.js";
 import type { Config } from "../config.js";
 import { addressListMatcher } from "../net/address-list.js";
 import { type ConnectionGuard, createConnectionGuard } from "./connection-guard.js";

@@ -131,7 +131,8 @@ function parseIPv4(text: string): bigint | undefined {
   return text.split(".").reduce((value, part) => (value << 8n) | BigInt(Number(part)), 0n);
 }
 
-function parseIPv6(text: string): bigint | undefined {
+/** An IPv6 address (no zone) as a 128-bit number; undefined for anything else. */
+export function parseIPv6(text: string): bigint | undefined {
   if (isIP(text) !== 6 || text.includes("%")) return undefined;
   let normalised = text;
   const lastColon = text.lastIndexOf(":");

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { addressKey, createAddressThrottle } from "../../src/areas/security/address-throttle.js";
+import { createAddressThrottle } from "../../src/areas/security/address-throttle.js";
+import { addressKey } from "../../src/net/address-key.js";
 import { createPasswordVerifier } from "../../src/areas/security/password-verifier.js";
 import { UNMATCHABLE_HASH } from "../../src/areas/security/passwords.js";
 import { createUserBackoff } from "../../src/areas/security/user-backoff.js";

@@ -1,5 +1,5 @@
-import { isIPv4, isIPv6 } from "node:net";
 import { RateLimiterMemory } from "rate-limiter-flexible";
+import { addressKey } from "../../net/address-key.js";
 
 /**
  * Failed credentials per client address: after `failures` within `windowSeconds`, the address is
@@ -73,28 +73,4 @@ export function createAddressThrottle({
       return blockMs;
     },
   };
-}
-
-/**
- * What is counted as one client: an IPv4 address, or an IPv6 /64 (one customer's network: a host
- * there can take any of its 2^64 addresses). An IPv4-mapped IPv6 address is its IPv4 address.
- */
-export function addressKey(address: string | undefined): string {
-  if (address === undefined) return "unknown";
-  const mapped = address.toLowerCase().startsWith("::ffff:") ? address.slice(7) : undefined;
-  if (mapped !== undefined && isIPv4(mapped)) return mapped;
-  const plain = address.split("%")[0] ?? address; // a zone (fe80::1%eth0) names the interface, not the host
-  if (!isIPv6(plain)) return address;
-  return `${ipv6Groups(plain).slice(0, 4).join(":")}::/64`;
-}
-
-/** The eight groups of an IPv6 address, `::` expanded (an embedded IPv4 tail counts as two). */
-function ipv6Groups(address: string): string[] {
-  const [head = "", tail] = address.split("::");
-  const parts = (text: string) =>
-    text === "" ? [] : text.split(":").flatMap((part) => (part.includes(".") ? ["0", "0"] : [part]));
-  const front = parts(head);
-  const back = tail === undefined ? [] : parts(tail);
-  const zeros = Array.from({ length: 8 - front.length - back.length }, () => "0");
-  return [...front, ...zeros, ...back].map((group) => group.toLowerCase().replace(/^0+(?=.)/, ""));
 }

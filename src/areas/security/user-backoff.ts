@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Clock } from "../../domain/clock.js";
-import { addressKey } from "./address-throttle.js";
+import { addressKey } from "../../net/address-key.js";
 import { NAME_MAX } from "./validation.js";
 
 /**
