@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseAssetPath } from "../../domain/asset-path.js";
 import { invalid } from "../../domain/errors.js";
 import { param, parseBoolean, type QueryLike } from "../../http/params.js";
-import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
+import { rawUploadBody } from "../../http/upload-body.js";
 import { archiveFormatOf, sendFolderExport } from "./archive-reply.js";
 import { access, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import type { EndpointsAreaOptions } from "./index.js";
@@ -27,7 +27,6 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   // `application/octet-stream` (docs/clients.md 3.4, 3.9).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-  closeConnectionsOfRefusedUploads(app);
 
   const exportArchive = async (request: FastifyRequest, reply: FastifyReply) => {
     const directory = await assets.directory(directoryOf(request));

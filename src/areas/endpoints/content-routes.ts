@@ -5,7 +5,7 @@ import { ASSET_ROOT, type AssetPath, parseAssetPath } from "../../domain/asset-p
 import { invalid } from "../../domain/errors.js";
 import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params.js";
 import { sendBlob } from "../../http/send-blob.js";
-import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
+import { rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import type { Feed } from "../management/index.js";
 import { sendFolderExport } from "./archive-reply.js";
@@ -46,7 +46,6 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   // Encapsulated: in this plugin every body, JSON and forms included, is the file's bytes.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-  closeConnectionsOfRefusedUploads(app);
 
   /**
    * A folder addressed under content/ (Cake.ProGet builds directory URLs that way, docs/clients.md 3.15):

@@ -5,7 +5,6 @@ import { DomainError, invalid } from "../../domain/errors.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
 import { requireJsonBody } from "../../http/json-reply.js";
 import { param, parseBoolean, type QueryLike } from "../../http/params.js";
-import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
@@ -19,9 +18,6 @@ import { assetItemSchema, presentAssetItem } from "./present.js";
 export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
   const { assets, config } = options;
   const recursiveOf = (request: FastifyRequest) => parseBoolean(param(request.query as QueryLike, "recursive"), false);
-
-  // A metadata update refused before its body was read (401, 403, 415) must not read it to the end.
-  closeConnectionsOfRefusedUploads(app);
 
   const list = {
     schema: {

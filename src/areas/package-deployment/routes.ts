@@ -3,7 +3,6 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import { countParam, param, type QueryLike } from "../../http/params.js";
-import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { parseDeploymentInput } from "./fields.js";
 import { MAX_RAW_FORM_BYTES, readDeploymentFields } from "./request-body.js";
 import {
@@ -52,9 +51,6 @@ function requiredParam(query: QueryLike, ...names: [string, ...string[]]): strin
 export const packageDeploymentRoutes: FastifyPluginAsync<PackageDeploymentRoutesOptions> = async (app, options) => {
   const { deployments } = options;
   const api = app.withTypeProvider<ZodTypeProvider>();
-  // A raw body refused before it was read to the end (413) must not be read as the next request.
-  closeConnectionsOfRefusedUploads(app);
-
   api.post(PATH, {
     // JSON and forms; raw form pairs are bounded by request-body.ts, since stream parsers ignore it.
     bodyLimit: MAX_RAW_FORM_BYTES,

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { QueryLike } from "../../http/params.js";
 import type { FeedService } from "../management/index.js";
 import { assertFeedAcceptsPackages, getUniversalFeed } from "../upack/feed-lookup.js";
-import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
+import { rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import type { UpackWriteService } from "../upack/upload-service.js";
 import { identityPath, requestedIdentity } from "./params.js";
@@ -32,8 +32,6 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
     // type): every type reaches the handler as the unread stream, here and only here.
     uploads.removeAllContentTypeParsers();
     uploads.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-    closeConnectionsOfRefusedUploads(uploads);
-
     const upload: RouteOptions = {
       method: ["PUT", "POST"],
       url: "/api/packages/:feed/upload",

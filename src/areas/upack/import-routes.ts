@@ -3,7 +3,6 @@ import { invalid } from "../../domain/errors.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
 import { requireJsonBody } from "../../http/json-reply.js";
 import { param, parseBoolean } from "../../http/params.js";
-import { closeConnectionsOfRefusedUploads } from "../../http/upload-body.js";
 import { assertFeedAcceptsPackages, getUniversalFeed } from "./feed-lookup.js";
 import type { AssetImport, ImportOutcome, UpackImportService } from "./import-service.js";
 import type { UpackAreaOptions } from "./index.js";
@@ -29,8 +28,6 @@ interface ImportRequest {
 
 export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (app, options) => {
   const { imports } = options;
-
-  closeConnectionsOfRefusedUploads(app);
 
   app.post("/upack/:feed/import", {
     config: {

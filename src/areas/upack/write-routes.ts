@@ -4,7 +4,7 @@ import type { Config } from "../../config.js";
 import { invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { isPlainObject } from "../../domain/upack-manifest.js";
-import { closeConnectionsOfRefusedUploads, rawUploadBody } from "../../http/upload-body.js";
+import { rawUploadBody } from "../../http/upload-body.js";
 import { errors, errorText, TAGS } from "./download-routes.js";
 import { assertFeedAcceptsPackages, getUniversalFeed } from "./feed-lookup.js";
 import type { UpackAreaOptions } from "./index.js";
@@ -45,8 +45,6 @@ const feedNeed =
 
 export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (app, options) => {
   const { config, service } = options;
-
-  closeConnectionsOfRefusedUploads(app);
 
   const upload: RouteOptions = {
     method: ["PUT", "POST"],
