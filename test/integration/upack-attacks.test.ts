@@ -758,7 +758,7 @@ describe("hostile manifests and metadata", () => {
     await expectNothingStored(before);
   });
 
-  it("an anonymous deeply nested JSON body is parsed without harm and refused with 401", async () => {
+  it("an anonymous deeply nested JSON body is refused with 401 without being parsed (larger than a body read before its sender is known)", async () => {
     const body = `{"name":"anon","version":"1.0.0","_x":${nested(100_000)}}`;
     for (const url of ["/upack/main/upload", "/upack/main", "/upack/main/delete/anon/1.0.0"]) {
       expectText(await send("POST", url, body, { "content-type": "application/json" }), 401);
