@@ -12,7 +12,7 @@ import {
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
 import { nativeArea } from "./areas/native/index.js";
-import { packagesApiArea } from "./areas/packages-api/index.js";
+import { packagesApiArea } from "./areas/upack/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";

@@ -17,7 +17,7 @@ import tar from "tar-stream";
 import yauzl from "yauzl";
 import { expect } from "vitest";
 import yazl from "yazl";
-import { flushDownloadCounts } from "../../src/areas/upack/download-counts.js";
+import { flushDownloadCounts } from "../../src/areas/upack/download/counts.js";
 import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
 import { versionSortKey } from "../../src/domain/upack-version-sort.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
@@ -187,7 +187,7 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
   }
 
   function downloadsOf(feed: string, group: string, name: string, version: string) {
-    // Counts are batched (download-counts.ts); this reads the table itself, so it writes them first.
+    // Counts are batched (download/counts.ts); this reads the table itself, so it writes them first.
     flushDownloadCounts(db);
     const row = db
       .prepare(

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packageVersionInfoSchema } from "../../src/areas/packages-api/present.js";
+import { packageVersionInfoSchema } from "../../src/areas/upack/packages-api/present.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";

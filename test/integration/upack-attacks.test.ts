@@ -845,7 +845,7 @@ describe("names that reach response headers", () => {
     "semi;colon,comma 'apos' (paren)*star.txt",
     "back`tick$dollar&amp.html",
   ];
-  /** Legal in a zip, but percent-decoding its path once more gives CR/LF: refused by design (download-path.ts). */
+  /** Legal in a zip, but percent-decoding its path once more gives CR/LF: refused by design (download/path.ts). */
   const encodedCrLf = "x%0D%0ASet-Cookie: a=b.txt";
   beforeAll(async () => {
     const files = Object.fromEntries([...hostile, encodedCrLf].map((name) => [name, `content of ${name}`]));

@@ -1,16 +1,16 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FLUSH_INTERVAL_MS } from "../../src/areas/upack/download-counts.js";
+import { FLUSH_INTERVAL_MS } from "../../src/areas/upack/download/counts.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
  * What makes small downloads fast must not make them wrong: download lookups kept in memory
- * (download-cache.ts) follow every change, from here or another connection; small blobs served
+ * (download/cache.ts) follow every change, from here or another connection; small blobs served
  * from memory (blob-cache.ts) are the stored bytes, ranges included; download counts are batched
- * (download-counts.ts), written within about a second, before any listing shows them and when
+ * (download/counts.ts), written within about a second, before any listing shows them and when
  * the app closes.
  */
 

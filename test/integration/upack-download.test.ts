@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUpackDownloadService, assemblyUnavailable } from "../../src/areas/upack/download-service.js";
-import { createUpackQueryRepository } from "../../src/areas/upack/query-repository.js";
+import { createUpackDownloadService, assemblyUnavailable } from "../../src/areas/upack/download/service.js";
+import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
 import { createFeedService } from "../../src/areas/management/index.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";

@@ -3,8 +3,8 @@ import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { createFeedService } from "../../src/areas/management/index.js";
 import { packageDataSchema, versionDataSchema } from "../../src/areas/upack/present.js";
-import { createUpackQueryRepository } from "../../src/areas/upack/query-repository.js";
-import { createUpackQueryService } from "../../src/areas/upack/query-service.js";
+import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import { createUpackQueryService } from "../../src/areas/upack/read/query-service.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
@@ -239,7 +239,7 @@ describe("universal feed listings", () => {
   });
 
   describe("large answers", () => {
-    // Over the size from which answers are kept until the database changes (query-service.ts).
+    // Over the size from which answers are kept until the database changes (read/query-service.ts).
     const description = "x".repeat(70 * 1024);
     const versions = async () =>
       (expectJson(await get("/upack/other/versions?name=big")) as Json[]).map((v) => `${v.version}:${v.downloads}`);

@@ -18,7 +18,7 @@ import { createAuthenticator } from "../../src/areas/security/authenticator.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { blobReferenceCheck, createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import { createUpackServices } from "../../src/areas/upack/services.js";
-import { upackWriteRoutes } from "../../src/areas/upack/write-routes.js";
+import { upackWriteRoutes } from "../../src/areas/upack/write/routes.js";
 import { loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";

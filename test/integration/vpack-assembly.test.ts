@@ -12,7 +12,7 @@ import {
   assembleVirtualPackage,
   createAssembledCache,
   type AssemblyDeps,
-} from "../../src/areas/upack/vpack-assembly.js";
+} from "../../src/areas/upack/virtual/assembly.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { formatVersion } from "../../src/domain/upack-version.js";
 import { parseVirtualManifest, type VirtualManifest } from "../../src/domain/vpack.js";

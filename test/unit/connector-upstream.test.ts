@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createCircuitBreaker } from "../../src/areas/connectors/circuit.js";
-import { remotePackagesOf, remoteVersionsOf, sortedVersions } from "../../src/areas/upack/remote-entries.js";
+import { remotePackagesOf, remoteVersionsOf, sortedVersions } from "../../src/areas/upack/remote/entries.js";
 
 /**
  * The pure parts of connectors: the circuit breaker's states and backoff (circuit.ts), and how
- * an upstream's PackageData/VersionData are made safe to pass on (remote-entries.ts).
+ * an upstream's PackageData/VersionData are made safe to pass on (remote/entries.ts).
  */
 
 describe("circuit breaker", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ResponseCache } from "../../src/areas/upack/response-cache.js";
+import { ResponseCache } from "../../src/areas/upack/read/response-cache.js";
 
 /**
  * The feed listing cache under requests an attacker spells at will (issue 11 section 7): what it

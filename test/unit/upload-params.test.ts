@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collectUploadParams, type UploadParamsInput } from "../../src/areas/upack/upload-params.js";
+import { collectUploadParams, type UploadParamsInput } from "../../src/areas/upack/write/upload-params.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 const input = (overrides: Partial<UploadParamsInput>): UploadParamsInput => ({

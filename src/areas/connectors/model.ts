@@ -24,7 +24,7 @@ export interface Connector {
   readonly filters: readonly string[];
   /**
    * Whether this upstream may add versions to a package the feed publishes itself. Off by default:
-   * a local package shadows the connector's package of the same name (upack/remote-shadow.ts).
+   * a local package shadows the connector's package of the same name (upack/remote/shadow.ts).
    */
   readonly mergeWithLocalPackages: boolean;
   readonly health: ConnectorHealth;

@@ -8,7 +8,7 @@ import { sendBlob } from "../../http/send-blob.js";
 import { rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import type { Feed } from "../management/index.js";
-import { sendFolderExport } from "./archive-reply.js";
+import { sendFolderExport } from "./archive/reply.js";
 import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";

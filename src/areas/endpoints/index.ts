@@ -4,12 +4,12 @@ import { uploadArchiveLimits } from "../../storage/archives.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
-import { archiveRoutes } from "./archive-routes.js";
-import { type AssetArchives, createAssetArchives } from "./archive-service.js";
+import { archiveRoutes } from "./archive/routes.js";
+import { type AssetArchives, createAssetArchives } from "./archive/service.js";
 import { contentRoutes } from "./content-routes.js";
 import { folderRoutes } from "./folder-routes.js";
 import { createListingCache, type ListingCache } from "./listing-cache.js";
-import { createMultipartUploads, type MultipartUploads, removeOrphanSpools } from "./multipart-service.js";
+import { createMultipartUploads, type MultipartUploads, removeOrphanSpools } from "./multipart/service.js";
 import { createAssetRepository } from "./repository.js";
 import { type AssetService, createAssetService } from "./service.js";
 

@@ -15,7 +15,7 @@ import {
 import { createGuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
-import type { UpackDownloadService } from "../upack/download-service.js";
+import type { UpackDownloadService } from "../upack/index.js";
 import type { Deployment } from "./model.js";
 import type { ReleaseService } from "./release-service.js";
 

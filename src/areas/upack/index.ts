@@ -4,12 +4,13 @@ import type { ContentAreaDeps } from "../content-area-deps.js";
 import type { ConnectorUpstreams } from "../connectors/index.js";
 import type { AssetService } from "../endpoints/index.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
-import { upackImportRoutes } from "./import-routes.js";
-import { upackReadRoutes } from "./read-routes.js";
+import { upackImportRoutes } from "./import/routes.js";
+import { upackReadRoutes } from "./read/routes.js";
 import { createUpackServices, type UpackServices } from "./services.js";
-import { upackWriteRoutes } from "./write-routes.js";
+import { upackWriteRoutes } from "./write/routes.js";
 
 export { createUpackServices, type UpackServices } from "./services.js";
+export type { UpackDownloadService } from "./download/service.js";
 
 /** What the universal feed area (docs/seed-api.md area A) is built from. */
 export interface UpackAreaOptions extends ContentAreaDeps {
@@ -29,8 +30,11 @@ export interface UpackAreaOptions extends ContentAreaDeps {
 }
 
 /**
- * `/upack/<feed>/...`: uploads and deletes (write-routes.ts), imports (import-routes.ts), listings
- * and downloads (read-routes.ts).
+ * `/upack/<feed>/...`: uploads and deletes (write/), imports (import/), listings (read/) and
+ * downloads (download/, registered by read/routes.ts), with connectors' versions (remote/) and
+ * virtual packages (virtual/). Route pieces they share are in http.ts, not-found errors in
+ * errors.ts, the services they all use are built once in services.ts. pgutil's `/api/packages`
+ * face of the same feeds is packages-api/ (registered by app.ts).
  */
 export const upackArea: FastifyPluginAsync<UpackAreaOptions> = async (app, options) => {
   const services = options.services ?? createUpackServices(options);

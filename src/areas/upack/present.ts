@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { PackageRow, VersionRow } from "./query-repository.js";
+import type { PackageRow, VersionRow } from "./read/query-repository.js";
 
 /**
  * PackageData and VersionData as JSON text (docs/seed-api.md area A resources; docs/compat.md 2.2, 2.3).

@@ -6,16 +6,18 @@ import { uploadArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
-import { cacheDownloadLookups } from "./download-cache.js";
-import { createUpackDownloadService, type UpackDownloadService } from "./download-service.js";
-import { createUpackImportService, type UpackImportService } from "./import-service.js";
+import { cacheDownloadLookups } from "./download/cache.js";
+import { createUpackDownloadService, type UpackDownloadService } from "./download/service.js";
+import { createUpackImportService, type UpackImportService } from "./import/service.js";
 import type { UpackAreaOptions } from "./index.js";
-import { createUpackQueryRepository } from "./query-repository.js";
+import { createUpackQueryRepository } from "./read/query-repository.js";
+import { createUpackQueryService, type UpackQueryService } from "./read/query-service.js";
 import { createUpackWriteRepository } from "./repository.js";
-import { createRemoteDownloads, type RemoteDownloads } from "./remote-downloads.js";
-import { ownershipOf } from "./remote-shadow.js";
-import { createUpackWriteService, type UpackWriteService } from "./upload-service.js";
-import { createVirtualDownloads } from "./vpack-download.js";
+import { createRemoteDownloads, type RemoteDownloads } from "./remote/downloads.js";
+import { type RemoteListingDeps, withConnectors } from "./remote/listings.js";
+import { ownershipOf } from "./remote/shadow.js";
+import { createUpackWriteService, type UpackWriteService } from "./write/upload-service.js";
+import { createVirtualDownloads } from "./virtual/download.js";
 
 /**
  * The universal feed services, built once per app and shared by every API that serves universal
@@ -93,6 +95,30 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     });
   const downloadBlobs = withSmallBlobCache(options.blobs);
   return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote };
+}
+
+/**
+ * The listing queries of /upack reads (read/routes.ts): the feed's own packages, with its
+ * connectors' merged in when the app has upstreams. Each call has its own response cache.
+ */
+export function createUpackQueries(
+  options: UpackAreaOptions & { readonly virtualPackages: boolean },
+  log: RemoteListingDeps["log"],
+): UpackQueryService {
+  const repository = createUpackQueryRepository(options.db);
+  const local = createUpackQueryService({
+    repository,
+    feeds: options.feeds,
+    virtualPackages: options.virtualPackages,
+    ...(options.deployments ? { deploymentCounts: options.deployments.countsByVersion } : {}),
+  });
+  if (!options.upstreams) return local;
+  return withConnectors(local, {
+    feeds: options.feeds,
+    upstreams: options.upstreams,
+    owns: ownershipOf(repository),
+    log,
+  });
 }
 
 function contentUrlFetcher(fetch: GuardedFetch) {

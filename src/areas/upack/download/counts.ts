@@ -1,0 +1,126 @@
+import { changeWatchOf } from "../../../storage/change-watch.js";
+import type { Db } from "../../../storage/database.js";
+
+/**
+ * Download counters, batched. With synchronous=FULL every committed write is an fsync, and a
+ * counter written per download made the fsync the most expensive part of serving a small
+ * package. Increments are therefore kept in memory and written in one transaction at most
+ * FLUSH_INTERVAL_MS after the first of them, and whenever someone asks (`flush`: before reads
+ * that show counts, on graceful shutdown).
+ *
+ * The trade-off, accepted on purpose: a crash or power cut loses at most the downloads counted
+ * in the last FLUSH_INTERVAL_MS (about one second). Package data is never at risk: uploads,
+ * deletes and every other write still commit, fsynced, before they are acknowledged; only these
+ * statistics wait.
+ */
+export interface DownloadCounter {
+  /** Counts one download of the version and its package; written within FLUSH_INTERVAL_MS. */
+  add(feedId: number, versionId: number, packageId: number): void;
+  /** Writes every pending count now, in one transaction; does nothing when none is pending. */
+  flush(): void;
+  /**
+   * Downloads of the feed written by this counter so far: part of the feed's listing generation,
+   * since its writes are quiet (see ChangeWatch.quietly) and so move no other version.
+   */
+  writtenFor(feedId: number): number;
+}
+
+export const FLUSH_INTERVAL_MS = 1_000;
+
+interface Pending {
+  readonly feedId: number;
+  readonly packageId: number;
+  count: number;
+}
+
+const counters = new WeakMap<Db, DownloadCounter>();
+
+/** One counter per connection, so that every reader of the connection can flush what it holds. */
+export function downloadCounterOf(db: Db): DownloadCounter {
+  let counter = counters.get(db);
+  if (counter === undefined) {
+    counter = createDownloadCounter(db);
+    counters.set(db, counter);
+  }
+  return counter;
+}
+
+/**
+ * Writes the connection's pending download counts, if any: called before every read that shows
+ * counts, so that a download is visible in the next listing. A failure (another process holding
+ * the write lock) leaves them pending for the timer's next attempt and is not thrown: a read must
+ * not fail because a statistic could not be written yet.
+ */
+export function flushDownloadCounts(db: Db): void {
+  try {
+    counters.get(db)?.flush();
+  } catch {
+    // still pending, see above
+  }
+}
+
+function createDownloadCounter(db: Db): DownloadCounter {
+  const watch = changeWatchOf(db);
+  const countVersion = db.prepare<[number, number]>("UPDATE upack_versions SET downloads = downloads + ? WHERE id = ?");
+  const countPackage = db.prepare<[number, number]>("UPDATE upack_packages SET downloads = downloads + ? WHERE id = ?");
+  const write = db.transaction((batch: ReadonlyMap<number, Pending>) => {
+    for (const [versionId, { packageId, count }] of batch) {
+      // A version deleted since it was looked up updates nothing, and then neither does its package.
+      if (countVersion.run(count, versionId).changes > 0) countPackage.run(count, packageId);
+    }
+  });
+  /** By version id. */
+  let pending = new Map<number, Pending>();
+  const written = new Map<number, number>();
+  let timer: NodeJS.Timeout | undefined;
+
+  function flush(): void {
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    if (pending.size === 0) return;
+    const batch = pending;
+    pending = new Map();
+    try {
+      watch.quietly(() => write.immediate(batch));
+    } catch (error) {
+      // Kept for the next attempt (the database may be busy with another process's write).
+      for (const [versionId, entry] of batch) merge(versionId, entry.feedId, entry.packageId, entry.count);
+      schedule();
+      throw error;
+    }
+    for (const { feedId, count } of batch.values()) written.set(feedId, (written.get(feedId) ?? 0) + count);
+  }
+
+  function merge(versionId: number, feedId: number, packageId: number, count: number): void {
+    const entry = pending.get(versionId);
+    if (entry === undefined) pending.set(versionId, { feedId, packageId, count });
+    else entry.count += count;
+  }
+
+  function schedule(): void {
+    if (timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      // A connection closed meanwhile (tests, shutdown without an app) has nowhere to write to.
+      if (!db.open) return void pending.clear();
+      try {
+        flush();
+      } catch {
+        // rescheduled by flush; a timer has no caller to report to
+      }
+    }, FLUSH_INTERVAL_MS);
+    // Pending counts never keep a process alive; graceful shutdown flushes them (app onClose).
+    timer.unref();
+  }
+
+  return {
+    add(feedId, versionId, packageId) {
+      merge(versionId, feedId, packageId, 1);
+      schedule();
+    },
+    flush,
+    writtenFor: (feedId) => written.get(feedId) ?? 0,
+  };
+}

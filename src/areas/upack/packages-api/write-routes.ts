@@ -1,0 +1,96 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import { z } from "zod";
+import type { QueryLike } from "../../../http/params.js";
+import type { FeedService } from "../../management/index.js";
+import { assertFeedAcceptsPackages, getUniversalFeed } from "../feed-lookup.js";
+import { rawUploadBody } from "../../../http/upload-body.js";
+import { claimedDigests } from "../../../http/upload-digests.js";
+import type { UpackWriteService } from "../write/upload-service.js";
+import { identityPath, requestedIdentity } from "./params.js";
+import { packageVersionInfo, packageVersionInfoSchema } from "./present.js";
+import type { PackagesApiRepository } from "./repository.js";
+import { errors, errorText, feedNeed, feedOf, queryDoc, TAGS } from "./routes-common.js";
+
+/**
+ * Common Packages API writes for universal feeds (docs/compat.md 3): `upload` and `delete`, through the
+ * same services as /upack, so that validation, digests, overwrite rules (Feeds_OverwritePackage,
+ * else 409) and blob clean-up are the same whichever API a package arrives by. Privileges are
+ * declared per route, so an unauthorised upload is refused before its body is read.
+ */
+export interface PackagesApiWriteOptions {
+  readonly feeds: FeedService;
+  readonly repository: PackagesApiRepository;
+  readonly write: UpackWriteService;
+  readonly maxUploadBytes: number;
+}
+
+export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions> = async (app, options) => {
+  const { feeds, write, repository } = options;
+
+  await app.register(async (uploads) => {
+    // The body is always the package file (pgutil sends no Content-Type; curl -d sends a form
+    // type): every type reaches the handler as the unread stream, here and only here.
+    uploads.removeAllContentTypeParsers();
+    uploads.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
+    const upload: RouteOptions = {
+      method: ["PUT", "POST"],
+      url: "/api/packages/:feed/upload",
+      config: { access: { need: feedNeed("Feeds_AddPackage") }, storesUpload: true },
+      schema: {
+        summary: "Upload a package",
+        description:
+          "The raw .upack as the body, with any or no Content-Type (pgutil sends none); stored byte for byte. " +
+          "A trailing `/<file name>` (pgutil appends the local file name) is ignored, as are query arguments. " +
+          "Replacing a version needs Feeds_OverwritePackage (else 409). Answers 200 with the stored " +
+          "version's PackageVersionInfo (docs/compat.md 3).",
+        tags: TAGS,
+        response: { 200: packageVersionInfoSchema, ...errors, 409: errorText, 413: errorText },
+      },
+      handler: async (request, reply) => uploadHandler(request, reply),
+    };
+    for (const url of ["/api/packages/:feed/upload", "/api/packages/:feed/upload/*"]) uploads.route({ ...upload, url });
+  });
+
+  async function uploadHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const feed = await getUniversalFeed(feeds, feedOf(request));
+    assertFeedAcceptsPackages(feed);
+    const result = await write.upload({
+      feedId: feed.id,
+      // The package names itself in its upack.json: no path, query or body metadata applies here.
+      params: { metadata: {} },
+      rawBody: rawUploadBody(request, options.maxUploadBytes),
+      digests: claimedDigests(request.headers),
+      principal: request.principal,
+      canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
+    });
+    const row = await repository.findVersion(
+      feed.id,
+      result.group.toLowerCase(),
+      result.name.toLowerCase(),
+      result.version.toLowerCase(),
+    );
+    // 200, the status ProGet gives (docs/compat.md 3); a version deleted again in between has nothing to show.
+    return row === undefined ? reply.code(200).send() : reply.code(200).send(packageVersionInfo(row));
+  }
+
+  app.route({
+    method: ["POST", "DELETE"],
+    url: "/api/packages/:feed/delete",
+    config: { access: { need: feedNeed("Feeds_DeletePackage") } },
+    schema: {
+      summary: "Delete a package version",
+      description:
+        "Addressed by `name`, `version` and `group`, or by `purl`; pgutil POSTs with no body. 200 with an empty " +
+        "body; 404 when there is no such version; 400 when the query names no single version (docs/compat.md 3).",
+      tags: TAGS,
+      querystring: queryDoc({ name: "Package name", version: "Exact version", group: "Group", purl: "Instead" }),
+      response: { 200: z.literal("").describe("Empty body"), ...errors },
+    },
+    handler: async (request, reply) => {
+      const id = requestedIdentity(request.query as QueryLike);
+      const feed = await getUniversalFeed(feeds, feedOf(request));
+      await write.deleteVersion(feed.id, identityPath(id));
+      return reply.code(200).send();
+    },
+  });
+};
