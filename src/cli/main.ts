@@ -25,6 +25,8 @@ Commands:
   applications <subcommand>  list and create applications
   environments <subcommand>  list, create and delete environments
   pipelines <subcommand>     list, show, create (from a JSON file) and delete pipelines
+  pack <folder> --name --version   make a universal package (.upack) from a folder
+  push <file> <feed-url>     upload a .upack to a feed (Wharf or ProGet); key in WHARF_API_KEY
   help                       show this help
   --version                  show the version
 
@@ -36,7 +38,8 @@ Environment:
   WHARF_ADMIN_API_KEY        full-control API key ensured at start-up (else one is generated once)
   WHARF_BASE_URL             public base URL when behind a proxy
   WHARF_MAX_UPLOAD_BYTES     largest accepted upload
-  WHARF_LOG_LEVEL            fatal, error, warn, info (default), debug, trace or silent`;
+  WHARF_LOG_LEVEL            fatal, error, warn, info (default), debug, trace or silent
+  WHARF_API_KEY              the key 'push' sends (instead of --api-key)`;
 
 /**
  * What every data subcommand receives (each module declares the same shape itself): the services,
@@ -69,6 +72,14 @@ interface CliIo {
   readonly err: (line: string) => void;
 }
 
+type ClientCommand = (args: string[], io: CliIo & { readonly progressOutput: NodeJS.WriteStream }) => Promise<number>;
+
+/** Commands that work on files and talk to a server over HTTP: no configuration, no database. */
+const CLIENT_COMMANDS: Record<string, () => Promise<ClientCommand>> = {
+  pack: async () => (await import("./pack.js")).packCommand,
+  push: async () => (await import("./push.js")).pushCommand,
+};
+
 /** Runs one `wharf` invocation and returns its exit code; `serve` returns only if start-up fails. */
 async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...args] = argv;
@@ -99,6 +110,8 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
       await serve(config);
       return 0;
     }
+    const loadClient = CLIENT_COMMANDS[command];
+    if (loadClient !== undefined) return await (await loadClient())(args, { ...io, progressOutput: process.stderr });
     const load = DATA_COMMANDS[command];
     if (load === undefined) {
       io.err(`wharf: unknown command '${command}'\n\n${USAGE}`);
