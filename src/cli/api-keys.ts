@@ -23,7 +23,7 @@ export const API_KEYS_USAGE = `Usage:
   wharf api-keys delete <id>
 
 Common options: --name <display name>, --description <text>, --expires <ISO 8601 date>,
-  --logging None|Request|Response|Both, --key <key of your choosing (16+ characters, no ':')>.
+  --logging None (request logging is not implemented yet), --key <key of your choosing (16+ characters, no ':')>.
 System APIs: full-control, feeds, configuration, package-deployment, connector-health, releases,
   ci-badges, native, metrics.`;
 

@@ -1,4 +1,5 @@
 import type { Feed, FeedInput, FeedService } from "../areas/management/index.js";
+import { SERVED_FEED_TYPES } from "../domain/feeds.js";
 import { type CommandIo, type CommandLine, type OptionValues, printTable, runCommand, UsageError } from "./command.js";
 
 /**
@@ -18,7 +19,8 @@ export const FEEDS_USAGE = `Usage:
   wharf feeds update <name> [--name <new name>] [--type <type>] [--description <text>] [--active true|false]
   wharf feeds delete <name>
 
-An empty --description removes it. Types: universal, nuget, npm, asset, ... (case-insensitive).`;
+An empty --description removes it. Types: ${SERVED_FEED_TYPES.join(", ")} (case-insensitive); these are
+the types Wharf serves: universal packages (romp is the same format) and asset directories.`;
 
 const OPTIONS = {
   type: { type: "string" },

@@ -77,6 +77,38 @@ export function normalizeFeedType(input: unknown): FeedType {
   return type;
 }
 
+/**
+ * The types Wharf serves: universal packages (romp is the same format) at `/upack/<feed>`, asset
+ * directories at `/endpoints/<dir>`. The other names stay known, for the type-change rules and for
+ * feeds an older Wharf created, which still list, read and delete; none can be created or reached
+ * by a type change (issue 12), so that no feed gets an `endpointUrl` that answers 404.
+ */
+export const SERVED_FEED_TYPES = ["universal", "romp", "asset"] as const satisfies readonly FeedType[];
+
+export function isServedFeedType(type: FeedType): boolean {
+  return (SERVED_FEED_TYPES as readonly FeedType[]).includes(type);
+}
+
+/** Lists the served types for messages and help: what to send instead. */
+export const SERVED_FEED_TYPES_TEXT =
+  "universal (universal packages; also romp, or ProGet, its old name) and asset (asset directories)";
+
+/** A type a feed is created with or changed to: known (400 otherwise) and served (400 listing the served ones). */
+export function normalizeServedFeedType(input: unknown): FeedType {
+  return requireServedFeedType(normalizeFeedType(input));
+}
+
+/** Returns the type when served; throws invalid FEED_TYPE_NOT_SERVED listing the served types otherwise. */
+export function requireServedFeedType(type: FeedType): FeedType {
+  if (!isServedFeedType(type)) {
+    throw invalid(
+      "FEED_TYPE_NOT_SERVED",
+      `feed type '${type}' is not served by Wharf; the served feed types are ${SERVED_FEED_TYPES_TEXT}`,
+    );
+  }
+  return type;
+}
+
 // Families that share a package format, so existing packages stay readable after a change.
 const CHANGEABLE_FAMILIES: readonly (readonly FeedType[])[] = [
   ["universal", "romp"],

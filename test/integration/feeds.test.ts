@@ -101,7 +101,6 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
 
   it("creates with PUT too, maps legacy and mixed-case types, and computes endpointUrl per type", async () => {
     const cases: [string, string, string][] = [
-      ["nuget-feed", "NuGet", "http://localhost:80/nuget/nuget-feed"],
       ["legacy", "ProGet", "http://localhost:80/upack/legacy"],
       ["files", "ASSET", "http://localhost:80/endpoints/files"],
       ["rompy", "romp", "http://localhost:80/upack/rompy"],
@@ -129,23 +128,24 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     expect((expectJson(evil, 200) as { endpointUrl: string }).endpointUrl).toBe("http://localhost:80/upack/Main");
   });
 
-  it("creates a feed with every setting and reads the same settings back", async () => {
+  it("creates a feed with every setting Wharf acts on and reads the same settings back", async () => {
+    // Settings Wharf does not act on are refused unless off (feeds-not-implemented.test.ts).
     const input = {
       name: "full",
-      feedType: "npm",
+      feedType: "universal",
       alternateNames: ["full-old", "Full-Older"],
       description: "All the settings",
       active: false,
       cacheConnectors: false,
-      allowUnknownLicenses: false,
-      allowedLicenses: ["MIT", "Apache-2.0"],
-      blockedLicenses: ["GPL-3.0"],
-      symbolServerEnabled: true,
-      retentionRules: [{ keepVersionsCount: 5, deletePackageIds: ["temp.*"] }],
-      packageFilters: { approved: "Microsoft.*, Castle.*,!Rubbish.*" },
-      packageAccessRules: { internal: "Corp.*" },
+      allowUnknownLicenses: true,
+      allowedLicenses: [],
+      blockedLicenses: [],
+      symbolServerEnabled: false,
+      retentionRules: [],
+      packageFilters: {},
+      packageAccessRules: {},
       variables: { Owner: "team-a" },
-      retentionRulesEnabled: true,
+      retentionRulesEnabled: false,
       replication: { clientMode: "disabled" },
       endpointUrl: "http://ignored",
       canPublish: false,
@@ -158,30 +158,18 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
       active: false,
       canPublish: false, // an inactive feed takes no packages
       cacheConnectors: false,
-      allowUnknownLicenses: false,
-      allowedLicenses: ["MIT", "Apache-2.0"],
-      blockedLicenses: ["GPL-3.0"],
-      symbolServerEnabled: true,
-      packageFilters: { approved: "Microsoft.*, Castle.*, !Rubbish.*" },
-      packageAccessRules: { internal: "Corp.*" },
+      allowUnknownLicenses: true,
+      allowedLicenses: [],
+      blockedLicenses: [],
+      symbolServerEnabled: false,
+      packageFilters: {},
+      packageAccessRules: {},
       variables: { Owner: "team-a" },
       variableDictionary: { Owner: "team-a" },
-      retentionRulesEnabled: true,
-      endpointUrl: "http://localhost:80/npm/full",
+      retentionRulesEnabled: false,
+      retentionRules: [],
+      endpointUrl: "http://localhost:80/upack/full",
     });
-    expect(feed.retentionRules).toEqual([
-      {
-        deletePrereleaseVersions: false,
-        keepVersionsCount: 5,
-        deletePackageIds: ["temp.*"],
-        keepPackageIds: [],
-        keepVersions: [],
-        deleteVersions: [],
-        deleteCached: false,
-        sizeExclusive: false,
-        keepIfActivelyConsumed: false,
-      },
-    ]);
     expect(feed).not.toHaveProperty("replication");
     const again = expectJson(await call("GET", `${FEEDS}/get/FULL-OLDER`), 200);
     expect(again).toEqual(feed);
@@ -209,7 +197,7 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
 
   it("lists every feed for the admin, sorted by name, as a top-level array", async () => {
     const list = expectJson(await call("GET", `${FEEDS}/list`), 200) as { name: string }[];
-    expect(list.map((f) => f.name)).toEqual(["files", "full", "legacy", "Main", "nuget-feed", "rompy"]);
+    expect(list.map((f) => f.name)).toEqual(["files", "full", "legacy", "Main", "rompy"]);
     for (const feed of list) expectFeedShape(feed as Record<string, unknown>);
     const head = await call("HEAD", `${FEEDS}/list`);
     expect(head.statusCode).toBe(200);
@@ -239,17 +227,17 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
 
   it("refuses names already used, primary or alternate, case-insensitively (409)", async () => {
     expectText(
-      await call("POST", `${FEEDS}/create`, { name: "MAIN", feedType: "npm" }),
+      await call("POST", `${FEEDS}/create`, { name: "MAIN", feedType: "universal" }),
       409,
       "a feed named 'Main' already exists",
     );
     expectText(
-      await call("POST", `${FEEDS}/create`, { name: "FULL-OLD", feedType: "npm" }),
+      await call("POST", `${FEEDS}/create`, { name: "FULL-OLD", feedType: "universal" }),
       409,
       "the name 'FULL-OLD' is already an alternate name of feed 'full'",
     );
     expectText(
-      await call("POST", `${FEEDS}/create`, { name: "fresh", feedType: "npm", alternateNames: ["main"] }),
+      await call("POST", `${FEEDS}/create`, { name: "fresh", feedType: "universal", alternateNames: ["main"] }),
       409,
       "a feed named 'Main' already exists",
     );
@@ -320,7 +308,7 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
   });
 
   it("refuses references to connectors and vulnerability sources that do not exist (422)", async () => {
-    const base = { name: "x2", feedType: "nuget" };
+    const base = { name: "x2", feedType: "universal" };
     expectText(
       await call("POST", `${FEEDS}/create`, { ...base, connectors: ["nuget.org"] }),
       422,
@@ -367,7 +355,7 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
         active: null,
         cacheConnectors: true,
         description: null,
-        allowedLicenses: ["BSD-3-Clause"],
+        alternateNames: ["full-old"],
         packageFilters: {},
         variables: { Stage: "prod" },
         endpointUrl: "https://attacker.example/x",
@@ -380,35 +368,36 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     expect(after).toMatchObject({
       active: false,
       cacheConnectors: true,
-      allowedLicenses: ["BSD-3-Clause"],
-      blockedLicenses: ["GPL-3.0"],
+      alternateNames: ["full-old"],
       packageFilters: {},
-      packageAccessRules: { internal: "Corp.*" },
       variables: { Stage: "prod" },
       variableDictionary: { Stage: "prod" },
-      endpointUrl: "http://localhost:80/npm/full",
+      endpointUrl: "http://localhost:80/upack/full",
       canPublish: false,
     });
     expect(after.retentionRules).toEqual(before.retentionRules);
-    expect(after.alternateNames).toEqual(before.alternateNames);
+    expect(after.feedGroup).toEqual(before.feedGroup);
   });
 
-  it("accepts a feed read with GET and posted back whole (pgutil retention commands), with PATCH too", async () => {
+  it("accepts a feed read with GET and posted back whole (as pgutil does), with PATCH too", async () => {
     const feed = expectJson(await call("GET", `${FEEDS}/get/full`), 200) as Record<string, unknown>;
-    const rules = [...(feed.retentionRules as object[]), { deletePrereleaseVersions: true, keepVersionsCount: 2 }];
     const updated = expectJson(
-      await call("POST", `${FEEDS}/update/full`, { ...feed, retentionRules: rules }),
+      await call("POST", `${FEEDS}/update/full`, { ...feed, description: "posted back" }),
       200,
     ) as Record<string, unknown>;
-    expect(updated).toEqual({
-      ...feed,
-      retentionRules: [...(feed.retentionRules as object[]), fullRule(rules.at(-1) as object)],
-    });
+    expect(updated).toEqual({ ...feed, description: "posted back" });
     const patched = expectJson(
       await call("PATCH", `${FEEDS}/update/full`, { ...updated, description: "patched" }),
       200,
-    );
+    ) as Record<string, unknown>;
     expect(patched).toEqual({ ...updated, description: "patched" });
+    // pgutil's retention commands add a rule this way: refused until retention exists (issue 17).
+    const rule = { deletePrereleaseVersions: true, keepVersionsCount: 2 };
+    expectText(
+      await call("POST", `${FEEDS}/update/full`, { ...patched, retentionRules: [rule] }),
+      400,
+      "retentionRules: retention is not implemented yet",
+    );
   });
 
   it("takes whichever of variables / variableDictionary was edited, and refuses two different edits", async () => {
@@ -430,7 +419,7 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     );
   });
 
-  it("changes the type only within universal/romp and nuget/chocolatey/powershell", async () => {
+  it("changes the type only within universal/romp, never to a type Wharf does not serve", async () => {
     expect(
       (expectJson(await call("POST", `${FEEDS}/update/main`, { feedType: "ROMP" }), 200) as { feedType: string })
         .feedType,
@@ -439,18 +428,12 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
       (expectJson(await call("POST", `${FEEDS}/update/main`, { feedType: "ProGet" }), 200) as { feedType: string })
         .feedType,
     ).toBe("universal");
-    expect(
-      (
-        expectJson(await call("POST", `${FEEDS}/update/nuget-feed`, { feedType: "PowerShell" }), 200) as {
-          feedType: string;
-        }
-      ).feedType,
-    ).toBe("powershell");
     expectText(
-      await call("POST", `${FEEDS}/update/main`, { feedType: "nuget" }),
+      await call("POST", `${FEEDS}/update/main`, { feedType: "asset" }),
       400,
-      "cannot be changed from universal to nuget",
+      "cannot be changed from universal to asset",
     );
+    expectText(await call("POST", `${FEEDS}/update/main`, { feedType: "nuget" }), 400, "'nuget' is not served");
     expectText(
       await call("POST", `${FEEDS}/update/main`, { feedType: "nonsense" }),
       400,
@@ -509,20 +492,6 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     expect(Object.keys(doc.paths[`${FEEDS}/update/{name}`] ?? {})).toEqual(expect.arrayContaining(["post", "patch"]));
   });
 });
-
-function fullRule(rule: object) {
-  return {
-    deletePrereleaseVersions: false,
-    deletePackageIds: [],
-    keepPackageIds: [],
-    keepVersions: [],
-    deleteVersions: [],
-    deleteCached: false,
-    sizeExclusive: false,
-    keepIfActivelyConsumed: false,
-    ...rule,
-  };
-}
 
 function s3Xml(): string {
   return `<Inedo.ProGet.Extensions.AWS.PackageStores.S3FileSystem Assembly="AWS">

@@ -36,7 +36,7 @@ beforeAll(async () => {
   admin = { "x-apikey": t.adminKey };
   const upack = createUpackFixtures(t);
   for (const feed of ["main", "other", "listing", "downloads", "open"]) await upack.createFeed(feed);
-  await upack.createFeed("nugets", "nuget");
+  await upack.createFeed("files", "asset");
   await upack.addVersion("downloads", { group: "acme/tools", name: "App", version: "1.2.3" });
   await upack.addVersion("downloads", { group: "acme/tools", name: "App", version: "2.0.0" });
 });
@@ -137,10 +137,10 @@ describe("POST /api/package-deployment/: the record in every encoding", () => {
     }
   });
 
-  it("posts to a feed of any type: the package need not be stored in it", async () => {
+  it("posts to a feed of any type (here an asset directory): the package need not be stored in it", async () => {
     expect(
-      expectRecord(await postJson({ ...RECORD, FeedName: "NuGets", PackageName: "Newtonsoft.Json" })),
-    ).toMatchObject({ feedName: "nugets", packageName: "Newtonsoft.Json" });
+      expectRecord(await postJson({ ...RECORD, FeedName: "Files", PackageName: "Newtonsoft.Json" })),
+    ).toMatchObject({ feedName: "files", packageName: "Newtonsoft.Json" });
   });
 
   it("415 for a body of another type; 413 for raw form pairs over 64 KiB", async () => {

@@ -7,6 +7,7 @@ import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, readZip, sha1Hex, type PackageSpec } from "../helpers/upack-fixtures.js";
+import { insertLegacyFeed } from "../helpers/legacy-feed.js";
 import { expectText } from "../helpers/responses.js";
 
 /**
@@ -24,7 +25,8 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   await fixtures.createFeed("other");
-  await fixtures.createFeed("nugets", "nuget");
+  // A feed of a type Wharf does not serve, as an older Wharf could create it.
+  insertLegacyFeed(t, "nugets", "nuget");
 });
 afterAll(async () => t.close());
 

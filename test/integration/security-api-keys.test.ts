@@ -90,7 +90,7 @@ describe("API keys", () => {
       type: "feed",
       feed: "MAIN-feed",
       packagePermissions: ["View", "view", "add"],
-      logging: "both",
+      logging: "none",
     });
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json();
@@ -98,7 +98,7 @@ describe("API keys", () => {
       type: "Feed",
       feed: "Main-Feed",
       packagePermissions: ["view", "add"],
-      logging: "Both",
+      logging: "None",
     });
     expect(body).not.toHaveProperty("feedGroup");
     expect(body).not.toHaveProperty("systemApis");

@@ -8,6 +8,7 @@ import { createUpackQueryService } from "../../src/areas/upack/read/query-servic
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
 import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
+import { insertLegacyFeed } from "../helpers/legacy-feed.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
@@ -32,7 +33,8 @@ describe("universal feed listings", () => {
     u = createUpackFixtures(t);
     await u.createFeed("main");
     await u.createFeed("other");
-    await u.createFeed("nugets", "nuget");
+    // A feed of a type Wharf does not serve, as an older Wharf could create it.
+    insertLegacyFeed(t, "nugets", "nuget");
     const tool = { name: "tool" };
     added["tool 1.0.0"] = await u.addVersion("main", { ...tool, version: "1.0.0" }, { publishedAt: PUBLISHED });
     added["tool 1.10.0"] = await u.addVersion("main", { ...tool, version: "1.10.0" }, { downloads: 3 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { mergeFeedInput } from "../../src/areas/management/feed-merge.js";
 import { defaultSettings, type FeedDraft } from "../../src/areas/management/feed-settings.js";
+import { normalizePatternMap, normalizeRetentionRule } from "../../src/areas/management/feed-validation.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 function caught(action: () => unknown): DomainError {
@@ -13,6 +14,7 @@ function caught(action: () => unknown): DomainError {
   throw new Error("expected a DomainError");
 }
 
+/** A nuget feed as an older Wharf stored it, with settings Wharf never acted on (kept when sent back). */
 const current: FeedDraft = {
   name: "Main",
   alternateNames: ["old"],
@@ -73,24 +75,27 @@ describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
 
   it("lists and maps are replaced wholesale, never appended", () => {
     const merged = mergeFeedInput(current, {
-      allowedLicenses: ["BSD-3-Clause"],
+      alternateNames: ["newer"],
+      allowedLicenses: [],
       packageFilters: {},
       variables: { y: "2" },
     });
-    expect(merged.settings.allowedLicenses).toEqual(["BSD-3-Clause"]);
+    expect(merged.alternateNames).toEqual(["newer"]);
+    expect(merged.settings.allowedLicenses).toEqual([]);
     expect(merged.settings.packageFilters).toEqual({});
     expect(merged.settings.variables).toEqual({ y: "2" });
   });
 
   it("lists are trimmed and de-duplicated case-insensitively (first spelling wins)", () => {
-    expect(
-      mergeFeedInput(current, { allowedLicenses: [" MIT ", "mit", "Apache-2.0"] }).settings.allowedLicenses,
-    ).toEqual(["MIT", "Apache-2.0"]);
+    expect(mergeFeedInput(current, { alternateNames: [" next ", "NEXT", "other"] }).alternateNames).toEqual([
+      "next",
+      "other",
+    ]);
   });
 
   it("a retention rule's omitted members take defaults; its four booleans are always set", () => {
-    const [rule] = mergeFeedInput(current, { retentionRules: [{ keepUsedWithinDays: 30, keepVersions: null }] })
-      .settings.retentionRules;
+    // Retention is refused until it exists (issue 17), but its rules are still checked and normalised.
+    const rule = normalizeRetentionRule({ keepUsedWithinDays: 30, keepVersions: null }, 0);
     expect(rule).toEqual({
       deletePrereleaseVersions: false,
       keepUsedWithinDays: 30,
@@ -132,13 +137,18 @@ describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
     );
   });
 
-  it("feed type changes stay inside their family", () => {
-    expect(mergeFeedInput(current, { feedType: "Chocolatey" }).feedType).toBe("chocolatey");
-    expect(caught(() => mergeFeedInput(current, { feedType: "npm" })).code).toBe("FEED_TYPE_CHANGE");
+  it("feed type changes stay inside their family, and only to a type Wharf serves", () => {
+    const universal = mergeFeedInput(undefined, { name: "u", feedType: "universal" });
+    expect(mergeFeedInput(universal, { feedType: "ROMP" }).feedType).toBe("romp");
+    expect(caught(() => mergeFeedInput(universal, { feedType: "asset" })).code).toBe("FEED_TYPE_CHANGE");
+    expect(caught(() => mergeFeedInput(current, { feedType: "Chocolatey" })).code).toBe("FEED_TYPE_NOT_SERVED");
+    expect(caught(() => mergeFeedInput(current, { feedType: "universal" })).code).toBe("FEED_TYPE_CHANGE");
+    // Sending back the type an older Wharf stored is no change.
+    expect(mergeFeedInput(current, { feedType: "NuGet" })).toEqual(current);
   });
 
   it("on create, name and type are required and defaults fill the rest", () => {
-    expect(caught(() => mergeFeedInput(undefined, { feedType: "npm" })).message).toBe("feed name is required");
+    expect(caught(() => mergeFeedInput(undefined, { feedType: "universal" })).message).toBe("feed name is required");
     expect(caught(() => mergeFeedInput(undefined, { name: "x" })).message).toBe("a valid feed type is required");
     const created = mergeFeedInput(undefined, { name: "x", feedType: "ProGet" });
     expect(created).toEqual({ name: "x", alternateNames: [], feedType: "universal", settings: defaultSettings() });
@@ -151,8 +161,10 @@ describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
   });
 
   it("pattern maps are normalised and validated", () => {
-    const merged = mergeFeedInput(current, { packageFilters: { approved: "A.*,\n B.* ,!C.*" } });
-    expect(merged.settings.packageFilters).toEqual({ approved: "A.*, B.*, !C.*" });
+    // Filters are refused until Wharf acts on them, but checked first so that the refusal is the last word.
+    expect(normalizePatternMap("packageFilters", { approved: "A.*,\n B.* ,!C.*" })).toEqual({
+      approved: "A.*, B.*, !C.*",
+    });
     expect(caught(() => mergeFeedInput(current, { packageFilters: { f: " , " } })).message).toContain(
       "at least one pattern",
     );

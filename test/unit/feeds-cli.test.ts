@@ -65,7 +65,7 @@ describe("wharf feeds (CLI)", () => {
   });
 
   it("reports Wharf's refusals with exit code 1", async () => {
-    expect(await run("create", "docs", "--type", "npm")).toEqual({
+    expect(await run("create", "docs", "--type", "universal")).toEqual({
       code: 1,
       text: "",
       errors: "error: a feed named 'docs' already exists",
@@ -84,9 +84,9 @@ describe("wharf feeds (CLI)", () => {
     [["update", "docs"]],
     [["update", "docs", "--active", "maybe"]],
     [["list", "extra"]],
-    [["get", "docs", "--type", "npm"]],
+    [["get", "docs", "--type", "universal"]],
     [["delete", "a", "b"]],
-    [["create", "x", "--type", "npm", "--colour", "red"]],
+    [["create", "x", "--type", "universal", "--colour", "red"]],
   ])("answers bad arguments %j with the error and usage on err, and exit code 2", async (args) => {
     const result = await run(...args);
     expect(result.code).toBe(2);

@@ -1,5 +1,11 @@
 import { invalid } from "../../domain/errors.js";
-import { canChangeFeedType, normalizeFeedType, validateFeedName } from "../../domain/feeds.js";
+import {
+  canChangeFeedType,
+  normalizeFeedType,
+  normalizeServedFeedType,
+  requireServedFeedType,
+  validateFeedName,
+} from "../../domain/feeds.js";
 import {
   findStorageType,
   parsePackageStoreXml,
@@ -17,6 +23,7 @@ import {
   normalizeVariables,
   withField,
 } from "./feed-validation.js";
+import { refuseUnimplementedSettings } from "./feed-unimplemented.js";
 import type { FeedInput } from "./schemas.js";
 
 /**
@@ -71,13 +78,24 @@ export function mergeFeedInput(current: FeedDraft | undefined, input: FeedInput)
       : input.feedGroup === null
         ? undefined
         : normalizeFeedGroup(input.feedGroup);
-  return { name: validName, alternateNames, feedType, ...(group === undefined ? {} : { feedGroup: group }), settings };
+  const draft = {
+    name: validName,
+    alternateNames,
+    feedType,
+    ...(group === undefined ? {} : { feedGroup: group }),
+    settings,
+  };
+  refuseUnimplementedSettings(before, draft);
+  return draft;
 }
 
 function mergeFeedType(current: FeedDraft | undefined, input: string | null | undefined) {
-  if (current === undefined) return normalizeFeedType(input);
+  if (current === undefined) return normalizeServedFeedType(input);
   if (input === null || input === undefined) return current.feedType;
   const next = normalizeFeedType(input);
+  // A feed an older Wharf created with a type it does not serve keeps it when a client sends it back.
+  if (next === current.feedType) return next;
+  requireServedFeedType(next);
   if (!canChangeFeedType(current.feedType, next)) {
     throw invalid(
       "FEED_TYPE_CHANGE",

@@ -92,7 +92,8 @@ export interface Feed extends FeedDraft {
   readonly modifiedAt: string;
 }
 
-// Defaults follow the example feed of the current docs (Content/proget/api/feeds/#.md).
+// Defaults follow the example feed of the current docs (Content/proget/api/feeds/#.md), except that
+// the features Wharf does not have are off (feed-unimplemented.ts): a new feed says what it does.
 const DEFAULT_FLAGS: Record<FeedFlag, boolean> = {
   active: true,
   cacheConnectors: true,
@@ -100,14 +101,14 @@ const DEFAULT_FLAGS: Record<FeedFlag, boolean> = {
   stripSymbols: false,
   stripSource: false,
   stripSignature: false,
-  useApiV3: true,
+  useApiV3: false,
   packageStatisticsEnabled: false,
   restrictPackageStatistics: false,
   deploymentRecordsEnabled: true,
-  usageRecordsEnabled: true,
-  vulnerabilitiesEnabled: true,
-  licensesEnabled: true,
-  useWithProjects: true,
+  usageRecordsEnabled: false,
+  vulnerabilitiesEnabled: false,
+  licensesEnabled: false,
+  useWithProjects: false,
   retentionRulesEnabled: false,
   staticSite: false,
 };

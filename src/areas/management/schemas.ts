@@ -34,52 +34,63 @@ export const retentionRuleInputSchema = z
   .loose();
 
 const flag = z.boolean().nullish();
+/**
+ * What Wharf does not do yet is refused rather than stored and echoed (feed-unimplemented.ts); the
+ * value already stored is accepted too, so that a feed read with GET can be sent back whole.
+ */
+const NOT_YET = "Not implemented yet";
+const offFlag = flag.describe(`${NOT_YET}: only false (or the value stored)`);
 
 export const feedInputSchema = z
   .object({
     name: text(1000).nullish().describe("Required on create; a different name on update renames the feed"),
     alternateNames: list(1000, 100),
-    feedType: text(1000).nullish().describe("Required on create; compared case-insensitively (`ProGet` = universal)"),
+    feedType: text(1000)
+      .nullish()
+      .describe(
+        "Required on create: universal, romp or asset (case-insensitive; `ProGet` = universal). Other ProGet types " +
+          "are refused (400): Wharf does not serve them",
+      ),
     feedGroup: text(1000).nullish().describe("Wharf extension: group of feeds for keys and permissions; null removes"),
     description: text(10_000).nullish().describe("null removes"),
-    active: flag,
+    active: flag.describe("Asset directories: only true (deactivating one is not implemented yet)"),
     cacheConnectors: flag,
     dropPath: text(4096).nullish().describe("Not supported: only null (or omitted) is accepted"),
     packagesPath: text(4096).nullish().describe("Not supported: only null (or omitted) is accepted"),
     packageStore: text(100_000).nullish().describe("Persisted-XML package store; null = default disk storage"),
-    allowUnknownLicenses: z.boolean().nullish().describe("null inherits the server default"),
-    allowedLicenses: list(200, 1000),
-    blockedLicenses: list(200, 1000),
-    symbolServerEnabled: flag,
-    stripSymbols: flag,
-    stripSource: flag,
-    stripSignature: flag,
-    useApiV3: flag,
+    allowUnknownLicenses: z.boolean().nullish().describe(`${NOT_YET}: only true or null (license checks)`),
+    allowedLicenses: list(200, 1000).describe(`${NOT_YET}: only [] (license filtering)`),
+    blockedLicenses: list(200, 1000).describe(`${NOT_YET}: only [] (license filtering)`),
+    symbolServerEnabled: offFlag,
+    stripSymbols: offFlag,
+    stripSource: offFlag,
+    stripSignature: offFlag,
+    useApiV3: offFlag,
     endpointUrl: z.unknown().optional().describe("Read-only; accepted and ignored"),
     canPublish: z.unknown().optional().describe("Read-only; accepted and ignored"),
-    connectors: list(200, 100),
-    vulnerabilitySources: list(200, 100),
-    retentionRules: z.array(retentionRuleInputSchema).max(100).nullish(),
-    staticSite: flag.describe("Wharf extension, asset directories: serve HTML and SVG without the sandbox CSP"),
+    connectors: list(200, 100).describe("Connector names; universal feeds only"),
+    vulnerabilitySources: list(200, 100).describe("No vulnerability source exists yet: only []"),
+    retentionRules: z.array(retentionRuleInputSchema).max(100).nullish().describe(`${NOT_YET}: only [] (retention)`),
+    staticSite: flag.describe("Wharf extension, asset directories only: serve HTML and SVG without the sandbox CSP"),
     cacheHeader: z
       .unknown()
       .optional()
       .describe(
-        "Wharf extension, asset directories: `{type, value}` (Inherit, NoCache, TTL seconds, Custom text) " +
+        "Wharf extension, asset directories only: `{type, value}` (Inherit, NoCache, TTL seconds, Custom text) " +
           "that items inherit; null or Inherit removes it (then `Cache-Control: public`)",
       ),
-    packageFilters: stringMap.describe("name -> pattern list (`A.*, !C.*`)"),
-    packageAccessRules: stringMap.describe("name -> pattern list (`A.*, !C.*`)"),
+    packageFilters: stringMap.describe(`${NOT_YET}: only {} (name -> pattern list \`A.*, !C.*\`)`),
+    packageAccessRules: stringMap.describe(`${NOT_YET}: only {} (name -> pattern list \`A.*, !C.*\`)`),
     variables: stringMap,
     variableDictionary: stringMap.describe("Same content as `variables` (pgutil's name)"),
-    packageStatisticsEnabled: flag,
-    restrictPackageStatistics: flag,
-    deploymentRecordsEnabled: flag,
-    usageRecordsEnabled: flag,
-    vulnerabilitiesEnabled: flag,
-    licensesEnabled: flag,
-    useWithProjects: flag,
-    retentionRulesEnabled: flag,
+    packageStatisticsEnabled: offFlag,
+    restrictPackageStatistics: offFlag,
+    deploymentRecordsEnabled: flag.describe("Turning deployment records off is not implemented yet: only true"),
+    usageRecordsEnabled: offFlag,
+    vulnerabilitiesEnabled: offFlag,
+    licensesEnabled: offFlag,
+    useWithProjects: offFlag,
+    retentionRulesEnabled: offFlag,
   })
   .loose();
 
@@ -107,7 +118,9 @@ export const retentionRuleSchema = z.object({
 export const feedSchema = z.object({
   name: z.string(),
   alternateNames: z.array(z.string()),
-  feedType: z.string(),
+  feedType: z
+    .string()
+    .describe("universal, romp or asset; a feed an older Wharf created may show a type Wharf does not serve"),
   feedGroup: z.string().optional(),
   description: z.string().optional(),
   active: z.boolean(),

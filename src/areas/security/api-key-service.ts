@@ -1,5 +1,6 @@
 import type { Clock } from "../../domain/clock.js";
 import { notFound } from "../../domain/errors.js";
+import { settingNotImplemented } from "../../domain/not-implemented.js";
 import { FEED_KEY_PERMISSIONS, SYSTEM_APIS } from "../../domain/principal.js";
 import type { FeedService } from "../management/index.js";
 import { generateApiKey, hashApiKey } from "./api-key-hash.js";
@@ -110,11 +111,17 @@ function clientKey(value: string | null | undefined): string | undefined {
   return value;
 }
 
+/**
+ * ProGet's request logging per key does not exist in Wharf: only None is accepted, so that a key
+ * never claims to be logged (domain/not-implemented.ts). The other names stay known for keys an
+ * older Wharf stored.
+ */
 function logging(value: string | null | undefined): LoggingMode {
   const text = optionalText(value);
   if (text === undefined) return "None";
   const mode = LOGGING_MODES.find((m) => sameName(m, text));
   if (mode === undefined) throw fieldError("logging", `must be one of ${LOGGING_MODES.join(", ")}`);
+  if (mode !== "None") throw settingNotImplemented("logging", "logging the requests made with a key", "None");
   return mode;
 }
 

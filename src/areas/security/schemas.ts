@@ -38,7 +38,11 @@ export const apiKeyInputSchema = z
     feed: text(1000).nullish().describe("Feed keys: the feed (exclusive with feedGroup)"),
     feedGroup: text(1000).nullish().describe("Feed keys: the feed group (exclusive with feed)"),
     expiration: text(100).nullish().describe("ISO 8601 date in the future; none means the key never expires"),
-    logging: text(100).nullish().describe("None (default), Request, Response or Both"),
+    logging: text(100)
+      .nullish()
+      .describe(
+        "None (the default) or null; Request, Response and Both are refused: request logging is not implemented yet",
+      ),
     user: text(1000).nullish().describe("Personal keys: the user the key acts as"),
   })
   .loose();
@@ -54,7 +58,9 @@ export const apiKeyInfoSchema = z.object({
   feed: z.string().optional(),
   feedGroup: z.string().optional(),
   expiration: z.string().optional(),
-  logging: z.enum(LOGGING_MODES),
+  logging: z
+    .enum(LOGGING_MODES)
+    .describe("None: request logging is not implemented (keys of an older Wharf may say otherwise)"),
   user: z.string().optional(),
   lastUsed: z.string().optional().describe("Wharf extension: last use, written at most once a minute"),
 });
