@@ -1,10 +1,11 @@
-import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import { DomainError } from "../domain/errors.js";
 import { WHARF_VERSION } from "../version.js";
 import type { AddressPolicy } from "./address-class.js";
 import { type ResolveHost, parseFetchUrl, resolveWithSystemDns, vetFetchTarget } from "./fetch-target.js";
-import { boundBody, requestPinned, toHeaders } from "./pinned-request.js";
+import { outboundDispatcher } from "./outbound-dispatcher.js";
+import { type ProxyRoute, type ProxySettings, createProxyRouter } from "./outbound-proxy.js";
+import { type OutboundResponse, boundBody, discardBody, dropBody, sendGet, toHeaders } from "./outbound-request.js";
 
 export type { ResolveHost, ResolvedAddress } from "./fetch-target.js";
 
@@ -22,6 +23,8 @@ export interface GuardedFetchOptions {
   readonly userAgent?: string;
   /** Replaces system DNS (tests); every address it returns is still classified. */
   readonly resolve?: ResolveHost;
+  /** HTTP_PROXY, HTTPS_PROXY and NO_PROXY as config.ts read them; absent: every fetch is direct. */
+  readonly proxy?: ProxySettings;
 }
 
 /**
@@ -42,9 +45,14 @@ export interface GuardedResponse {
   /**
    * At most `maxBytes` bytes; fails with a `too_large` DomainError past that, with an `unavailable`
    * one on timeout or a broken connection, or with the caller's abort reason. Read it or destroy
-   * it: until then the connection and the timer stay open (the timer bounds that too).
+   * it (or discard it): until then the connection and the timer stay open (the timer bounds that too).
    */
   readonly body: Readable;
+  /**
+   * Drops a body the caller does not want (an error page, a 404) while keeping the connection for
+   * the next request when the body is short; a long one closes it.
+   */
+  discard(): void;
   /** The URL after redirects. */
   readonly url: string;
 }
@@ -64,8 +72,19 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** Headers that prove who the caller is; they must not follow a redirect to another origin. */
 const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "x-apikey"]);
 
-/** Headers the guard owns: Host must match the URL, and a caller cannot widen the body framing. */
-const OWNED_HEADERS = new Set(["host", "connection", "content-length", "transfer-encoding", "te", "upgrade"]);
+/**
+ * Headers the guard owns: Host must match the URL, a caller cannot widen the body framing, and
+ * proxy credentials belong to the proxy's URL, never to a request an upstream would see.
+ */
+const OWNED_HEADERS = new Set([
+  "host",
+  "connection",
+  "content-length",
+  "transfer-encoding",
+  "te",
+  "upgrade",
+  "proxy-authorization",
+]);
 
 function lowerCaseHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
   const result: Record<string, string> = {};
@@ -130,6 +149,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const resolve = options.resolve ?? resolveWithSystemDns;
   const userAgent = options.userAgent ?? `Wharf/${WHARF_VERSION}`;
   const { timeoutMs, maxBytes, maxRedirects } = options;
+  const proxyFor = createProxyRouter(options.proxy);
 
   return async function guardedFetch(rawUrl, init = {}) {
     let url = parseFetchUrl(rawUrl, undefined, 0);
@@ -149,13 +169,16 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     };
     try {
       for (let hop = 0; ; hop++) {
-        const target = await vetFetchTarget(url, hop, policy, resolve, deadline.signal);
-        const response = await requestPinned(target, headers, deadline.signal);
-        const status = response.statusCode ?? 0;
+        await vetFetchTarget(url, hop, policy, resolve, deadline.signal);
+        const route = proxyFor(url);
+        if (route !== undefined) await vetProxy(route, policy, resolve, deadline.signal);
+        const dispatcher = outboundDispatcher(policy, resolve, route?.uri);
+        const response = await sendGet(dispatcher, url, headers, deadline.signal);
+        const { status } = response;
         const location = REDIRECT_STATUSES.has(status) ? response.headers.location : undefined;
         if (location === undefined) return finish(response, url, maxBytes, deadline);
-        // The redirect's own body is never read; with agent: false nothing reuses the socket.
-        response.destroy();
+        // Read to its end (it is short, or closed), so that the next hop can reuse the connection.
+        await discardBody(response.body);
         if (hop >= maxRedirects) {
           throw new DomainError(
             "bad_gateway",
@@ -165,7 +188,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         }
         // Every method the guard sends is GET, so 301/302/303 (-> GET) and 307/308 (same method)
         // agree; only the destination changes, and it is vetted again on the next turn.
-        const next = parseFetchUrl(location, url, hop + 1);
+        const next = parseFetchUrl(Array.isArray(location) ? (location[0] ?? "") : location, url, hop + 1);
         if (next.origin !== url.origin) headers = withoutCredentials(headers);
         url = next;
       }
@@ -182,23 +205,24 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
  * Hands the final response over: refuses a declared length past the limit before reading, and
  * ties the body to the deadline so a stalled or endless body still ends at timeoutMs.
  */
-function finish(response: IncomingMessage, url: URL, maxBytes: number, deadline: Deadline): GuardedResponse {
+function finish(response: OutboundResponse, url: URL, maxBytes: number, deadline: Deadline): GuardedResponse {
   const host = url.hostname;
   const declared = Number(response.headers["content-length"] ?? "");
   if (Number.isSafeInteger(declared) && declared > maxBytes) {
-    response.destroy();
+    dropBody(response.body);
     throw tooLarge(host, maxBytes);
   }
   const { signal } = deadline;
   if (signal.aborted) {
     // The deadline can pass between the response head arriving and this code running; a listener
     // added now would never fire, leaving a body no timer bounds.
-    response.destroy();
+    dropBody(response.body);
     throw signal.reason;
   }
-  const onAbort = () => body.destroy(signal.reason as Error);
+  // A body its caller left unread is closed quietly: an error nobody listens for would crash the process.
+  const onAbort = () => body.destroy(body.listenerCount("error") > 0 ? (signal.reason as Error) : undefined);
   const body = boundBody(
-    response,
+    response.body,
     maxBytes,
     () => tooLarge(host, maxBytes),
     (error) => connectionFailed(host, error),
@@ -208,7 +232,33 @@ function finish(response: IncomingMessage, url: URL, maxBytes: number, deadline:
     },
   );
   signal.addEventListener("abort", onAbort, { once: true });
-  return { status: response.statusCode ?? 0, headers: toHeaders(response), body, url: url.href };
+  return {
+    status: response.status,
+    headers: toHeaders(response.headers),
+    body,
+    url: url.href,
+    discard: () => void discardBody(body),
+  };
+}
+
+/**
+ * The proxy is a hop like any other (docs/PRODUCT.md security baseline): its address is checked
+ * under the same policy before anything is sent to it, and again as its connection is made
+ * (outbound-dispatcher.ts). A refused proxy is the server's configuration, not the request's: 502.
+ */
+async function vetProxy(
+  route: ProxyRoute,
+  policy: AddressPolicy,
+  resolve: ResolveHost,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    await vetFetchTarget(new URL(route.uri), { proxy: route.variable }, policy, resolve, signal);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const code = error.code === "FETCH_ADDRESS_REFUSED" ? "FETCH_PROXY_REFUSED" : error.code;
+    throw new DomainError("bad_gateway", code, error.message);
+  }
 }
 
 function tooLarge(host: string, maxBytes: number): DomainError {

@@ -48,8 +48,14 @@ export const METADATA_HOSTNAMES: ReadonlySet<string> = new Set([
   "metadata.platformequinix.com",
 ]);
 
-/** Hop 0 is the URL the caller gave; later hops come from `Location` headers. */
-function subject(host: string, hop: number): string {
+/**
+ * Which host is checked: hop 0 is the URL the caller gave, later hops come from `Location`
+ * headers, and a proxy hop is the proxy a fetch would go through (named by its variable).
+ */
+export type Hop = number | { readonly proxy: string };
+
+function subject(host: string, hop: Hop): string {
+  if (typeof hop === "object") return `Refused to use the proxy ${host} (${hop.proxy})`;
   return hop === 0 ? `Refused to fetch from ${host}` : `Refused to follow a redirect to ${host}`;
 }
 
@@ -93,20 +99,42 @@ export function parseFetchUrl(raw: string, base: URL | undefined, hop: number): 
   return url;
 }
 
-function refused(host: string, hop: number, literal: boolean, category: AddressCategory): DomainError {
-  const verb = literal ? "is" : "resolves to";
-  const why = isAlwaysRefused(category)
+/** The setting that opens private and loopback addresses, named in every refusal it could lift. */
+export const ALLOW_PRIVATE_SETTING = "WHARF_FETCH_ALLOW_PRIVATE";
+
+/** Why an address of this category is refused, naming the setting when one would change it. */
+export function refusalReason(category: AddressCategory): string {
+  return isAlwaysRefused(category)
     ? "which is never allowed"
-    : `which is not allowed unless an administrator allows ${category} addresses`;
+    : `which is not allowed unless the server sets ${ALLOW_PRIVATE_SETTING}=true`;
+}
+
+function refused(host: string, hop: Hop, literal: boolean, category: AddressCategory): DomainError {
+  const verb = literal ? "is" : "resolves to";
   return new DomainError(
     "invalid",
     "FETCH_ADDRESS_REFUSED",
-    `${subject(host, hop)}: it ${verb} ${describeCategory(category)}, ${why}.`,
+    `${subject(host, hop)}: it ${verb} ${describeCategory(category)}, ${refusalReason(category)}.`,
   );
 }
 
-/** Rejects with the signal's reason as soon as it aborts: `dns.lookup` itself cannot be cancelled. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+/**
+ * The first address whose category the policy refuses, if any. One refused address refuses the
+ * whole name (see vetFetchTarget).
+ */
+export function firstRefusedCategory(
+  addresses: readonly ResolvedAddress[],
+  policy: AddressPolicy,
+): AddressCategory | undefined {
+  for (const { address } of addresses) {
+    const category = classifyAddress(address);
+    if (!isCategoryAllowed(category, policy)) return category;
+  }
+  return undefined;
+}
+
+/** Rejects with the signal's reason as soon as it aborts, for work that cannot be cancelled (`dns.lookup`). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return promise;
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise<T>((resolve, reject) => {
@@ -118,7 +146,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
 
 async function resolveOrThrow(
   hostname: string,
-  hop: number,
+  hop: Hop,
   resolve: ResolveHost,
   signal: AbortSignal | undefined,
 ): Promise<readonly ResolvedAddress[]> {
@@ -145,7 +173,7 @@ async function resolveOrThrow(
  */
 export async function vetFetchTarget(
   url: URL,
-  hop: number,
+  hop: Hop,
   policy: AddressPolicy,
   resolve: ResolveHost,
   signal?: AbortSignal,
@@ -170,10 +198,8 @@ export async function vetFetchTarget(
       `${subject(url.hostname, hop)}: the host name has no addresses.`,
     );
   }
-  for (const { address } of addresses) {
-    const category = classifyAddress(address);
-    if (!isCategoryAllowed(category, policy)) throw refused(url.hostname, hop, literalFamily !== 0, category);
-  }
+  const refusedCategory = firstRefusedCategory(addresses, policy);
+  if (refusedCategory !== undefined) throw refused(url.hostname, hop, literalFamily !== 0, refusedCategory);
   // Classification accepted the first address as an IP literal, so its family is known for sure.
   const [first] = addresses as readonly [ResolvedAddress, ...ResolvedAddress[]];
   return { url, hostname, address: first.address, family: isIP(first.address) === 6 ? 6 : 4 };

@@ -155,17 +155,55 @@ describe("guarded fetch: address policy", () => {
     const error = await failure(guard(policy)(`${server.origin}/`));
     expect(error).toMatchObject({ kind: "invalid", code: "FETCH_ADDRESS_REFUSED" });
     expect(error.message).toBe(
-      "Refused to fetch from 127.0.0.1: it is a loopback address, which is not allowed unless an administrator allows loopback addresses.",
+      "Refused to fetch from 127.0.0.1: it is a loopback address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
     );
     expect(server.connections).toBe(0);
   });
 
-  it("connects a name to the address it vetted, resolving it once, keeping the name as Host", async () => {
+  it("connects a name only to addresses vetted as the connection is made, keeping the name as Host", async () => {
     const server = await startServer(hello);
     const response = await guard()(`http://app.test:${server.port}/x`);
     expect(await text(response.body)).toBe("hello");
     expect(server.requests[0]?.headers.host).toBe(`app.test:${server.port}`);
-    expect(resolverCalls).toEqual(["app.test"]);
+    // Once to vet the URL, once more by the connection itself (outbound-dispatcher.ts).
+    expect(resolverCalls).toEqual(["app.test", "app.test"]);
+  });
+
+  it("refuses a name that resolves elsewhere by the time the connection is made (DNS rebinding)", async () => {
+    const server = await startServer(hello);
+    let answers = 0;
+    const rebinding: ResolveHost = () => {
+      answers++;
+      return Promise.resolve([{ address: answers === 1 ? "127.0.0.1" : "10.0.0.1", family: 4 }]);
+    };
+    const error = await failure(guard({ resolve: rebinding })(`http://rebind.test:${server.port}/`));
+    expect(error).toMatchObject({ kind: "invalid", code: "FETCH_ADDRESS_REFUSED" });
+    expect(error.message).toBe(
+      "Refused to connect to rebind.test: it resolves to a private address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
+    );
+    expect(answers).toBe(2);
+    expect(server.connections).toBe(0);
+  });
+
+  it("reuses kept-alive connections for sequential fetches of an origin, redirects included", async () => {
+    const server = await startServer((req, res) => {
+      if (req.url === "/moved") res.writeHead(302, { location: "/final" }).end("moved");
+      else hello(req, res);
+    });
+    const paths = ["/a", "/b", "/moved", "/c", "/d", "/e", "/f", "/g"];
+    for (const path of paths) {
+      const response = await guard()(`${server.origin}${path}`);
+      expect(await text(response.body)).toBe("hello");
+    }
+    expect(server.requests).toHaveLength(9);
+    // undici's pool frees a connection a tick after its response ends, so a request sent at once
+    // may open a second one; never one per request, as before (agent: false).
+    expect(server.connections).toBeLessThanOrEqual(2);
+    const discarded = await guard()(`${server.origin}/h`);
+    discarded.discard();
+    await new Promise((done) => setTimeout(done, 50));
+    expect(await text((await guard()(`${server.origin}/i`)).body)).toBe("hello");
+    expect(server.connections).toBeLessThanOrEqual(2);
   });
 
   it("sends a name as TLS SNI (and no SNI for a literal) while connecting to the vetted address", async () => {
