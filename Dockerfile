@@ -6,8 +6,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci
+# Without scripts: the sources are not here yet for the build that `prepare` runs; better-sqlite3's
+# own install script (its native addon) then runs alone.
+RUN npm ci --ignore-scripts \
+ && npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY migrations ./migrations
 RUN npm run build \
