@@ -25,6 +25,7 @@ import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
 import { registerAuthentication } from "./http/auth.js";
 import { registerBodyParsers } from "./http/body-parsers.js";
+import { registerCompression } from "./http/compression.js";
 import { registerDiskGuard } from "./http/disk-guard.js";
 import { diskMetrics } from "./http/disk-metrics.js";
 import { answerClientError, registerErrorHandling, sendError } from "./http/errors.js";
@@ -97,6 +98,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   registerErrorHandling(app);
   registerBodyParsers(app);
+  // Before any route: it hooks every route as it is added.
+  await registerCompression(app, config.compression);
   await app.register(formbody);
   await registerOpenApi(app);
 

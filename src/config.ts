@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
+import { type ProxySettings, proxyEnvironment } from "./net/outbound-proxy.js";
 import { parseSecretKey } from "./storage/secrets.js";
 
 /**
@@ -53,6 +54,11 @@ export interface Config {
   readonly fetchTimeoutMs: number;
   /** Bound on the body of one server-side fetch, in bytes. */
   readonly fetchMaxBytes: number;
+  /**
+   * The proxies server-side fetches go through: HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or their
+   * lower-case spellings), read here like every setting; undefined: fetches connect directly.
+   */
+  readonly outboundProxy: ProxySettings | undefined;
   /** How long an unfinished multipart asset upload is kept before its parts are removed. */
   readonly multipartMaxAgeMs: number;
   /** Entries an uploaded archive (package upload or import, asset directory import) may hold. */
@@ -105,6 +111,11 @@ export interface Config {
    * or query string): its size, and the time it may take to arrive (http/pre-auth-body.ts).
    */
   readonly preAuthBody: { readonly maxBytes: number; readonly timeoutMs: number };
+  /**
+   * Response compression (http/compression.ts): the smallest body worth encoding, and brotli's
+   * quality (0-11; dynamic responses want a low one: 11 costs ~50 times the CPU of 4).
+   */
+  readonly compression: { readonly minBytes: number; readonly brotliQuality: number };
   /**
    * What encrypts stored secrets (storage/secret-keys.ts): the key itself (WHARF_SECRET_KEY) or the
    * absolute path of a private file holding it (WHARF_SECRET_KEY_FILE), neither: `<data>/secret-key`,
@@ -276,6 +287,8 @@ const envSchema = z.object({
   WHARF_MAX_CONNECTIONS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(256),
   WHARF_PRE_AUTH_BODY_BYTES: wholeNumber(1024, 1024 * 1024).default(64 * 1024),
   WHARF_PRE_AUTH_BODY_TIMEOUT_SECONDS: secondsAsMs(3600).default(30_000),
+  WHARF_COMPRESSION_MIN_BYTES: wholeNumber(0, 64 * 1024 * 1024).default(1024),
+  WHARF_COMPRESSION_BROTLI_QUALITY: wholeNumber(0, 11).default(4),
   WHARF_SECRET_KEY: secretKey().optional(),
   WHARF_SECRET_KEY_FILE: z.string().min(1).optional(),
   WHARF_SECRET_KEY_PREVIOUS: z
@@ -296,8 +309,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     Object.entries(env).filter(([name, value]) => name.startsWith("WHARF_") && value !== ""),
   );
   const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+  const proxy = proxyEnvironment(env);
+  if (!parsed.success || proxy.problems.length > 0) {
+    const issues = parsed.success ? [] : parsed.error.issues;
+    const problems = [...issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`), ...proxy.problems];
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const v = parsed.data;
@@ -324,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
+    outboundProxy: proxy.settings,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
     archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,
@@ -345,6 +361,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     preAuthBody: Object.freeze({
       maxBytes: v.WHARF_PRE_AUTH_BODY_BYTES,
       timeoutMs: v.WHARF_PRE_AUTH_BODY_TIMEOUT_SECONDS,
+    }),
+    compression: Object.freeze({
+      minBytes: v.WHARF_COMPRESSION_MIN_BYTES,
+      brotliQuality: v.WHARF_COMPRESSION_BROTLI_QUALITY,
     }),
     secretKeys: Object.freeze({
       ...(v.WHARF_SECRET_KEY === undefined ? {} : { key: v.WHARF_SECRET_KEY }),

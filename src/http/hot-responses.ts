@@ -92,6 +92,16 @@ const FULL_PATH_HEADERS = [
   "content-type",
 ];
 
+/**
+ * A response whose bytes depend on the request's Accept-Encoding (encoded, or one that might be:
+ * http/compression.ts) is not kept: a replay checks no Accept-Encoding, and the kept body is the
+ * unencoded one, so it must never be sent under another variant's headers.
+ */
+function varies(name: string, value: string | number): boolean {
+  if (name === "content-encoding") return String(value) !== "identity";
+  return name === "vary" && String(value).toLowerCase().includes("accept-encoding");
+}
+
 export function createHotResponses(deps: HotResponsesDeps): HotResponses {
   const { watch, authenticator, metrics, log } = deps;
   const entries = new VersionedCache<string, Entry>(deps.maxEntries ?? 512);
@@ -114,6 +124,7 @@ export function createHotResponses(deps: HotResponsesDeps): HotResponses {
       let requestIdAt = -1;
       for (const [name, value] of Object.entries(reply.getHeaders())) {
         if (value === undefined || Array.isArray(value)) return; // not one plain value: not kept
+        if (varies(name, value)) return;
         if (name === REQUEST_ID) requestIdAt = headers.length + 1;
         headers.push(name, String(value));
       }

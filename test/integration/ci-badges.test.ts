@@ -1,4 +1,4 @@
-import { gunzipSync } from "node:zlib";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { XMLParser } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BADGE_COLOURS, type BadgeState } from "../../src/areas/ci-badges/badge-svg.js";
@@ -128,11 +128,17 @@ describe("image: filters, encoding, validators, access", () => {
       expect(res.body).toBe("");
     }
     expect((await badge(q, { "if-none-match": '"other"' })).statusCode).toBe(200);
-    for (const refusal of ["gzip;q=0", "gzip; q=0.0, identity", "*;q=0, identity", "br"]) {
+    for (const refusal of ["gzip;q=0", "gzip; q=0.0, identity", "*;q=0, identity"]) {
       const res = await badge(q, { "accept-encoding": refusal });
       expect(res.headers["content-encoding"], refusal).toBeUndefined();
       expect(res.body).toBe(plain.body);
     }
+    // A client that takes brotli and not gzip gets the plain badge brotli-encoded (http/compression.ts).
+    const brotli = await badge(q, { "accept-encoding": "br" });
+    expect(brotli.headers["content-encoding"]).toBe("br");
+    expect(brotli.headers.vary).toBe("Accept-Encoding");
+    expect(brotli.headers.etag).toBe(`W/${String(plain.headers.etag)}`);
+    expect(brotliDecompressSync(brotli.rawPayload).toString()).toBe(plain.body);
     for (const accepted of ["gzip;q=0.5", "*", "br, GZIP;Q=1", "x-gzip", "deflate, *;q=0.1"]) {
       const res = await badge(q, { "accept-encoding": accepted });
       expect(res.headers["content-encoding"], accepted).toBe("gzip");
