@@ -8,6 +8,7 @@ import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
 import { retryWhileBusy } from "./storage/busy.js";
 import { blobReferenceCheck } from "./storage/blob-keeper.js";
+import { assertWritableDataDir, DataDirUnwritableError } from "./storage/data-dir-access.js";
 import { DataDirInUseError, lockDataDir } from "./storage/data-dir-lock.js";
 import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
@@ -18,6 +19,7 @@ import { removeCrashLeftovers } from "./storage/startup-sweep.js";
 export async function serve(config: Config): Promise<void> {
   // Everything the server writes (database, blobs, spools, key files) is its user's alone (docs/PRODUCT.md).
   process.umask(0o077);
+  assertWritableDataDir(config.dataDir);
   const privateDataDir = ensurePrivateDirectory(config.dataDir);
   // Held for the process's life: another server's sweep would take this one's uploads for leftovers.
   const unlockDataDir = lockDataDir(config.dataDir);
@@ -91,7 +93,7 @@ if (isProcessEntry()) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
-    if (error instanceof DataDirInUseError) {
+    if (error instanceof DataDirInUseError || error instanceof DataDirUnwritableError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }

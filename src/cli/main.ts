@@ -5,6 +5,7 @@ import type { FeedService } from "../areas/management/index.js";
 import { ConfigError, loadConfig } from "../config.js";
 import { type Clock, systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
+import { assertWritableDataDir } from "../storage/data-dir-access.js";
 import type { Db } from "../storage/database.js";
 import { WHARF_VERSION } from "../version.js";
 
@@ -139,6 +140,8 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
   const usageOnly = args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h");
   const file = usageOnly ? ":memory:" : path.join(config.dataDir, "wharf.sqlite");
   const isNew = !usageOnly && !fs.existsSync(file);
+  // Before SQLite: its "unable to open database file" names neither the directory nor the user.
+  if (!usageOnly) assertWritableDataDir(config.dataDir);
   // Loaded here, after the configuration is known to be valid: they pull in SQLite and the areas.
   const { openDatabase } = await import("../storage/database.js");
   const { createFeedService } = await import("../areas/management/index.js");

@@ -13,8 +13,10 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...clean, ...env };
 }
 
-function spawnWharf(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+/** `wrapper`: a command that runs the process (e.g. `setpriv ...` to run it with fewer privileges). */
+function spawnWharf(args: string[], env: Record<string, string>, wrapper: readonly string[] = []): ChildProcess {
+  const [command = process.execPath, ...commandArgs] = [...wrapper, process.execPath, "--import", "tsx", CLI, ...args];
+  return spawn(command, commandArgs, {
     cwd: ROOT,
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
@@ -32,8 +34,13 @@ export interface RunResult extends Exit {
 }
 
 /** Runs `wharf <args>` to completion. */
-export function runWharf(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<RunResult> {
-  const child = spawnWharf(args, env);
+export function runWharf(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+  wrapper: readonly string[] = [],
+): Promise<RunResult> {
+  const child = spawnWharf(args, env, wrapper);
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
