@@ -40,9 +40,10 @@ RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/wharf \
 USER node
 VOLUME /data
 EXPOSE 8624
-# No curl in slim images: Node's own fetch. Follows WHARF_PORT if it is overridden.
+# Asks /health where WHARF_HOST and WHARF_PORT say the server listens (0.0.0.0 and :: on their
+# loopback), so that overriding either does not make a healthy container look unhealthy.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.WHARF_PORT || 8624}/health`, { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "dist/src/cli/main.js", "healthcheck"]
 # The server handles SIGTERM itself (finishes in-flight requests, closes the database, exits 0).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/cli/main.js", "serve"]

@@ -19,6 +19,7 @@ const USAGE = `Usage: wharf <command> [arguments]
 
 Commands:
   serve                      run the server (configured by WHARF_* environment variables)
+  healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
   feeds <subcommand>         list, get, create, update and delete feeds
   api-keys <subcommand>      manage API keys
   users <subcommand>         manage users and groups
@@ -113,6 +114,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const loadClient = CLIENT_COMMANDS[command];
     if (loadClient !== undefined) return await (await loadClient())(args, { ...io, progressOutput: process.stderr });
+    if (command === "healthcheck") {
+      const { healthcheckCommand } = await import("./healthcheck.js");
+      return await healthcheckCommand(args, loadConfig(io.env), io);
+    }
     const load = DATA_COMMANDS[command];
     if (load === undefined) {
       io.err(`wharf: unknown command '${command}'\n\n${USAGE}`);
