@@ -52,7 +52,10 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     url: `${PREFIX}/create`,
     schema: {
       summary: "Create a feed",
-      description: "Body: a Feed; `name` and `feedType` are required. Answers 201 with the feed (docs/compat.md 5.1).",
+      description:
+        "Body: a Feed; `name` and `feedType` (universal, romp or asset: the types Wharf serves) are required. " +
+        "Settings Wharf does not act on yet are refused (400 SETTING_NOT_IMPLEMENTED) unless off. " +
+        "Answers 201 with the feed (docs/compat.md 5.1).",
       tags: TAGS,
       querystring: managementQuery,
       body: feedInputSchema.nullish(),
@@ -112,7 +115,8 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       description:
         "Omitted or null members keep their value, except description, dropPath, packagesPath and packageStore " +
         "(null removes); arrays and objects are replaced wholesale; endpointUrl and canPublish are ignored; " +
-        "a different `name` renames the feed.",
+        "a different `name` renames the feed. A setting Wharf does not act on yet may be sent as stored or off, " +
+        "so a feed read with GET can be sent back whole; the type changes only to a served one.",
       tags: TAGS,
       params: feedNameParams,
       querystring: managementQuery,
