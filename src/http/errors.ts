@@ -11,7 +11,7 @@ import { diskFull, isDiskFull } from "../storage/disk-full.js";
 export const errorText = z.string().describe("Plain-text error message (text/plain)");
 
 /** The one table from error kind to HTTP status; nothing else in Wharf knows status codes of errors. */
-const STATUS_BY_KIND: Record<ErrorKind, number> = {
+export const STATUS_BY_KIND: Readonly<Record<ErrorKind, number>> = {
   invalid: 400,
   unauthenticated: 401,
   forbidden: 403,
