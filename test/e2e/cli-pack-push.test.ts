@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -148,6 +149,50 @@ describe("wharf pack", () => {
     expect(nested.code).toBe(1);
     expect(nested.stderr).toMatch(/The symlink "sub\/up" points outside the folder/);
     expect((await fs.readdir(work)).filter((name) => name.startsWith("leaky.upack"))).toEqual([]);
+  });
+
+  it("refuses a symlink loop and a special file (a FIFO would block the pack forever)", async () => {
+    const folder = await makeFolder("odd", { "sub/a.txt": "a" });
+    await fs.symlink("..", path.join(folder, "sub", "loop"));
+    const output = path.join(work, "odd.upack");
+    const loop = await wharf(["pack", folder, "--name", "odd", "--version", "1.0.0", "--output", output]);
+    expect(loop).toMatchObject({ code: 1, stdout: "" });
+    expect(loop.stderr).toMatch(/^error: The symlink "sub\/loop" loops back to a folder above it\.$/m);
+    await fs.rm(path.join(folder, "sub", "loop"));
+    expect(spawnSync("mkfifo", [path.join(folder, "pipe")]).status).toBe(0);
+    const fifo = await wharf(["pack", folder, "--name", "odd", "--version", "1.0.0", "--output", output]);
+    expect(fifo).toMatchObject({ code: 1, stdout: "" });
+    expect(fifo.stderr).toMatch(/^error: "pipe" is neither a file nor a folder; refusing to pack it\.$/m);
+    await expect(fs.stat(output)).rejects.toThrow(/ENOENT/);
+  });
+
+  it("--manifest gives the other upack.json fields, options override them, --no-audit leaves out who and when", async () => {
+    const folder = await makeFolder("manifested", { "a.txt": "a" });
+    const manifestFile = path.join(work, "base-upack.json");
+    await fs.writeFile(
+      manifestFile,
+      JSON.stringify({ name: "base", version: "0.0.1", projectUrl: "https://example.com/app", _ci: { run: 42 } }),
+    );
+    const output = path.join(work, "manifested.upack");
+    const result = await wharf([
+      "pack",
+      folder,
+      "--manifest",
+      manifestFile,
+      "--version",
+      "2.0.0-rc.1",
+      "--no-audit",
+      "--output",
+      output,
+    ]);
+    expect(result).toMatchObject({ code: 0, stderr: "" });
+    const manifest = JSON.parse((await zipContents(output)).get("upack.json") ?? "") as Record<string, unknown>;
+    expect(manifest).toEqual({
+      name: "base",
+      version: "2.0.0-rc.1",
+      projectUrl: "https://example.com/app",
+      _ci: { run: 42 },
+    });
   });
 
   it("does not pack its own output when that is written into the folder", async () => {
