@@ -1,5 +1,6 @@
 import path from "node:path";
-import Database, { SqliteError } from "better-sqlite3";
+import Database from "better-sqlite3";
+import { isBusy } from "./busy.js";
 
 const LOCK_FILE = "server.lock";
 
@@ -22,7 +23,7 @@ export function lockDataDir(dataDir: string): () => void {
     lock.exec("BEGIN EXCLUSIVE");
   } catch (error) {
     lock.close();
-    if (error instanceof SqliteError && error.code.startsWith("SQLITE_BUSY")) {
+    if (isBusy(error)) {
       throw new DataDirInUseError(`Another Wharf server is already running on the data directory ${dataDir}.`);
     }
     throw error;

@@ -1,7 +1,7 @@
-import { SqliteError } from "better-sqlite3";
 import { conflict, notFound } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import { CONNECTOR_DEFAULTS, type Connector, type ConnectorDraft, type ConnectorHealth } from "./model.js";
 
 /**
@@ -253,7 +253,7 @@ function translateConstraint<T>(action: () => T): T {
   try {
     return action();
   } catch (error) {
-    if (error instanceof SqliteError && error.code === "SQLITE_CONSTRAINT_UNIQUE") {
+    if (isUniqueViolation(error)) {
       throw conflict("CONNECTOR_NAME_TAKEN", "a connector with this name already exists");
     }
     throw error;

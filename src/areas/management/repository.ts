@@ -1,10 +1,10 @@
-import { SqliteError } from "better-sqlite3";
 import { conflict, notFound } from "../../domain/errors.js";
 import type { FeedType } from "../../domain/feeds.js";
 import type { FeedScope } from "../../domain/principal.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { runDeletion } from "../../storage/space-reserve.js";
+import { isConstraintViolation } from "../../storage/sqlite-errors.js";
 import { createFeedConnectorRows } from "./feed-connectors.js";
 import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
 
@@ -191,7 +191,7 @@ function translateConstraint<T>(action: () => T): T {
   try {
     return action();
   } catch (error) {
-    if (error instanceof SqliteError && error.code.startsWith("SQLITE_CONSTRAINT")) {
+    if (isConstraintViolation(error)) {
       throw conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists");
     }
     throw error;

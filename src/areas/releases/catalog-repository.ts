@@ -1,7 +1,7 @@
 import { conflict, DomainError, notFound } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
-import { isConstraintError } from "../security/sql-helpers.js";
+import { isForeignKeyViolation, isUniqueViolation } from "../../storage/sqlite-errors.js";
 import type {
   Application,
   ApplicationDraft,
@@ -249,7 +249,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     try {
       return work();
     } catch (error) {
-      if (isConstraintError(error, "UNIQUE")) throw nameTaken(what, name);
+      if (isUniqueViolation(error)) throw nameTaken(what, name);
       throw error;
     }
   };
@@ -365,7 +365,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       try {
         return pipe.delete.run(key(name)).changes > 0;
       } catch (error) {
-        if (isConstraintError(error, "FOREIGNKEY")) {
+        if (isForeignKeyViolation(error)) {
           throw conflict("PIPELINE_IN_USE", `The pipeline '${name}' is used by releases or builds.`);
         }
         throw error;

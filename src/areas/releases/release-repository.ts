@@ -2,7 +2,7 @@ import type { Statement } from "better-sqlite3";
 import { conflict } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
-import { isConstraintError } from "../security/sql-helpers.js";
+import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import type { Build, BuildNumberScheme, Deployment, DeploymentOutcome, Release, Variables } from "./model.js";
 import {
   BUILD_SELECT,
@@ -339,7 +339,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
           return releaseById(id) as Release;
         })();
       } catch (error) {
-        if (isConstraintError(error, "UNIQUE")) {
+        if (isUniqueViolation(error)) {
           throw conflict("RELEASE_EXISTS", `The application already has a release numbered '${draft.number}'.`);
         }
         throw error;
@@ -428,7 +428,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
           };
         })();
       } catch (error) {
-        if (isConstraintError(error, "UNIQUE")) {
+        if (isUniqueViolation(error)) {
           throw conflict("BUILD_EXISTS", `A build numbered '${draft.number ?? ""}' already exists.`);
         }
         throw error;

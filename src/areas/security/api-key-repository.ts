@@ -1,7 +1,8 @@
 import { conflict } from "../../domain/errors.js";
 import type { Db } from "../../storage/database.js";
 import { type ApiKeyType, type ApiKeyView, LOGGING_MODES, type LoggingMode } from "./model.js";
-import { isConstraintError, jsonList } from "./sql-helpers.js";
+import { isForeignKeyViolation, isUniqueViolation } from "../../storage/sqlite-errors.js";
+import { jsonList } from "./sql-helpers.js";
 
 export interface NewApiKey {
   /** SHA-256 of the key (hashApiKey); the key itself is never written. */
@@ -114,8 +115,8 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
         ) as { id: number };
         return toView(byId.get(row.id) as KeyRow);
       } catch (error) {
-        if (isConstraintError(error, "UNIQUE")) throw conflict("API_KEY_EXISTS", "key: this key is in use already.");
-        if (isConstraintError(error, "FOREIGNKEY")) {
+        if (isUniqueViolation(error)) throw conflict("API_KEY_EXISTS", "key: this key is in use already.");
+        if (isForeignKeyViolation(error)) {
           throw conflict(
             "CONCURRENT_CHANGE",
             "The user or feed named in the request was deleted meanwhile; try again.",

@@ -1,7 +1,8 @@
 import { conflict } from "../../domain/errors.js";
 import type { Db } from "../../storage/database.js";
 import type { TaskView } from "./model.js";
-import { isConstraintError, jsonList } from "./sql-helpers.js";
+import { isForeignKeyViolation, isUniqueViolation } from "../../storage/sqlite-errors.js";
+import { jsonList } from "./sql-helpers.js";
 
 export interface TaskRecord extends TaskView {
   readonly id: number;
@@ -156,7 +157,7 @@ export function createPermissionRepository(db: Db): PermissionRepository {
         ) as TaskRow;
         return toTask(row);
       } catch (error) {
-        if (isConstraintError(error, "UNIQUE"))
+        if (isUniqueViolation(error))
           throw conflict("TASK_EXISTS", `name: a task named '${task.name}' already exists.`);
         throw error;
       }
@@ -196,7 +197,7 @@ export function createPermissionRepository(db: Db): PermissionRepository {
           })
           .immediate();
       } catch (error) {
-        if (isConstraintError(error, "FOREIGNKEY")) {
+        if (isForeignKeyViolation(error)) {
           throw conflict(
             "CONCURRENT_CHANGE",
             "The user, group, task or feed named in the request was deleted meanwhile.",

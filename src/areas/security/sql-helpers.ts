@@ -1,10 +1,4 @@
-/** Small helpers shared by this area's repositories. */
-
-/** Whether a better-sqlite3 error is this constraint violation (UNIQUE, FOREIGNKEY, ...). */
-export function isConstraintError(error: unknown, kind: "UNIQUE" | "FOREIGNKEY"): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === `SQLITE_CONSTRAINT_${kind}` || (kind === "UNIQUE" && code === "SQLITE_CONSTRAINT_PRIMARYKEY");
-}
+/** Small helpers shared by this area's repositories (constraint errors: storage/sqlite-errors.ts). */
 
 /** Parses a JSON array column written by this area; anything else reads as empty. */
 export function jsonList(text: string | null): string[] {

@@ -1,7 +1,7 @@
 import { conflict, notFound } from "../../domain/errors.js";
 import type { Db } from "../../storage/database.js";
 import type { GroupView, UserView } from "./model.js";
-import { isConstraintError } from "./sql-helpers.js";
+import { isForeignKeyViolation, isUniqueViolation } from "../../storage/sqlite-errors.js";
 
 export interface UserRecord extends UserView {
   readonly id: number;
@@ -122,7 +122,7 @@ export function createUserRepository(db: Db): UserRepository {
   };
   /** A member that vanished between the service's lookup and this write. */
   const translateForeignKey = (error: unknown): never => {
-    if (isConstraintError(error, "FOREIGNKEY")) {
+    if (isForeignKeyViolation(error)) {
       throw conflict("CONCURRENT_CHANGE", "A user or group named in the request was deleted meanwhile; try again.");
     }
     throw error;
@@ -160,7 +160,7 @@ export function createUserRepository(db: Db): UserRepository {
           })
           .immediate();
       } catch (error) {
-        if (isConstraintError(error, "UNIQUE")) {
+        if (isUniqueViolation(error)) {
           throw conflict("USER_EXISTS", `name: a user named '${user.name}' already exists.`);
         }
         return translateForeignKey(error);

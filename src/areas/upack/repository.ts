@@ -1,8 +1,8 @@
-import { SqliteError } from "better-sqlite3";
 import { conflict } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { runDeletion } from "../../storage/space-reserve.js";
+import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 
 /**
  * The write side's SQL for `upack_packages` and `upack_versions` (migration 0004). Every method is
@@ -158,7 +158,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
       } catch (error) {
         // Still possible across processes sharing the database; the loser gets the same answer as
         // an in-process loser.
-        if (error instanceof SqliteError && error.code === "SQLITE_CONSTRAINT_UNIQUE") throw versionExists(version);
+        if (isUniqueViolation(error)) throw versionExists(version);
         throw error;
       }
     },

@@ -5,7 +5,6 @@
  * manifest, saved to the cache. The write side calls `forgetFeed` after every upload, replacement
  * or deletion in a feed, because assemblies are built from that feed's packages.
  */
-import { SqliteError } from "better-sqlite3";
 import type { Clock } from "../../../domain/clock.js";
 import { conflict, DomainError } from "../../../domain/errors.js";
 import { formatVersion, type UpackVersion } from "../../../domain/upack-version.js";
@@ -14,6 +13,7 @@ import type { GuardedFetch } from "../../../net/fetch-guard.js";
 import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
 import { isBusy } from "../../../storage/busy.js";
 import type { Db } from "../../../storage/database.js";
+import { isForeignKeyViolation } from "../../../storage/sqlite-errors.js";
 import type { AssembleVirtual, StoredPackage, VirtualPackageVersion } from "../download/service.js";
 import type { UpackQueryRepository } from "../read/query-repository.js";
 import { type AssembledPackage, assembleVirtualPackage, createAssembledCache } from "./assembly.js";
@@ -92,7 +92,7 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
       return cache.save(versionId, info);
     } catch (error) {
       if (isBusy(error)) return undefined;
-      if (error instanceof SqliteError && error.code === "SQLITE_CONSTRAINT_FOREIGNKEY") return undefined;
+      if (isForeignKeyViolation(error)) return undefined;
       throw error;
     }
   }
