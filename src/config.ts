@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
+import { type ProxySettings, proxyEnvironment } from "./net/outbound-proxy.js";
 import { parseSecretKey } from "./storage/secrets.js";
 
 /**
@@ -53,6 +54,11 @@ export interface Config {
   readonly fetchTimeoutMs: number;
   /** Bound on the body of one server-side fetch, in bytes. */
   readonly fetchMaxBytes: number;
+  /**
+   * The proxies server-side fetches go through: HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or their
+   * lower-case spellings), read here like every setting; undefined: fetches connect directly.
+   */
+  readonly outboundProxy: ProxySettings | undefined;
   /** How long an unfinished multipart asset upload is kept before its parts are removed. */
   readonly multipartMaxAgeMs: number;
   /** Entries an uploaded archive (package upload or import, asset directory import) may hold. */
@@ -303,8 +309,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     Object.entries(env).filter(([name, value]) => name.startsWith("WHARF_") && value !== ""),
   );
   const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+  const proxy = proxyEnvironment(env);
+  if (!parsed.success || proxy.problems.length > 0) {
+    const issues = parsed.success ? [] : parsed.error.issues;
+    const problems = [...issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`), ...proxy.problems];
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const v = parsed.data;
@@ -331,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchAllowPrivate: v.WHARF_FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: v.WHARF_FETCH_TIMEOUT_MS,
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
+    outboundProxy: proxy.settings,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
     archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,

@@ -24,7 +24,7 @@ export interface GuardedFetchOptions {
   /** Replaces system DNS (tests); every address it returns is still classified. */
   readonly resolve?: ResolveHost;
   /** HTTP_PROXY, HTTPS_PROXY and NO_PROXY as config.ts read them; absent: every fetch is direct. */
-  readonly proxy?: ProxySettings;
+  readonly proxy?: ProxySettings | undefined;
 }
 
 /**

@@ -94,3 +94,51 @@ export function describeProxy(uri: string): string {
   const url = new URL(uri);
   return url.host;
 }
+
+/** What config.ts makes of the proxy variables: the settings, or what is wrong with them. */
+export interface ProxyEnvironment {
+  readonly settings: ProxySettings | undefined;
+  /** `HTTP_PROXY: ...` lines for the configuration error; never the value (it may hold a password). */
+  readonly problems: readonly string[];
+}
+
+const PROXY_URL_FORMAT = "must be an http:// or https:// URL of a proxy (e.g. http://proxy.example.com:3128)";
+
+/**
+ * Reads HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment config.ts is given. The
+ * lower-case spelling wins when both are set, as in curl and undici; a proxy without a scheme
+ * (`proxy:3128`) is http://, as curl takes it. An empty variable counts as unset.
+ */
+export function proxyEnvironment(env: NodeJS.ProcessEnv): ProxyEnvironment {
+  const read = (name: string) =>
+    [env[name.toLowerCase()], env[name]].find((value) => value !== undefined && value !== "");
+  const problems: string[] = [];
+  const proxyUrl = (name: "HTTP_PROXY" | "HTTPS_PROXY"): string | undefined => {
+    const raw = read(name)?.trim();
+    if (raw === undefined) return undefined;
+    const withScheme = /^[a-z][a-z\d+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+    let url: URL | undefined;
+    try {
+      url = new URL(withScheme);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+      problems.push(`${name}: ${PROXY_URL_FORMAT}`);
+      return undefined;
+    }
+    return url.href;
+  };
+  const httpProxy = proxyUrl("HTTP_PROXY");
+  const httpsProxy = proxyUrl("HTTPS_PROXY");
+  const noProxy = read("NO_PROXY");
+  if (httpProxy === undefined && httpsProxy === undefined) return { settings: undefined, problems };
+  return {
+    settings: Object.freeze({
+      ...(httpProxy === undefined ? {} : { httpProxy }),
+      ...(httpsProxy === undefined ? {} : { httpsProxy }),
+      ...(noProxy === undefined ? {} : { noProxy }),
+    }),
+    problems,
+  };
+}

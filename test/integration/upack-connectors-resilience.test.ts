@@ -332,7 +332,7 @@ describe("the fetch guard", () => {
         502,
         "Connector 'local'",
         "loopback",
-        "unless an administrator allows",
+        "unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true",
       );
       expect(fake.requests).toHaveLength(0);
     } finally {

@@ -171,12 +171,18 @@ describe("virtual packages with URL sources", () => {
     { type: "virtualFile", virtualPath: "bin/tool.sh", source: { url: `${base}${path}`, ...(hash ? { hash } : {}) } },
   ];
 
-  it("never fetch from loopback unless an administrator allows private addresses", async () => {
+  it("never fetch from loopback unless WHARF_FETCH_ALLOW_PRIVATE allows it, and say so", async () => {
     const s = await setUp();
     try {
       await s.putVirtual("remote", contents("/tool.sh"));
       const res = await s.get("/upack/main/download/remote/1.0.0");
-      expectText(res, 409, "Refused to fetch from 127.0.0.1", "loopback", "unless an administrator allows");
+      expectText(
+        res,
+        409,
+        "Refused to fetch from 127.0.0.1",
+        "loopback",
+        "unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true",
+      );
       expect(hits.get("/tool.sh") ?? 0).toBe(0);
     } finally {
       await s.t.close();

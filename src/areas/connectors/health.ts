@@ -1,5 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { createGuardedFetch, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
+import type { ProxySettings } from "../../net/outbound-proxy.js";
 import type { Authorization } from "./credentials.js";
 import type { Connector } from "./model.js";
 
@@ -17,6 +18,8 @@ export type HealthProbe = (connector: Connector, signal?: AbortSignal) => Promis
 export interface HealthProbeOptions {
   /** WHARF_FETCH_ALLOW_PRIVATE: an upstream on a private or loopback address is an administrator's decision. */
   readonly allowPrivate: boolean;
+  /** HTTP_PROXY, HTTPS_PROXY and NO_PROXY (config.ts). */
+  readonly proxy?: ProxySettings | undefined;
   /** The connector's Basic credentials (credentials.ts); a password that does not decrypt is an `error` result. */
   readonly authorization: Authorization;
   /** Replaces system DNS (tests). */
@@ -41,6 +44,7 @@ export function createHealthProbe(options: HealthProbeOptions): HealthProbe {
       // The body is discarded unread, so a large declared length (an index page) is no reason to fail.
       maxBytes: Number.MAX_SAFE_INTEGER,
       maxRedirects: MAX_REDIRECTS,
+      proxy: options.proxy,
       ...(options.resolve ? { resolve: options.resolve } : {}),
     });
     const universal = connector.feedType === "universal";
@@ -50,7 +54,7 @@ export function createHealthProbe(options: HealthProbeOptions): HealthProbe {
         headers: { accept: universal ? "application/json" : "*/*", ...options.authorization(connector) },
         ...(signal ? { signal } : {}),
       });
-      response.body.destroy();
+      response.discard();
       const { status } = response;
       if (status >= 200 && status < 300) return { state: "healthy" };
       return { state: "error", errorMessage: `HTTP ${status} ${STATUS_CODES[status] ?? ""}`.trim() };

@@ -41,7 +41,11 @@ export function createConnectors(deps: ConnectorsDeps): ConnectorService {
   return createConnectorService({
     repository: createConnectorRepository(deps.db),
     clock: deps.clock,
-    probe: createHealthProbe({ allowPrivate: deps.config.fetchAllowPrivate, authorization }),
+    probe: createHealthProbe({
+      allowPrivate: deps.config.fetchAllowPrivate,
+      proxy: deps.config.outboundProxy,
+      authorization,
+    }),
     feeds: deps.feeds,
     secrets: deps.secrets,
   });

@@ -76,7 +76,10 @@ export interface UpstreamDownload {
 export interface ConnectorUpstreamsDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly config: Pick<Config, "fetchAllowPrivate" | "fetchMaxBytes" | "fetchTimeoutMs" | "connectorNegativeCacheMs">;
+  readonly config: Pick<
+    Config,
+    "fetchAllowPrivate" | "fetchMaxBytes" | "fetchTimeoutMs" | "connectorNegativeCacheMs" | "outboundProxy"
+  >;
   readonly connectors: Pick<ConnectorService, "findConnector" | "authorization">;
   /** Replaces system DNS (tests). */
   readonly resolve?: ResolveHost;
@@ -106,6 +109,7 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
       timeoutMs,
       maxBytes,
       maxRedirects: MAX_REDIRECTS,
+      proxy: config.outboundProxy,
       ...(deps.resolve ? { resolve: deps.resolve } : {}),
     });
 
@@ -141,14 +145,14 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
       throw failed(error);
     }
     if (response.status !== 200 && response.status !== 404) {
-      response.body.destroy();
+      response.discard();
       if (countsAsFailure(response.status)) throw failed(httpError(connector, response.status));
       circuit.succeeded(circuitKey);
       throw httpError(connector, response.status);
     }
     let read = { text: "", json: undefined as unknown };
     try {
-      if (response.status === 404) response.body.destroy();
+      if (response.status === 404) response.discard();
       else read = await readJson(connector, response);
     } catch (error) {
       throw failed(error);
@@ -222,12 +226,12 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
         clearTimeout(timer);
       }
       if (response.status === 404) {
-        response.body.destroy();
+        response.discard();
         circuit.succeeded(circuitKey);
         return undefined;
       }
       if (response.status !== 200) {
-        response.body.destroy();
+        response.discard();
         if (countsAsFailure(response.status)) circuit.failed(circuitKey, nowMs());
         else circuit.succeeded(circuitKey);
         throw httpError(connector, response.status);

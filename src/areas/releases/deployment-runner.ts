@@ -60,6 +60,7 @@ export interface DeploymentRunnerDeps {
     | "fetchAllowPrivate"
     | "fetchTimeoutMs"
     | "fetchMaxBytes"
+    | "outboundProxy"
   >;
   readonly releases: ReleaseService;
   /** Opens a stored universal package for deploy-package steps (packageOpener). */
@@ -105,6 +106,7 @@ export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRu
       timeoutMs: config.fetchTimeoutMs,
       maxBytes: config.fetchMaxBytes,
       maxRedirects: MAX_REDIRECTS,
+      proxy: config.outboundProxy,
     }),
     fetchPackage: deps.fetchPackage,
     deployRoots: config.deployRoot === undefined ? [] : [config.deployRoot],

@@ -46,6 +46,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     timeoutMs: config.fetchTimeoutMs,
     maxBytes: config.fetchMaxBytes,
     maxRedirects: MAX_REDIRECTS,
+    proxy: config.outboundProxy,
   });
   const tempDir = path.join(config.dataDir, "tmp");
   const queries = createUpackQueryRepository(options.db);
