@@ -22,23 +22,40 @@ export type ErrorKind =
   /** The server's disk is full or below its configured free-space minimum: 507. */
   | "insufficient_storage";
 
+export interface DomainErrorOptions {
+  /**
+   * The error this one was made from (a driver's, the network's, another DomainError): kept as the
+   * standard ES2022 `cause`, so that logs show what really happened. Never sent to the client.
+   */
+  readonly cause?: unknown;
+  /** Sent as `Retry-After` (seconds): when the client may try again (429, 503). */
+  readonly retryAfterSeconds?: number;
+}
+
 export class DomainError extends Error {
   override readonly name = "DomainError";
+  /** Sent as `Retry-After` (seconds): when the client may try again (429, 503). */
+  readonly retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,
     readonly code: string,
     message: string,
-    /** Sent as `Retry-After` (seconds): when the client may try again (429, 503). */
-    readonly retryAfterSeconds?: number,
+    /** Options, or (the older shorthand) the Retry-After seconds alone. */
+    options: DomainErrorOptions | number = {},
   ) {
-    super(message);
+    const { cause, retryAfterSeconds } = typeof options === "number" ? { retryAfterSeconds: options } : options;
+    super(message, cause === undefined ? undefined : { cause });
+    if (retryAfterSeconds !== undefined) this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
-export const invalid = (code: string, message: string) => new DomainError("invalid", code, message);
-export const notFound = (code: string, message: string) => new DomainError("not_found", code, message);
-export const conflict = (code: string, message: string) => new DomainError("conflict", code, message);
+export const invalid = (code: string, message: string, options?: DomainErrorOptions) =>
+  new DomainError("invalid", code, message, options);
+export const notFound = (code: string, message: string, options?: DomainErrorOptions) =>
+  new DomainError("not_found", code, message, options);
+export const conflict = (code: string, message: string, options?: DomainErrorOptions) =>
+  new DomainError("conflict", code, message, options);
 
 /** The sentence Inedo clients and tests look for on a bad or insufficient key (docs/compat.md 0.1). */
 export const PERMISSION_DENIED_MESSAGE =

@@ -148,7 +148,7 @@ function parseRoot(xml: string): { elementName: string; root: unknown } {
     document = parser.parse(xml);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw invalid(XML_ERROR, `package store XML is malformed: ${reason}`);
+    throw invalid(XML_ERROR, `package store XML is malformed: ${reason}`, { cause: error });
   }
   const entries = isRecord(document) ? Object.entries(document) : [];
   const [first] = entries;

@@ -37,14 +37,16 @@ export function sendError(reply: FastifyReply, status: number, code: string, mes
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | DomainError | Error, request, reply) => {
     // A write that found another process's lock and was not retried is still "try again", never a 500.
-    if (isBusy(error)) error = databaseBusy();
+    if (isBusy(error)) error = databaseBusy(error);
     // A write that found the disk full (temp files, spools, SQLite) is the operator's to fix: 507, never a 500.
     if (isDiskFull(error)) {
       request.log.warn({ err: error }, "the disk is full");
-      error = diskFull();
+      error = diskFull(undefined, error);
     }
     if (error instanceof DomainError) {
-      request.log.info({ code: error.code, kind: error.kind }, error.message);
+      // What it was made from (a driver's or the network's error) is for the log only, never the client.
+      const cause = error.cause === undefined ? {} : { err: error.cause };
+      request.log.info({ code: error.code, kind: error.kind, ...cause }, error.message);
       if (error.retryAfterSeconds !== undefined) reply.header("Retry-After", String(error.retryAfterSeconds));
       return sendError(reply, STATUS_BY_KIND[error.kind], error.code, error.message);
     }

@@ -137,7 +137,7 @@ function startDeadline(timeoutMs: number, onTimeout: () => Error, caller: AbortS
 function connectionFailed(host: string, error: unknown): DomainError {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const detail = typeof code === "string" ? ` (${code})` : "";
-  return new DomainError("bad_gateway", "FETCH_FAILED", `Fetching from ${host} failed${detail}.`);
+  return new DomainError("bad_gateway", "FETCH_FAILED", `Fetching from ${host} failed${detail}.`, { cause: error });
 }
 
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
@@ -257,7 +257,7 @@ async function vetProxy(
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     const code = error.code === "FETCH_ADDRESS_REFUSED" ? "FETCH_PROXY_REFUSED" : error.code;
-    throw new DomainError("bad_gateway", code, error.message);
+    throw new DomainError("bad_gateway", code, error.message, { cause: error });
   }
 }
 

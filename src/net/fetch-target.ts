@@ -157,10 +157,10 @@ async function resolveOrThrow(
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOTFOUND" || code === "ENODATA") {
       const message = `${subject(hostname, hop)}: the host name could not be resolved.`;
-      throw new DomainError("invalid", "FETCH_HOST_NOT_FOUND", message);
+      throw new DomainError("invalid", "FETCH_HOST_NOT_FOUND", message, { cause: error });
     }
     const message = `${subject(hostname, hop)}: the host name could not be resolved right now (${code ?? "error"}).`;
-    throw new DomainError("bad_gateway", "FETCH_DNS_FAILED", message);
+    throw new DomainError("bad_gateway", "FETCH_DNS_FAILED", message, { cause: error });
   }
 }
 

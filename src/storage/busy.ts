@@ -37,13 +37,13 @@ export function isBusy(error: unknown): boolean {
   return error instanceof SqliteError && error.code.startsWith("SQLITE_BUSY");
 }
 
-/** 503 with Retry-After: the write can succeed as it is once the other process lets go. */
-export const databaseBusy = () =>
+/** 503 with Retry-After: the write can succeed as it is once the other process lets go. `cause`: the SQLITE_BUSY. */
+export const databaseBusy = (cause?: unknown) =>
   new DomainError(
     "unavailable",
     "DATABASE_BUSY",
     "The database is busy (another process holds its write lock); try again shortly.",
-    RETRY_AFTER_SECONDS,
+    { cause, retryAfterSeconds: RETRY_AFTER_SECONDS },
   );
 
 /**
@@ -64,7 +64,7 @@ export async function retryWhileBusy<T>(
     } catch (error) {
       if (!isBusy(error)) throw error;
       const left = deadline - performance.now();
-      if (left <= 0) throw databaseBusy();
+      if (left <= 0) throw databaseBusy(error);
       await sleep(Math.min(delay, left));
     }
   }

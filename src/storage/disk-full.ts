@@ -20,11 +20,12 @@ export function isDiskFull(error: unknown): boolean {
  * The answer to a write that found the disk full (507): says what happened and what the operator
  * can do, since a client can do nothing but retry later. `outcome` says what was not done.
  */
-export function diskFull(outcome = "nothing was stored"): DomainError {
+export function diskFull(outcome = "nothing was stored", cause?: unknown): DomainError {
   return new DomainError(
     "insufficient_storage",
     "DISK_FULL",
     `The server's disk is full: ${outcome}. Free space (delete old versions) or add storage, then retry.`,
+    { cause },
   );
 }
 
@@ -39,11 +40,12 @@ export function diskSpaceLow(freeBytes: number, minimumBytes: number): DomainErr
 }
 
 /** The answer to a deletion that found no room even after the space reserve was given up. */
-export function diskFullEvenForDeletion(): DomainError {
+export function diskFullEvenForDeletion(cause?: unknown): DomainError {
   return new DomainError(
     "insufficient_storage",
     "DISK_FULL",
     "The server's disk is so full that even this deletion could not be recorded. Free space on the disk by " +
       "other means or add storage, then retry.",
+    { cause },
   );
 }

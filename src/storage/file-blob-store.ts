@@ -73,7 +73,7 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
       reader.dispose(error);
       // The caller's abort reason is more useful than whatever the abort caused downstream.
       if (signal?.aborted) throw signal.reason;
-      if (isDiskFull(error)) throw diskFull("the upload was not stored");
+      if (isDiskFull(error)) throw diskFull("the upload was not stored", error);
       throw error;
     } finally {
       reader.release();

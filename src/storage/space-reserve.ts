@@ -69,6 +69,6 @@ export async function runDeletion<T>(db: Db, transaction: () => T): Promise<T> {
   try {
     return transaction();
   } catch (error) {
-    throw isDiskFull(error) ? diskFullEvenForDeletion() : error;
+    throw isDiskFull(error) ? diskFullEvenForDeletion(error) : error;
   }
 }

@@ -65,7 +65,7 @@ function connectorName(name: unknown): string {
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     const code = error.code === "FEED_NAME_REQUIRED" ? "CONNECTOR_NAME_REQUIRED" : "INVALID_CONNECTOR_NAME";
-    throw invalid(code, error.message.replace(/^feed name/, "connector name"));
+    throw invalid(code, error.message.replace(/^feed name/, "connector name"), { cause: error });
   }
 }
 
@@ -98,7 +98,7 @@ function connectorFilters(filters: readonly string[]): string[] {
   try {
     return [...compilePatterns(filters).patterns];
   } catch (error) {
-    if (error instanceof DomainError) throw invalid(error.code, `filters: ${error.message}`);
+    if (error instanceof DomainError) throw invalid(error.code, `filters: ${error.message}`, { cause: error });
     throw error;
   }
 }

@@ -14,8 +14,8 @@ const MAX_MESSAGE_LENGTH = 500;
 /** Errors made here, with the connector they name: connectorError passes them on unwrapped. */
 const naming = new WeakMap<DomainError, string>();
 
-function named(connector: Connector, kind: ErrorKind, code: string, message: string): DomainError {
-  const error = new DomainError(kind, code, message);
+function named(connector: Connector, kind: ErrorKind, code: string, message: string, cause?: unknown): DomainError {
+  const error = new DomainError(kind, code, message, { cause });
   naming.set(error, connector.name);
   return error;
 }
@@ -83,5 +83,5 @@ export function connectorError(connector: Connector, error: unknown): DomainErro
   const code = error instanceof DomainError ? error.code : "CONNECTOR_FAILED";
   const detail = error instanceof DomainError ? error.message : "the request to the upstream failed.";
   const text = detail.length > MAX_MESSAGE_LENGTH ? `${detail.slice(0, MAX_MESSAGE_LENGTH)}...` : detail;
-  return named(connector, kind, code, `Connector '${connector.name}': ${text}`);
+  return named(connector, kind, code, `Connector '${connector.name}': ${text}`, error);
 }

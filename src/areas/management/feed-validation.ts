@@ -128,6 +128,8 @@ export function normalizeRetentionRule(input: RetentionRuleInput, index: number)
 
 /** Prefixes a domain error's message with the field it is about; other errors pass unchanged. */
 export function withField(field: string, error: unknown): unknown {
-  if (error instanceof DomainError) return new DomainError(error.kind, error.code, `${field}: ${error.message}`);
+  if (error instanceof DomainError) {
+    return new DomainError(error.kind, error.code, `${field}: ${error.message}`, { cause: error });
+  }
   return error;
 }

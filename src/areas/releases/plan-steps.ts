@@ -13,7 +13,7 @@ export function parseSteps(steps: unknown, where?: string): PlanStep[] {
     return parsePlan({ steps }).steps;
   } catch (error) {
     if (where === undefined || !(error instanceof DomainError)) throw error;
-    throw new DomainError(error.kind, error.code, `${where}: ${error.message}`);
+    throw new DomainError(error.kind, error.code, `${where}: ${error.message}`, { cause: error });
   }
 }
 

@@ -85,7 +85,9 @@ function targetPath(folder: AssetPath, name: string): AssetPath {
     return parseAssetPath(childPath(folder, name));
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
-    throw invalid("ARCHIVE_UNSAFE_PATH", `The archive entry ${JSON.stringify(name)} is refused: ${error.message}`);
+    throw invalid("ARCHIVE_UNSAFE_PATH", `The archive entry ${JSON.stringify(name)} is refused: ${error.message}`, {
+      cause: error,
+    });
   }
 }
 

@@ -233,6 +233,7 @@ function storeError(remote: RemoteTarget, error: unknown, maxBytes: number): Err
       "bad_gateway",
       "CONNECTOR_SHA1_MISMATCH",
       `Connector '${name}' sent a file for ${remote.name} ${remote.version} that does not hash to the SHA-1 it lists.`,
+      { cause: error },
     );
   }
   if (error.code === "UPLOAD_TOO_LARGE") {
@@ -240,6 +241,7 @@ function storeError(remote: RemoteTarget, error: unknown, maxBytes: number): Err
       "bad_gateway",
       "CONNECTOR_TOO_LARGE",
       `Connector '${name}': the package is larger than ${maxBytes} bytes.`,
+      { cause: error },
     );
   }
   return error;

@@ -30,7 +30,7 @@ export async function checkPulledIdentity(blobs: BlobStore, blob: BlobInfo, remo
     }
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
-    throw refused(remote, "CONNECTOR_NOT_A_PACKAGE", `that is not a universal package (${detail})`);
+    throw refused(remote, "CONNECTOR_NOT_A_PACKAGE", `that is not a universal package (${detail})`, error);
   }
   const named = identityOf(claimed);
   const asked = { group: remote.group, name: remote.name };
@@ -59,11 +59,12 @@ function describe(group: string, name: string, version: string): string {
   return quote(`${group === "" ? "" : `${group}/`}${name} ${version}`);
 }
 
-function refused(remote: RemoteTarget, code: string, what: string): DomainError {
+function refused(remote: RemoteTarget, code: string, what: string, cause?: unknown): DomainError {
   return new DomainError(
     "bad_gateway",
     code,
     `Connector '${remote.connector.name}' sent a file for ${describe(remote.group, remote.name, remote.version)} ` +
       `${what}; the download was refused.`,
+    { cause },
   );
 }

@@ -26,7 +26,7 @@ export function describeFailure(error: unknown, at: string, source: VirtualSourc
   if (!(error instanceof DomainError)) return error;
   const kind = UPSTREAM_KINDS[error.kind] ?? "conflict";
   const message = `The virtual package cannot be assembled: ${at} (${describeSource(source)}): ${error.message}`;
-  return new DomainError(kind, error.code, message);
+  return new DomainError(kind, error.code, message, { cause: error });
 }
 
 export function describeSource(source: VirtualSource): string {
