@@ -1,8 +1,9 @@
 import type { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { canReadSmall } from "../storage/blob-cache.js";
+import { readBlobStart } from "../storage/blob-start.js";
 import { type BlobStore, canOpenReader } from "../storage/blob-store.js";
-import { isCompressedContent, SIGNATURE_BYTES } from "../domain/compressed-content.js";
+import { isCompressedContent } from "../domain/compressed-content.js";
 import { isCompressibleType, refuseContentCoding } from "./compression.js";
 import { sendError } from "./errors.js";
 import { recyclingBlobStream } from "./recycling-stream.js";
@@ -248,7 +249,7 @@ export async function sendBlob(
   // A text-typed file may still hold compressed bytes (a .gz uploaded as text/plain): its first
   // bytes keep it from being encoded again (http/compression.ts), which only they can show.
   if (!head && range.kind !== "partial" && isCompressibleType(blob.contentType)) {
-    const firstBytes = whole ?? (await readFirstBytes(blobs, blob).catch(() => undefined));
+    const firstBytes = whole ?? (await readBlobStart(blobs, blob.sha256, blob.size).catch(() => undefined));
     if (firstBytes === undefined || isCompressedContent({ firstBytes })) refuseContentCoding(request);
   }
   setValidatorHeaders(reply, blob, validators);
@@ -266,15 +267,6 @@ export async function sendBlob(
   // Fastify destroys the stream, closing the file, when the client disconnects mid-body or has
   // already left while the file was being opened (both proven in test/integration/send-blob.test.ts).
   return stream === undefined ? reply.send() : reply.send(stream);
-}
-
-async function readFirstBytes(blobs: BlobStore, blob: BlobToSend): Promise<Buffer | undefined> {
-  if (blob.size === 0) return Buffer.alloc(0);
-  const stream = await blobs.open(blob.sha256, { start: 0, end: Math.min(blob.size, SIGNATURE_BYTES) - 1 });
-  if (stream === undefined) return undefined;
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
-  return Buffer.concat(chunks);
 }
 
 /** Positional reads into reused buffers where the store allows them (http/recycling-stream.ts), else its stream. */

@@ -3,6 +3,7 @@ import { pipeline } from "node:stream/promises";
 import type { AssetPath } from "../../../domain/asset-path.js";
 import { type EntrySource, type SourceEntry, zipSubtreeToZip } from "../../../storage/archives.js";
 import type { BlobStore } from "../../../storage/blob-store.js";
+import { readBlobStart } from "../../../storage/blob-start.js";
 import { zipSubtreeToTgz } from "../../../storage/tgz.js";
 import type { ArchiveFormat } from "./service.js";
 import type { AssetItem } from "../repository.js";
@@ -34,10 +35,14 @@ function storedEntries(blobs: BlobStore, folder: AssetPath, items: readonly Asse
   // stored, and lowercasing can change a string's length.
   const depth = folder.path === "" ? 0 : folder.path.split("/").length;
   const blobOf = new Map<string, string>();
+  const sizeOf = new Map<string, number>();
   const entries: SourceEntry[] = items.map((item) => {
     const relative = item.path.split("/").slice(depth).join("/");
     const name = item.isFolder ? `${relative}/` : relative;
-    if (item.file !== undefined) blobOf.set(name, item.file.sha256);
+    if (item.file !== undefined) {
+      blobOf.set(name, item.file.sha256);
+      sizeOf.set(name, item.file.size);
+    }
     const modified = new Date(item.modifiedAt);
     return { name, size: item.file?.size ?? 0, isDirectory: item.isFolder, modified, mode: undefined };
   });
@@ -63,6 +68,11 @@ function storedEntries(blobs: BlobStore, folder: AssetPath, items: readonly Asse
     },
     async close() {
       for (const stream of open) stream.destroy();
+    },
+    // Lets the zip writer store already-compressed files whatever their names (storage/archives.ts).
+    async firstBytes(name) {
+      const sha256 = blobOf.get(name);
+      return sha256 === undefined ? undefined : readBlobStart(blobs, sha256, sizeOf.get(name) ?? 0);
     },
   };
 }
