@@ -15,11 +15,12 @@ export interface UpackWriteRepository {
   /** The version row matching group, name and version case-insensitively, if any. */
   findVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
   /**
-   * Inserts the version, or replaces the existing one with the same identity when `replace` is
-   * true (keeping its id and download count). Throws conflict (VERSION_EXISTS) when it exists and
-   * `replace` is false, also when a concurrent writer inserted it first.
+   * Inserts each version, or replaces the existing one with the same identity when `replace` is
+   * true (keeping its id and download count), all in one transaction: all are saved or none (a
+   * form of several packages). Throws conflict (VERSION_EXISTS) when one exists and `replace` is
+   * false, also when a concurrent writer inserted it first. Outcomes in the order of `versions`.
    */
-  saveVersion(version: NewVersion, options: { replace: boolean }): Promise<SaveOutcome>;
+  saveVersions(versions: readonly NewVersion[], options: { replace: boolean }): Promise<SaveOutcome[]>;
   /** Deletes the version (and the package once it has none left); undefined when there was none. */
   deleteVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
 }
@@ -136,6 +137,11 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
     return outcome;
   });
 
+  // Nested calls of `save` run as savepoints of this one transaction.
+  const saveAll = db.transaction((versions: readonly NewVersion[], replace: boolean): SaveOutcome[] =>
+    versions.map((version) => save(version, replace)),
+  );
+
   const remove = db.transaction((feedId: number, id: VersionIdentity): StoredVersionRef | undefined => {
     const packageId = findPackageId(feedId, id);
     if (packageId === undefined) return undefined;
@@ -150,15 +156,18 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
   return withBusyRetries(db, {
     findVersion: async (feedId, id) => findVersionRow(feedId, id),
 
-    async saveVersion(version, { replace }) {
+    async saveVersions(versions, { replace }) {
       try {
         // IMMEDIATE: take the write lock before reading, so that another process (the CLI, a
         // second server on the same file) cannot insert the same version between read and write.
-        return save.immediate(version, replace);
+        return saveAll.immediate(versions, replace);
       } catch (error) {
         // Still possible across processes sharing the database; the loser gets the same answer as
         // an in-process loser.
-        if (isUniqueViolation(error)) throw versionExists(version);
+        if (isUniqueViolation(error)) {
+          const taken = versions.find((version) => findVersionRow(version.feedId, version)) ?? versions[0];
+          if (taken !== undefined) throw versionExists(taken);
+        }
         throw error;
       }
     },

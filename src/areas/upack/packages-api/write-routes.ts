@@ -1,13 +1,12 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import type { FastifyPluginAsync, RouteOptions } from "fastify";
 import { z } from "zod";
 import type { QueryLike } from "../../../http/params.js";
 import type { FeedService } from "../../management/index.js";
-import { assertFeedAcceptsPackages, getUniversalFeed } from "../feed-lookup.js";
-import { rawUploadBody } from "../../../http/upload-body.js";
-import { claimedDigests } from "../../../http/upload-digests.js";
+import { getUniversalFeed } from "../feed-lookup.js";
+import { receivePackageUploads, registerPackageUploadRoutes } from "../write/upload-request.js";
 import type { UpackWriteService } from "../write/upload-service.js";
 import { identityPath, requestedIdentity } from "./params.js";
-import { packageVersionInfo, packageVersionInfoSchema } from "./present.js";
+import { type PackageVersionInfo, packageVersionInfo, packageVersionInfoSchema } from "./present.js";
 import type { PackagesApiRepository } from "./repository.js";
 import { errors, errorText, feedNeed, feedOf, queryDoc, TAGS } from "./routes-common.js";
 
@@ -27,51 +26,53 @@ export interface PackagesApiWriteOptions {
 export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions> = async (app, options) => {
   const { feeds, write, repository } = options;
 
-  await app.register(async (uploads) => {
-    // The body is always the package file (pgutil sends no Content-Type; curl -d sends a form
-    // type): every type reaches the handler as the unread stream, here and only here.
-    uploads.removeAllContentTypeParsers();
-    uploads.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-    const upload: RouteOptions = {
-      method: ["PUT", "POST"],
-      url: "/api/packages/:feed/upload",
-      config: { access: { need: feedNeed("Feeds_AddPackage") }, storesUpload: true },
-      schema: {
-        summary: "Upload a package",
-        description:
-          "The raw .upack as the body, with any or no Content-Type (pgutil sends none); stored byte for byte. " +
-          "A trailing `/<file name>` (pgutil appends the local file name) is ignored, as are query arguments. " +
-          "Replacing a version needs Feeds_OverwritePackage (else 409). Answers 200 with the stored " +
-          "version's PackageVersionInfo (docs/compat.md 3).",
-        tags: TAGS,
-        response: { 200: packageVersionInfoSchema, ...errors, 409: errorText, 413: errorText },
+  const upload: RouteOptions = {
+    method: ["PUT", "POST"],
+    url: "/api/packages/:feed/upload",
+    config: { access: { need: feedNeed("Feeds_AddPackage") }, storesUpload: true },
+    schema: {
+      summary: "Upload a package",
+      description:
+        "The raw .upack as the body, with any or no Content-Type (pgutil sends none); stored byte for byte. " +
+        "Or a multipart/form-data form (curl -F file=@pkg.upack): each file part is a package, several are " +
+        "stored all or none and answered with a list; its text fields are ignored. " +
+        "A trailing `/<file name>` (pgutil appends the local file name) is ignored, as are query arguments. " +
+        "Replacing a version needs Feeds_OverwritePackage (else 409). Answers 200 with the stored " +
+        "version's PackageVersionInfo (docs/compat.md 3).",
+      tags: TAGS,
+      response: {
+        200: z.union([packageVersionInfoSchema, z.array(packageVersionInfoSchema).describe("A form of several files")]),
+        ...errors,
+        409: errorText,
+        413: errorText,
       },
-      handler: async (request, reply) => uploadHandler(request, reply),
-    };
-    for (const url of ["/api/packages/:feed/upload", "/api/packages/:feed/upload/*"]) uploads.route({ ...upload, url });
-  });
-
-  async function uploadHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const feed = await getUniversalFeed(feeds, feedOf(request));
-    assertFeedAcceptsPackages(feed);
-    const result = await write.upload({
-      feedId: feed.id,
+    },
+    handler: async (request, reply) => {
       // The package names itself in its upack.json: no path, query or body metadata applies here.
-      params: { metadata: {} },
-      rawBody: rawUploadBody(request, options.maxUploadBytes),
-      digests: claimedDigests(request.headers),
-      principal: request.principal,
-      canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
-    });
-    const row = await repository.findVersion(
-      feed.id,
-      result.group.toLowerCase(),
-      result.name.toLowerCase(),
-      result.version.toLowerCase(),
-    );
-    // 200, the status ProGet gives (docs/compat.md 3); a version deleted again in between has nothing to show.
-    return row === undefined ? reply.code(200).send() : reply.code(200).send(packageVersionInfo(row));
-  }
+      const uploads = await receivePackageUploads(uploadDeps, request, () => ({ metadata: {} }));
+      const infos: PackageVersionInfo[] = [];
+      for (const result of uploads.results) {
+        const { group, name, version } = result;
+        const row = await repository.findVersion(
+          uploads.feed.id,
+          group.toLowerCase(),
+          name.toLowerCase(),
+          version.toLowerCase(),
+        );
+        // A version deleted again in between has nothing to show.
+        if (row !== undefined) infos.push(packageVersionInfo(row));
+      }
+      // 200, the status ProGet gives (docs/compat.md 3).
+      if (uploads.several) return reply.code(200).send(infos);
+      return infos[0] === undefined ? reply.code(200).send() : reply.code(200).send(infos[0]);
+    },
+  };
+  const uploadDeps = { service: write, feeds, maxUploadBytes: options.maxUploadBytes };
+  await registerPackageUploadRoutes(app, upload, {
+    urls: ["/api/packages/:feed/upload", "/api/packages/:feed/upload/*"],
+    maxUploadBytes: options.maxUploadBytes,
+    metadataBodies: false,
+  });
 
   app.route({
     method: ["POST", "DELETE"],

@@ -1,21 +1,18 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import type { FastifyPluginAsync, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
-import type { Config } from "../../../config.js";
-import { invalid } from "../../../domain/errors.js";
-import { isPlainObject } from "../../../domain/upack-manifest.js";
-import { rawUploadBody } from "../../../http/upload-body.js";
+import { getUniversalFeed } from "../feed-lookup.js";
 import { errors, errorText, feedNeed, TAGS } from "../http.js";
-import { assertFeedAcceptsPackages, getUniversalFeed } from "../feed-lookup.js";
 import type { UpackAreaOptions } from "../index.js";
-import { claimedDigests } from "../../../http/upload-digests.js";
 import { collectUploadParams } from "./upload-params.js";
+import { receivePackageUploads, registerPackageUploadRoutes } from "./upload-request.js";
 import type { UpackWriteService } from "./upload-service.js";
 
 /**
  * Universal feed writes (docs/seed-api.md area A: upload package, delete package; docs/compat.md 2.7, 2.8,
  * 2.14, docs/clients.md 4 items 1-3). Upload answers every client shape: PUT or POST, on `upload`,
  * `upload/<group...>/<name>[/<version>]` and the bare feed URL (Go upack and ProGetAutomation),
- * with a raw body of any or no Content-Type, or JSON/form metadata with `content-b64`/`content-url`.
+ * with a raw body of any or no Content-Type, JSON/form metadata with `content-b64`/`content-url`, or
+ * a multipart/form-data form of package files (the request is read by upload-request.ts).
  * Both declare their privilege so an unauthorised upload is refused before its body is read.
  */
 export interface UpackWriteOptions extends UpackAreaOptions {
@@ -51,21 +48,40 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
       summary: "Upload a universal package",
       description:
         "Body: the package file (any or no Content-Type, chunked or not), or JSON/form metadata with `content-b64` " +
-        "or `content-url`. A .upack is stored byte for byte; a plain ZIP or TGZ becomes a package from `name`, " +
+        "or `content-url`, or a multipart/form-data form (curl -F file=@pkg.upack) whose file parts are packages, " +
+        "its text fields metadata as in a urlencoded form; several files are stored all or none and answered " +
+        "with a list. A .upack is stored byte for byte; a plain ZIP or TGZ becomes a package from `name`, " +
         "`version` and other metadata. Replacing a version needs Feeds_OverwritePackage (else 409). " +
         "Digests in X-Checksum-Sha1/-Sha256, Digest or Content-Digest are verified before anything is kept. " +
         "Also answered on `upload/<group...>/<name>[/<version>]` and on the feed URL itself (docs/compat.md 2.7).",
       tags: TAGS,
       response: {
-        201: uploadResult,
+        201: z.union([uploadResult, z.array(uploadResult).describe("A form of several files: one entry each")]),
         ...errors,
         409: errorText,
         413: errorText,
       },
     },
-    handler: async (request, reply) => uploadHandler({ service, config, feeds: options.feeds }, request, reply),
+    handler: async (request, reply) => {
+      const { "*": tail } = paramsOf(request);
+      const uploads = await receivePackageUploads(uploadDeps, request, (body) =>
+        collectUploadParams({
+          pathTail: tail,
+          query: request.query,
+          body: body?.fields,
+          bodyKind: body?.kind ?? "raw",
+        }),
+      );
+      // 201 for every client: Go upack and proget-updater accept nothing else (docs/compat.md 2.7).
+      return reply.code(201).send(uploads.several ? uploads.results : uploads.results[0]);
+    },
   };
-  for (const url of ["/upack/:feed", "/upack/:feed/upload", "/upack/:feed/upload/*"]) app.route({ ...upload, url });
+  const uploadDeps = { service, feeds: options.feeds, maxUploadBytes: config.maxUploadBytes };
+  await registerPackageUploadRoutes(app, upload, {
+    urls: ["/upack/:feed", "/upack/:feed/upload", "/upack/:feed/upload/*"],
+    maxUploadBytes: config.maxUploadBytes,
+    metadataBodies: true,
+  });
 
   const remove: RouteOptions = {
     method: ["DELETE", "POST"],
@@ -88,40 +104,3 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
   };
   app.route(remove);
 };
-
-interface UploadDeps {
-  readonly service: UpackWriteService;
-  readonly config: Config;
-  readonly feeds: UpackAreaOptions["feeds"];
-}
-
-async function uploadHandler(deps: UploadDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const { service, config } = deps;
-  const { feed: feedName, "*": tail } = paramsOf(request);
-  const feed = await getUniversalFeed(deps.feeds, feedName);
-  assertFeedAcceptsPackages(feed);
-  const type = request.headers["content-type"]?.toLowerCase() ?? "";
-  const bodyKind = type.startsWith("application/json")
-    ? "json"
-    : type.startsWith("application/x-www-form-urlencoded")
-      ? "form"
-      : "raw";
-  let body: Record<string, unknown> | undefined;
-  if (bodyKind !== "raw" && request.body !== undefined) {
-    if (!isPlainObject(request.body)) throw invalid("INVALID_BODY", "A JSON upload body must be an object.");
-    body = request.body;
-  }
-  const rawBody =
-    bodyKind === "raw" ? rawUploadBody(request, config.maxUploadBytes, { emptyZipIsBody: true }) : undefined;
-  const params = collectUploadParams({ pathTail: tail, query: request.query, body, bodyKind });
-  const result = await service.upload({
-    feedId: feed.id,
-    params,
-    rawBody,
-    digests: claimedDigests(request.headers),
-    principal: request.principal,
-    canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
-  });
-  // 201 for every client: Go upack and proget-updater accept nothing else (docs/compat.md 2.7).
-  return reply.code(201).send(result);
-}

@@ -1,17 +1,23 @@
 import { Readable } from "node:stream";
 import type { Clock } from "../../../domain/clock.js";
 import { DomainError, invalid, notFound } from "../../../domain/errors.js";
-import type { Principal } from "../../../domain/principal.js";
-import { manifestToJson, parsePackagePath, quote } from "../../../domain/upack-manifest.js";
-import { versionSortKey } from "../../../domain/upack-version-sort.js";
+import { parsePackagePath, quote } from "../../../domain/upack-manifest.js";
 import { canonicalVersion, formatVersion } from "../../../domain/upack-version.js";
+import type { ClaimedDigests } from "../../../http/upload-digests.js";
 import type { ArchiveLimits } from "../../../storage/archives.js";
+import type { BlobKeeper } from "../../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
 import { type UpackWriteRepository, versionExists } from "../repository.js";
-import { packageFromUpload } from "./upload-archive.js";
-import type { BlobKeeper, HeldBlob } from "../../../storage/blob-keeper.js";
-import type { ClaimedDigests } from "../../../http/upload-digests.js";
+import {
+  openSaveSession,
+  type PreparedVersion,
+  type SaveSession,
+  type SaveTarget,
+  type UploadResult,
+} from "./save-session.js";
 import type { UploadParams } from "./upload-params.js";
+
+export type { UploadResult } from "./save-session.js";
 
 export interface UpackWriteServiceDeps {
   readonly repository: UpackWriteRepository;
@@ -31,29 +37,31 @@ export interface UpackWriteServiceDeps {
   readonly onFeedChanged?: (feedId: number) => void;
 }
 
-export interface UploadCommand {
-  readonly feedId: number;
+export interface UploadCommand extends SaveTarget {
   readonly params: UploadParams;
   /** Opens the raw request body, when the request has one (anything but JSON or form); not read before. */
   readonly rawBody: (() => Readable) | undefined;
   readonly digests: ClaimedDigests;
-  readonly principal: Principal;
-  /** Whether the caller may replace an existing version (Feeds_OverwritePackage). */
-  readonly canOverwrite: () => Promise<boolean>;
 }
 
-export interface UploadResult {
-  readonly group: string;
-  readonly name: string;
-  readonly version: string;
-  readonly sha1: string;
-  readonly sha256: string;
-  readonly size: number;
-  readonly replaced: boolean;
+/** A package file as a request carries it: a stream to read to its end, and what names it to the caller. */
+export interface ReceivedFile {
+  readonly stream: Readable;
+  /** Digests the client claims for this file, verified while it is stored. */
+  readonly digests: ClaimedDigests;
+  /** The file's name as sent (a form's filename), for messages about it. */
+  readonly label: string;
 }
 
-/** Who stores a version where: what uploads and imports share. */
-type SaveTarget = Pick<UploadCommand, "feedId" | "principal" | "canOverwrite">;
+/** Several package files from one request (a form): stored all or none. */
+export interface UploadFilesCommand extends SaveTarget {
+  /**
+   * Reads the request: hands each package file to `store` (which reads it to its end before it
+   * resolves), then returns the upload's parameters, which apply to every file; they may come
+   * after the files (a form's fields), so they are asked for last.
+   */
+  readonly receive: (store: (file: ReceivedFile) => Promise<void>) => Promise<UploadParams>;
+}
 
 /**
  * An import (docs/compat.md 2.9): a package file that is not a request body. It is validated and
@@ -83,6 +91,12 @@ export interface CachePullCommand extends Pick<SaveTarget, "feedId" | "principal
 /** Uploads, imports and deletes of universal packages (docs/seed-api.md area A); throws DomainError, knows no HTTP. */
 export interface UpackWriteService {
   upload(command: UploadCommand): Promise<UploadResult>;
+  /**
+   * Several package files (a form): each stored as it arrives, then each validated as `upload`
+   * would, then all recorded in one transaction. Any refusal (a file that is no package, two files
+   * of one version, a version that exists without the overwrite privilege) stores none.
+   */
+  uploadFiles(command: UploadFilesCommand): Promise<UploadResult[]>;
   /** Stores the version an imported file holds; a .vpack JSON text is wrapped as an upload's is (a new blob). */
   importPackage(command: ImportCommand): Promise<UploadResult>;
   /**
@@ -96,7 +110,7 @@ export interface UpackWriteService {
 }
 
 export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWriteService {
-  const { repository, blobs, keeper } = deps;
+  const { repository, keeper } = deps;
 
   /**
    * The one source of the package bytes, or 400 for every combination the spec refuses. Returned
@@ -144,97 +158,13 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     if (existing && !(await command.canOverwrite())) throw versionExists({ group, name, version: existing.version });
   }
 
-  function publisherName(principal: Principal): string | undefined {
-    if (principal.type === "user") return principal.userName;
-    if (principal.type === "anonymous") return undefined;
-    return principal.displayName ?? `API key ${principal.keyId}`;
-  }
-
-  /** A blob stored before this save (an asset's content, a pulled file), held for it. */
-  async function holdStored(blob: BlobInfo): Promise<HeldBlob> {
-    return { blob, release: await keeper.hold(blob.sha256) };
-  }
-
-  /**
-   * The one save path of uploads and imports: the package file is the blob `obtain` stores or
-   * holds (held until the end), read and validated by packageFromUpload, then recorded in one
-   * short transaction. Every blob touched here that nothing references afterwards is deleted.
-   */
-  async function savePackage(
-    target: SaveTarget,
-    params: UploadParams,
-    obtain: () => Promise<HeldBlob>,
-    options: { readonly pulled?: boolean } = {},
-  ): Promise<UploadResult> {
-    // Every blob this save touches is held until the end, then deleted unless something uses it.
-    const releases: Array<() => void> = [];
-    const touched: string[] = [];
-    const keep = ({ blob, release }: HeldBlob): BlobInfo => {
-      touched.push(blob.sha256);
-      releases.push(release);
-      return blob;
-    };
-    let committed: string | undefined;
-    let replacedBlob: string | undefined;
+  /** Runs `work` in a save session (save-session.ts), closed whatever happens. */
+  async function inSession<T>(work: (session: SaveSession) => Promise<T>): Promise<T> {
+    const session = openSaveSession(deps);
     try {
-      const uploaded = keep(await obtain());
-      const store = async (source: Readable) => keep(await keeper.put(source));
-      const file = await packageFromUpload(
-        { blobs, tempDir: deps.tempDir, store, ...(deps.limits ? { limits: deps.limits } : {}) },
-        uploaded,
-        params,
-      );
-      const { manifest, blob } = file;
-      if (options.pulled && blob.sha256 !== uploaded.sha256) {
-        throw invalid(
-          "PULLED_NOT_A_PACKAGE",
-          "The upstream's file is not a universal package (.upack with upack.json).",
-        );
-      }
-      const version = formatVersion(manifest.version);
-      const replace = await target.canOverwrite();
-      const publishedBy = publisherName(target.principal);
-      // Everything slow is done: one short transaction (docs/STYLE.md).
-      const outcome = await repository.saveVersion(
-        {
-          feedId: target.feedId,
-          group: manifest.group,
-          name: manifest.name,
-          version,
-          sortKey: versionSortKey(manifest.version),
-          manifest: JSON.stringify(manifestToJson(manifest)),
-          blobSha256: blob.sha256,
-          sha1: blob.sha1,
-          ...(blob.md5 ? { md5: blob.md5 } : {}),
-          ...(blob.sha512 ? { sha512: blob.sha512 } : {}),
-          size: blob.size,
-          fileList: JSON.stringify(file.fileList),
-          isVirtual: manifest.isVirtual,
-          publishedAt: deps.clock.now().toISOString(),
-          publishedBy,
-          isCached: options.pulled === true,
-        },
-        { replace },
-      );
-      committed = blob.sha256;
-      replacedBlob = outcome.replacedBlob;
-      deps.onFeedChanged?.(target.feedId);
-      const { group, name } = manifest;
-      return {
-        group,
-        name,
-        version,
-        sha1: blob.sha1,
-        sha256: blob.sha256,
-        size: blob.size,
-        replaced: outcome.replaced,
-      };
+      return await work(session);
     } finally {
-      for (const release of releases) release();
-      const leftovers = new Set([...touched, ...(replacedBlob ? [replacedBlob] : [])]);
-      if (committed !== undefined) leftovers.delete(committed);
-      // Best effort: what is not deleted now is garbage collection's.
-      for (const sha256 of leftovers) await keeper.discardIfUnused(sha256).catch(() => undefined);
+      await session.close();
     }
   }
 
@@ -242,21 +172,47 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async upload(command) {
       const open = contentSource(command);
       await refuseEarly(command);
-      // The one pass over the bytes: hashed, counted and checked against the claims while stored.
-      return savePackage(command, command.params, async () =>
-        keeper.put(await open(), { maxBytes: deps.maxUploadBytes, expected: command.digests }),
-      );
+      return inSession(async (session) => {
+        // The one pass over the bytes: hashed, counted and checked against the claims while stored.
+        const uploaded = await session.store(await open(), {
+          maxBytes: deps.maxUploadBytes,
+          expected: command.digests,
+        });
+        return only(await session.commit(command, [await session.prepare(uploaded, command.params)]));
+      });
+    },
+
+    async uploadFiles(command) {
+      return inSession(async (session) => {
+        const files: Array<{ readonly label: string; readonly blob: BlobInfo }> = [];
+        const params = await command.receive(async ({ stream, digests, label }) => {
+          files.push({
+            label,
+            blob: await session.store(stream, { maxBytes: deps.maxUploadBytes, expected: digests }),
+          });
+        });
+        if (params.contentB64 !== undefined || params.contentUrl !== undefined) {
+          const which = params.contentB64 !== undefined ? "content-b64" : "content-url";
+          throw invalid("CONFLICTING_CONTENT", `'${which}' cannot be combined with a package in the request body.`);
+        }
+        const prepared: PreparedVersion[] = [];
+        for (const { label, blob } of files) prepared.push(await naming(label, session.prepare(blob, params)));
+        refuseDuplicates(prepared);
+        return session.commit(command, prepared);
+      });
     },
 
     async importPackage(command) {
       const { source } = command;
-      const obtain =
-        "blob" in source
-          ? async () => holdStored(source.blob)
-          : async () => keeper.put(source.open(), { maxBytes: deps.maxUploadBytes });
       try {
-        // No request parameters: the identity and metadata come from the file alone.
-        return await savePackage(command, { metadata: {} }, obtain);
+        return await inSession(async (session) => {
+          const file =
+            "blob" in source
+              ? await session.hold(source.blob)
+              : await session.store(source.open(), { maxBytes: deps.maxUploadBytes });
+          // No request parameters: the identity and metadata come from the file alone.
+          return only(await session.commit(command, [await session.prepare(file, { metadata: {} })]));
+        });
       } catch (error) {
         // The upload message suggests naming the package, which an import cannot do.
         if (error instanceof DomainError && error.code === "MANIFEST_NOT_FOUND") {
@@ -273,8 +229,10 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async cachePulled(command) {
       const { group, name, version, blob } = command;
       const target = { feedId: command.feedId, principal: command.principal, canOverwrite: async () => false };
-      return savePackage(target, { group, name, version, metadata: {} }, async () => holdStored(blob), {
-        pulled: true,
+      return inSession(async (session) => {
+        const file = await session.hold(blob);
+        const prepared = await session.prepare(file, { group, name, version, metadata: {} }, { pulled: true });
+        return only(await session.commit(target, [prepared], { pulled: true }));
       });
     },
 
@@ -291,6 +249,36 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       await keeper.discardIfUnused(removed.blobSha256).catch(() => undefined);
     },
   };
+}
+
+/** The one result of a save of one version. */
+function only(results: readonly UploadResult[]): UploadResult {
+  const [result] = results;
+  if (result === undefined || results.length !== 1) throw new Error(`expected one result, got ${results.length}`);
+  return result;
+}
+
+/** A refusal of one of several files names the file it is about. */
+async function naming<T>(label: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!(error instanceof DomainError) || label === "") throw error;
+    throw new DomainError(error.kind, error.code, `${quote(label)}: ${error.message}`, error.retryAfterSeconds);
+  }
+}
+
+/** Two files of one version in one request would replace each other: refused (docs/seed-api.md A: duplicates are 400). */
+function refuseDuplicates(prepared: readonly PreparedVersion[]): void {
+  const seen = new Set<string>();
+  for (const { row } of prepared) {
+    const key = `${row.group}/${row.name}/${row.version}`.toLowerCase();
+    if (seen.has(key)) {
+      const id = `${row.group ? `${row.group}/` : ""}${row.name} ${row.version}`;
+      throw invalid("FORM_DUPLICATE_PACKAGE", `The request holds ${quote(id)} twice: send each version once.`);
+    }
+    seen.add(key);
+  }
 }
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
