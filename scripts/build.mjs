@@ -52,12 +52,21 @@ function builtFingerprint() {
   }
 }
 
+const ifStale = process.argv.includes("--if-stale");
+const afterInstall = process.argv.includes("--after-install");
+
+/** Ends the build as failed; after an install, says so without failing the install. */
+function fail(reason, exitCode = 1) {
+  process.stderr.write(`${reason}\n`);
+  if (afterInstall) process.stderr.write("`npm start` will try to build again.\n");
+  process.exit(afterInstall ? 0 : exitCode);
+}
+
 function tscEntry() {
   try {
     return createRequire(import.meta.url).resolve("typescript/bin/tsc");
   } catch {
-    process.stderr.write("Cannot build Wharf: TypeScript is not installed. Run `npm ci` (with dev dependencies).\n");
-    process.exit(1);
+    return fail("Cannot build Wharf: TypeScript is not installed. Run `npm ci` (with dev dependencies).");
   }
 }
 
@@ -79,8 +88,6 @@ function replaceOutDir(next) {
   fs.rmSync(old, { recursive: true, force: true });
 }
 
-const ifStale = process.argv.includes("--if-stale");
-const afterInstall = process.argv.includes("--after-install");
 const fingerprint = sourcesFingerprint();
 if (ifStale && builtFingerprint() === fingerprint) process.exit(0);
 if (ifStale) process.stderr.write("Building Wharf (dist/ is missing or older than the sources)...\n");
@@ -95,11 +102,7 @@ const tsc = spawnSync(process.execPath, [tscEntry(), "-p", "tsconfig.build.json"
 });
 if (tsc.status !== 0) {
   fs.rmSync(next, { recursive: true, force: true });
-  if (afterInstall) {
-    process.stderr.write("The build failed (see above); `npm start` will build again.\n");
-    process.exit(0);
-  }
-  process.exit(tsc.status ?? 1);
+  fail("The build failed (see above).", tsc.status ?? 1);
 }
 fs.writeFileSync(path.join(next, path.basename(FINGERPRINT_FILE)), `${fingerprint}\n`);
 replaceOutDir(next);
