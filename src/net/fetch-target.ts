@@ -50,11 +50,13 @@ export const METADATA_HOSTNAMES: ReadonlySet<string> = new Set([
 
 /**
  * Which host is checked: hop 0 is the URL the caller gave, later hops come from `Location`
- * headers, and a proxy hop is the proxy a fetch would go through (named by its variable).
+ * headers, a proxy hop is the proxy a fetch would go through (named by its variable), and
+ * "connector" is a connector's URL as it is set, before anything is fetched from it.
  */
-export type Hop = number | { readonly proxy: string };
+export type Hop = number | { readonly proxy: string } | "connector";
 
 function subject(host: string, hop: Hop): string {
+  if (hop === "connector") return `Refused a connector to ${host}`;
   if (typeof hop === "object") return `Refused to use the proxy ${host} (${hop.proxy})`;
   return hop === 0 ? `Refused to fetch from ${host}` : `Refused to follow a redirect to ${host}`;
 }

@@ -7,7 +7,7 @@ import { createHealthScheduler } from "../../src/areas/connectors/health.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { loadSecretKeys } from "../../src/storage/secret-keys.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
@@ -197,7 +197,9 @@ describe("connector health checks", () => {
   });
 
   it("the fetch guard refuses metadata addresses even when private upstreams are allowed", async () => {
-    await h.create({ name: "metadata", url: "http://169.254.169.254/", feedType: "universal" });
+    // Refused as it is set (connector-url-check.test.ts); here, one whose name has come to resolve there.
+    await h.create({ name: "metadata", url: "http://metadata-upstream.invalid/", feedType: "universal" });
+    writeFromOutside(t, "UPDATE connectors SET url = 'http://169.254.169.254/' WHERE name_key = 'metadata'");
     const res = await h.check("metadata");
     expect(res.state).toBe("error");
     expect(res.errorMessage).toContain("Refused to fetch from 169.254.169.254");
@@ -250,7 +252,9 @@ describe("loopback upstreams without WHARF_FETCH_ALLOW_PRIVATE", () => {
     const t = await buildTestApp();
     try {
       const h = helpers(t);
-      await h.create({ name: "local", url: upstream.base, feedType: "universal" });
+      // Refused as it is set (connector-url-check.test.ts); here, one stored under WHARF_FETCH_ALLOW_PRIVATE=true.
+      await h.create({ name: "local", url: "http://local-upstream.invalid", feedType: "universal" });
+      writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", upstream.base);
       const res = await h.check("local");
       expect(res.state).toBe("error");
       expect(res.errorMessage).toContain("Refused to fetch from 127.0.0.1");

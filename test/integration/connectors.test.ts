@@ -85,7 +85,7 @@ describe("connector management: a connector's life", () => {
     });
     const custom = await call("POST", `${CONNECTORS}/create`, {
       name: "alpha",
-      url: "http://10.0.0.5:8624/upack/x",
+      url: "http://upstream.invalid:8624/upack/x",
       feedType: "universal",
       timeout: 3600,
       metadataCacheEnabled: false,

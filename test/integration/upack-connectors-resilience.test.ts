@@ -1,5 +1,6 @@
-import http from "node:http";
+import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { writeFromOutside } from "../helpers/app.js";
 import {
   type Downstream,
   expectError,
@@ -306,15 +307,17 @@ describe("the fetch guard", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it("refuses a connector at the cloud metadata address: 502 with the guard's message, no request sent", async () => {
-    const down = await startDownstream({ connectors: [{ name: "meta", url: "http://169.254.169.254/upack/x" }] });
-    const request = vi.spyOn(http, "request");
+    // Refused as it is set (connector-url-check.test.ts); here, one whose name has come to resolve there.
+    const down = await startDownstream({ connectors: [{ name: "meta", url: "http://meta-upstream.invalid/upack/x" }] });
+    writeFromOutside(down.t, "UPDATE connectors SET url = 'http://169.254.169.254/upack/x' WHERE name_key = 'meta'");
+    const connect = vi.spyOn(net, "connect");
     try {
       const res = await down.get("/upack/proxy/packages?name=x");
       expectError(res, 502, "Connector 'meta'", "Refused to fetch from 169.254.169.254", "cloud metadata");
       expect(res.headers["x-wharf-error"]).toBe("FETCH_ADDRESS_REFUSED");
       expectError(await down.get("/upack/proxy/download/x/1.0.0"), 502, "Connector 'meta'");
       expectError(await down.get("/upack/proxy/versions?name=x"), 502, "Connector 'meta'");
-      expect(request).not.toHaveBeenCalled();
+      expect(connect).not.toHaveBeenCalled();
     } finally {
       await down.close();
     }
@@ -322,10 +325,12 @@ describe("the fetch guard", () => {
 
   it("refuses a loopback upstream unless WHARF_FETCH_ALLOW_PRIVATE is set", async () => {
     const fake = await startFakeUpstream((_request, response) => sendJson(response, 200, []));
+    // Refused as it is set (connector-url-check.test.ts); here, one stored under WHARF_FETCH_ALLOW_PRIVATE=true.
     const down = await startDownstream({
       env: { WHARF_FETCH_ALLOW_PRIVATE: "false" },
-      connectors: [{ name: "local", url: `${fake.base}/upack/feed` }],
+      connectors: [{ name: "local", url: "http://local-upstream.invalid/upack/feed" }],
     });
+    writeFromOutside(down.t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", `${fake.base}/upack/feed`);
     try {
       expectError(
         await down.get("/upack/proxy/packages?name=x"),

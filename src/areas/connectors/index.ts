@@ -10,6 +10,7 @@ import { connectorHealthRoutes } from "./health-routes.js";
 import { createConnectorRepository } from "./repository.js";
 import { connectorRoutes } from "./routes.js";
 import { createConnectorService, type ConnectorService } from "./service.js";
+import { createConnectorUrlCheck } from "./url-check.js";
 
 export type { Connector, ConnectorDraft, ConnectorHealth } from "./model.js";
 export type { ConnectorService, HealthChange } from "./service.js";
@@ -46,6 +47,7 @@ export function createConnectors(deps: ConnectorsDeps): ConnectorService {
       proxy: deps.config.outboundProxy,
       authorization,
     }),
+    checkUrl: createConnectorUrlCheck({ allowPrivate: deps.config.fetchAllowPrivate }),
     feeds: deps.feeds,
     secrets: deps.secrets,
   });

@@ -9,6 +9,7 @@ import { mergeConnectorInput } from "./merge.js";
 import type { Connector, ConnectorHealth } from "./model.js";
 import type { ConnectorRepository } from "./repository.js";
 import type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
+import type { ConnectorUrlCheck } from "./url-check.js";
 
 /** Connector management (docs/compat.md 5.3) and health (docs/seed-api.md area D). Throws DomainError; knows no HTTP. */
 export interface ConnectorService {
@@ -19,11 +20,15 @@ export interface ConnectorService {
   findConnectorById(id: number): Promise<Connector | undefined>;
   /** Ordered by name, case-insensitively. */
   listConnectors(): Promise<Connector[]>;
-  /** Validates (400), then stores with health `unknown`; 409 when the name is taken. */
+  /**
+   * Validates (400; a URL the fetch guard would refuse is CONNECTOR_URL_REFUSED, url-check.ts), then
+   * stores with health `unknown`; 409 when the name is taken.
+   */
   createConnector(input: ConnectorInput): Promise<Connector>;
   /**
    * Partial update (docs/compat.md 5.1 conventions); a different `input.name` renames, and feeds using
-   * the connector keep it (they are bound to its id). Changing the upstream resets health to `unknown`.
+   * the connector keep it (they are bound to its id). Changing the upstream resets health to `unknown`;
+   * a new URL is checked as on create.
    */
   updateConnector(name: string, input: ConnectorInput): Promise<Connector>;
   /** Refused (409, naming them) while feeds name the connector in their `connectors`. */
@@ -58,6 +63,8 @@ export interface ConnectorServiceDeps {
   readonly repository: ConnectorRepository;
   readonly clock: Clock;
   readonly probe: HealthProbe;
+  /** Refuses a URL the fetch guard would refuse, when one is set (url-check.ts). */
+  readonly checkUrl: ConnectorUrlCheck;
   /** Seals passwords as they arrive, opens them to send them (storage/secrets.ts). */
   readonly secrets: SecretBox;
   /** Feeds, to find those naming a connector (through their service: their rows are not ours). */
@@ -116,11 +123,17 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
     listConnectors: () => repository.list(),
 
     async createConnector(input) {
-      return repository.insert(mergeConnectorInput(undefined, input, seal), now());
+      const draft = mergeConnectorInput(undefined, input, seal);
+      await deps.checkUrl(draft.url);
+      return repository.insert(draft, now());
     },
 
     async updateConnector(name, input) {
       const current = await getConnector(name);
+      // Validated first (400s), then the new URL alone is checked: a connector stored under a
+      // more lenient setting keeps working for other changes, its requests refused as they are made.
+      const { url } = mergeConnectorInput(current, input, seal);
+      if (url !== current.url) await deps.checkUrl(url);
       return repository.update(current.id, (fresh) => mergeConnectorInput(fresh, input, seal), now());
     },
 
