@@ -40,7 +40,8 @@ import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
 import type { Db } from "./storage/database.js";
-import { loadSecretKeys, SECRET_KEY_FILE } from "./storage/secret-keys.js";
+import { DATA_DIR_NAMES } from "./storage/data-paths.js";
+import { loadSecretKeys } from "./storage/secret-keys.js";
 import { createDiskSpace } from "./storage/disk-space.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
@@ -145,7 +146,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // One connector service: its area manages connectors, the universal feed asks their upstreams
   // (with one circuit breaker per upstream, for both APIs).
   if (secrets.source === "generated") {
-    app.log.info({ keyId: secrets.keyId }, `generated ${SECRET_KEY_FILE} in the data directory: back it up with it`);
+    app.log.info(
+      { keyId: secrets.keyId },
+      `generated ${DATA_DIR_NAMES.secretKey} in the data directory: back it up with it`,
+    );
   }
   const connectorDeps = { db: deps.db, clock, config, feeds, secrets: secrets.box };
   const connectors = createConnectors(connectorDeps);

@@ -1,15 +1,15 @@
 import fs from "node:fs";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
 import { removeOrphanMultipartSpools } from "./areas/endpoints/index.js";
-import { ADMIN_KEY_FILE, bootstrapAdminKey } from "./areas/security/bootstrap.js";
+import { bootstrapAdminKey } from "./areas/security/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
 import { retryWhileBusy } from "./storage/busy.js";
 import { blobReferenceCheck } from "./storage/blob-keeper.js";
 import { assertWritableDataDir, DataDirUnwritableError } from "./storage/data-dir-access.js";
 import { DataDirInUseError, lockDataDir } from "./storage/data-dir-lock.js";
+import { dataPaths } from "./storage/data-paths.js";
 import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
 import { ensurePrivateDirectory } from "./storage/private-files.js";
@@ -23,7 +23,7 @@ export async function serve(config: Config): Promise<void> {
   const privateDataDir = ensurePrivateDirectory(config.dataDir);
   // Held for the process's life: another server's sweep would take this one's uploads for leftovers.
   const unlockDataDir = lockDataDir(config.dataDir);
-  const db = openDatabase(path.join(config.dataDir, "wharf.sqlite"));
+  const db = openDatabase(dataPaths(config.dataDir).database);
   const blobs = createFileBlobStore(config.dataDir);
   // Before the app exists, so that nothing can be writing yet: what a crashed process left goes.
   const leftovers = await removeCrashLeftovers(blobs, blobReferenceCheck(db));
@@ -43,7 +43,7 @@ export async function serve(config: Config): Promise<void> {
   if (generated) {
     // Printed once, on the first start only; it is also in the file, readable by the owner alone.
     process.stdout.write(
-      `\nA full-control API key was created for you (also saved in ${path.join(config.dataDir, ADMIN_KEY_FILE)}):\n\n    ${generated}\n\n`,
+      `\nA full-control API key was created for you (also saved in ${dataPaths(config.dataDir).adminApiKey}):\n\n    ${generated}\n\n`,
     );
   }
 

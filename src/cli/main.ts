@@ -1,11 +1,11 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 import fs from "node:fs";
-import path from "node:path";
 import type { FeedService } from "../areas/management/index.js";
 import { ConfigError, loadConfig } from "../config.js";
 import { type Clock, systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { assertWritableDataDir } from "../storage/data-dir-access.js";
+import { dataPaths } from "../storage/data-paths.js";
 import type { Db } from "../storage/database.js";
 import { WHARF_VERSION } from "../version.js";
 
@@ -143,7 +143,7 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
   // Asking for usage must not create a database (in ./data, if WHARF_DATA_DIR is not set):
   // the subcommand gets a throw-away in-memory one instead.
   const usageOnly = args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h");
-  const file = usageOnly ? ":memory:" : path.join(config.dataDir, "wharf.sqlite");
+  const file = usageOnly ? ":memory:" : dataPaths(config.dataDir).database;
   const isNew = !usageOnly && !fs.existsSync(file);
   // Before SQLite: its "unable to open database file" names neither the directory nor the user.
   if (!usageOnly) assertWritableDataDir(config.dataDir);

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { dataPaths } from "./data-paths.js";
 
 /**
  * Refusals an operator fixes, not bugs: the message says what is wrong with the data directory,
@@ -8,9 +9,6 @@ import path from "node:path";
 export class DataDirUnwritableError extends Error {
   override readonly name = "DataDirUnwritableError";
 }
-
-/** Files in the data directory that must be writable when they exist (the database, with SQLite's companions). */
-const DATABASE_FILES = ["wharf.sqlite", "wharf.sqlite-wal", "wharf.sqlite-shm"];
 
 /**
  * Creates the data directory when it is missing and proves that this process can create files in
@@ -26,9 +24,9 @@ export function assertWritableDataDir(dataDir: string): void {
     const probe = path.join(dir, `.write-test-${process.pid}`);
     fs.closeSync(fs.openSync(probe, "wx"));
     fs.unlinkSync(probe);
-    for (const file of DATABASE_FILES) {
-      const full = path.join(dir, file);
-      if (fs.existsSync(full)) fs.accessSync(full, fs.constants.R_OK | fs.constants.W_OK);
+    // The database, with SQLite's companions, must be writable when it exists.
+    for (const file of dataPaths(dir).databaseFiles) {
+      if (fs.existsSync(file)) fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
     }
   } catch (error) {
     const refusal = dataDirRefusal(error, dir);
@@ -53,7 +51,7 @@ export function dataDirRefusal(error: unknown, dir: string): string | undefined 
     case "EACCES":
     case "EPERM": {
       // The probe file's name would only confuse; a database file owned by someone else is worth naming.
-      const file = culprit !== undefined && DATABASE_FILES.includes(path.basename(culprit)) ? ` on ${culprit}` : "";
+      const file = culprit !== undefined && dataPaths(dir).databaseFiles.includes(culprit) ? ` on ${culprit}` : "";
       const chown = owner === undefined ? "" : ` (sudo chown -R ${owner.uid}:${owner.gid} ${dir})`;
       return `Cannot write to the data directory ${dir}${as}: permission denied${file}. Give that user the directory${chown}, ${elsewhere}.`;
     }

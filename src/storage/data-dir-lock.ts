@@ -1,8 +1,6 @@
-import path from "node:path";
 import Database from "better-sqlite3";
 import { isBusy } from "./busy.js";
-
-const LOCK_FILE = "server.lock";
+import { dataPaths } from "./data-paths.js";
 
 export class DataDirInUseError extends Error {
   override readonly name = "DataDirInUseError";
@@ -17,7 +15,7 @@ export class DataDirInUseError extends Error {
  */
 export function lockDataDir(dataDir: string): () => void {
   // timeout 0: a held lock is an answer, not something to wait for.
-  const lock = new Database(path.join(dataDir, LOCK_FILE), { timeout: 0 });
+  const lock = new Database(dataPaths(dataDir).serverLock, { timeout: 0 });
   try {
     lock.pragma("locking_mode = EXCLUSIVE");
     lock.exec("BEGIN EXCLUSIVE");

@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { DomainError, invalid } from "../domain/errors.js";
 import { BatchedWriter } from "./batched-writer.js";
 import type { BlobInfo, BlobReader, BlobStore, PutOptions, RandomAccessBlobs, TemporaryFiles } from "./blob-store.js";
+import { dataPaths } from "./data-paths.js";
 import { diskFull, isDiskFull } from "./disk-full.js";
 
 type Algorithm = "sha256" | "sha1" | "md5" | "sha512";
@@ -31,8 +32,7 @@ const ALGORITHM_NAMES: Record<Algorithm, string> = {
  * filesystem, so the final rename is atomic and a reader never sees a partial blob.
  */
 export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBlobs {
-  const blobsDir = path.join(rootDir, "blobs");
-  const tmpDir = path.join(rootDir, "tmp");
+  const { blobs: blobsDir, tmp: tmpDir } = dataPaths(rootDir);
 
   const blobPath = (sha256: string) => path.join(blobsDir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 

@@ -1,10 +1,8 @@
 import fs from "node:fs";
-import path from "node:path";
 import { type Config, ConfigError } from "../config.js";
+import { DATA_DIR_NAMES, dataPaths } from "./data-paths.js";
 import { ensurePrivateDirectory, ensurePrivateFiles, isOpenToOthers, PRIVATE_FILE_MODE } from "./private-files.js";
 import { createSecretBox, generateSecretKey, parseSecretKey, type SecretBox, type SecretKey } from "./secrets.js";
-
-export const SECRET_KEY_FILE = "secret-key";
 
 /** The box, and where its current key came from (for the start-up log: never the key itself). */
 export interface LoadedSecrets {
@@ -33,18 +31,18 @@ export function loadSecretKeys(config: Pick<Config, "dataDir" | "secretKeys">): 
   if (key !== undefined) return loaded(parseSecretKey(key) as SecretKey, "WHARF_SECRET_KEY");
   if (file !== undefined) return loaded(readKeyFile(file, "WHARF_SECRET_KEY_FILE"), "WHARF_SECRET_KEY_FILE");
 
-  const own = path.join(config.dataDir, SECRET_KEY_FILE);
+  const own = dataPaths(config.dataDir).secretKey;
   ensurePrivateDirectory(config.dataDir);
   try {
     // Exclusive: a CLI command and the server starting at once must not each write a key.
     fs.writeFileSync(own, `${generateSecretKey()}\n`, { mode: PRIVATE_FILE_MODE, flag: "wx" });
-    return loaded(readKeyFile(own, SECRET_KEY_FILE), "generated");
+    return loaded(readKeyFile(own, DATA_DIR_NAMES.secretKey), "generated");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
   // Ours to fix: narrowed rather than refused (it lives in the data directory, which is private too).
   ensurePrivateFiles([own]);
-  return loaded(readKeyFile(own, SECRET_KEY_FILE), "data directory");
+  return loaded(readKeyFile(own, DATA_DIR_NAMES.secretKey), "data directory");
 }
 
 function readKeyFile(file: string, label: string): SecretKey {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Db } from "./database.js";
+import { dataPaths } from "./data-paths.js";
 import { diskFullEvenForDeletion, isDiskFull } from "./disk-full.js";
 
 /**
@@ -11,7 +12,6 @@ import { diskFullEvenForDeletion, isDiskFull } from "./disk-full.js";
  * again once there is room (disk-space.ts); any process that deletes may give it up.
  */
 export const RESERVE_BYTES = 8 * 1024 * 1024;
-const RESERVE_NAME = "space-reserve";
 /** Random, not zeros: a compressing filesystem (ZFS, btrfs) would store zeros in no space at all. */
 const FILL_BYTES = 1024 * 1024;
 
@@ -21,18 +21,19 @@ export function reserveDirOf(db: Db): string | undefined {
 }
 
 export async function hasReserve(dir: string): Promise<boolean> {
-  const info = await stat(path.join(dir, RESERVE_NAME)).catch(() => undefined);
+  const info = await stat(dataPaths(dir).spaceReserve).catch(() => undefined);
   return info !== undefined && info.size >= RESERVE_BYTES;
 }
 
 /** Writes the reserve; false, leaving nothing behind, when the disk has no room for it. */
 export async function makeReserve(dir: string): Promise<boolean> {
   // Written aside and renamed, so that a reserve found under its name is always whole.
-  const partial = path.join(dir, `${RESERVE_NAME}.partial`);
+  const reserve = dataPaths(dir).spaceReserve;
+  const partial = `${reserve}.partial`;
   try {
     // Not fsynced: filesystems count delayed allocations as used at once, which is all that matters.
     await writeFile(partial, Buffer.alloc(RESERVE_BYTES, randomBytes(FILL_BYTES)), { mode: 0o600 });
-    await rename(partial, path.join(dir, RESERVE_NAME));
+    await rename(partial, reserve);
     return true;
   } catch (error) {
     await rm(partial, { force: true });
@@ -44,7 +45,7 @@ export async function makeReserve(dir: string): Promise<boolean> {
 /** Removes the reserve (removing a file needs no space); false when there was none. */
 async function giveUpReserve(dir: string): Promise<boolean> {
   try {
-    await unlink(path.join(dir, RESERVE_NAME));
+    await unlink(dataPaths(dir).spaceReserve);
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;

@@ -1,8 +1,8 @@
-import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
 import { uploadArchiveLimits } from "../../storage/archives.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
+import { dataPaths } from "../../storage/data-paths.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import { archiveRoutes } from "./archive/routes.js";
 import { type AssetArchives, createAssetArchives } from "./archive/service.js";
@@ -27,11 +27,9 @@ export interface EndpointsServices {
 
 export type EndpointsAreaOptions = EndpointsDeps & EndpointsServices;
 
-/** Where multipart parts are spooled: survives restarts, unlike tmp/. */
-const spoolDirOf = (dataDir: string) => path.join(dataDir, "multipart");
-
 /** At start-up, before serving (main.ts): removes multipart spool files that no upload names. */
-export const removeOrphanMultipartSpools = (db: Db, dataDir: string) => removeOrphanSpools(db, spoolDirOf(dataDir));
+export const removeOrphanMultipartSpools = (db: Db, dataDir: string) =>
+  removeOrphanSpools(db, dataPaths(dataDir).multipart);
 
 /** Wires repository -> services; app.ts shares `assets` with the universal feed import. */
 export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices {
@@ -46,14 +44,14 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     db: deps.db,
     assets,
     clock: deps.clock,
-    spoolDir: spoolDirOf(deps.config.dataDir),
+    spoolDir: dataPaths(deps.config.dataDir).multipart,
     maxUploadBytes: deps.config.maxUploadBytes,
     maxAgeMs: deps.config.multipartMaxAgeMs,
   });
   const archives = createAssetArchives({
     assets,
     blobs: deps.blobs,
-    tempDir: path.join(deps.config.dataDir, "tmp"),
+    tempDir: dataPaths(deps.config.dataDir).tmp,
     maxUploadBytes: deps.config.maxUploadBytes,
     limits: uploadArchiveLimits(deps.config),
   });

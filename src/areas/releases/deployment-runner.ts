@@ -1,5 +1,4 @@
 import { mkdir } from "node:fs/promises";
-import path from "node:path";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { DomainError } from "../../domain/errors.js";
@@ -15,6 +14,7 @@ import {
 import { createGuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
+import { dataPaths } from "../../storage/data-paths.js";
 import type { UpackDownloadService } from "../upack/index.js";
 import type { Deployment } from "./model.js";
 import type { ReleaseService } from "./release-service.js";
@@ -99,7 +99,7 @@ export function packageOpener(upack: { downloads: UpackDownloadService; download
 
 export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRunner {
   const { releases, config, log } = deps;
-  const tempDir = path.join(config.dataDir, "tmp");
+  const tempDir = dataPaths(config.dataDir).tmp;
   const executor = createPlanExecutor({
     fetch: createGuardedFetch({
       allowPrivate: config.fetchAllowPrivate,

@@ -1,10 +1,8 @@
 import fs from "node:fs";
-import path from "node:path";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
+import { dataPaths } from "../../storage/data-paths.js";
 import { generateApiKey, hashApiKey } from "./api-key-hash.js";
-
-export const ADMIN_KEY_FILE = "admin-api-key";
 
 /**
  * No default password (docs/PRODUCT.md): with WHARF_ADMIN_API_KEY, a full-control System key with exactly
@@ -42,7 +40,7 @@ export function bootstrapAdminKey(
   if (n > 0) return undefined;
   // The file is written before the key exists: a failed write must not leave a key nobody knows.
   const generated = generateApiKey();
-  const file = path.join(dataDir, ADMIN_KEY_FILE);
+  const file = dataPaths(dataDir).adminApiKey;
   fs.writeFileSync(file, `${generated}\n`, { mode: 0o600 });
   fs.chmodSync(file, 0o600); // mode is ignored when the file already existed
   insert.run(hashApiKey(generated), "Administrator (generated at first start)", now);

@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { Readable } from "node:stream";
 import { DomainError } from "../../domain/errors.js";
 import { createGuardedFetch, type GuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
@@ -6,6 +5,7 @@ import { uploadArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
 import { changeWatchOf } from "../../storage/change-watch.js";
+import { dataPaths } from "../../storage/data-paths.js";
 import { cacheDownloadLookups } from "./download/cache.js";
 import { createUpackDownloadService, type UpackDownloadService } from "./download/service.js";
 import { createUpackImportService, type UpackImportService } from "./import/service.js";
@@ -48,7 +48,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     maxRedirects: MAX_REDIRECTS,
     proxy: config.outboundProxy,
   });
-  const tempDir = path.join(config.dataDir, "tmp");
+  const tempDir = dataPaths(config.dataDir).tmp;
   const queries = createUpackQueryRepository(options.db);
   const virtual = createVirtualDownloads({
     db: options.db,
