@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { DomainError } from "../domain/errors.js";
+import { hasCompressedExtension } from "../domain/compressed-content.js";
 import { isPlainObject, manifestToJson, type UpackManifest, validateManifest } from "../domain/upack-manifest.js";
 import { formatVersion } from "../domain/upack-version.js";
 import { writeZipFile, zipMode } from "../storage/archives.js";
@@ -176,7 +177,9 @@ function addEntry(zip: Zip, entry: FolderEntry, fail: (error: Error) => void): v
   const options = { mtime: entry.modified, ...zipMode(entry.source === undefined, entry.permissions) };
   if (entry.source === undefined) return zip.addEmptyDirectory(entry.name, options);
   const source = entry.source;
-  zip.addReadStreamLazy(entry.name, { ...options, size: entry.size, compress: true }, (ready) => {
+  // Deflating a file that is already compressed (a .zip, .jar, .png...) costs CPU and saves nothing.
+  const compress = !hasCompressedExtension(entry.name);
+  zip.addReadStreamLazy(entry.name, { ...options, size: entry.size, compress }, (ready) => {
     const stream = createReadStream(source);
     stream.on("error", fail); // yazl does not listen for errors on the streams it reads
     ready(null, stream);

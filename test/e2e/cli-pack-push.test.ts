@@ -113,6 +113,26 @@ describe("wharf pack", () => {
     });
   });
 
+  it("stores files that are already compressed (by name) instead of deflating them again, and deflates the rest", async () => {
+    // Both files compress well, so only the name decides: a stored entry keeps its size.
+    const text = "the same line again\n".repeat(4096);
+    const folder = await makeFolder("mixed", { "notes.txt": text, "lib/bundle.zip": text });
+    const output = path.join(work, "mixed.upack");
+    const result = await wharf(["pack", folder, "--name", "mixed", "--version", "1.0.0", "--output", output]);
+    expect(result).toMatchObject({ code: 0, stderr: "" });
+    const zip = await openZip(output);
+    try {
+      const bundle = zip.findEntry("package/lib/bundle.zip");
+      const notes = zip.findEntry("package/notes.txt");
+      expect(bundle).toMatchObject({ size: text.length, compressedSize: text.length });
+      expect(notes?.size).toBe(text.length);
+      expect(notes?.compressedSize).toBeLessThan(text.length / 10);
+    } finally {
+      await zip.close();
+    }
+    expect((await zipContents(output)).get("package/lib/bundle.zip")).toBe(text);
+  });
+
   it("refuses an invalid version, name or group with the server's rules: usage error, exit 2, nothing written", async () => {
     const folder = await makeFolder("invalid", { "a.txt": "a" });
     const output = path.join(work, "invalid.upack");
