@@ -13,6 +13,7 @@ import { contentTypeFor, contentTypeOf, type DownloadFormat, packageFileName, VP
 import { parsePackageFilePath } from "./path.js";
 import type { DownloadTarget, StoredPackage, UpackDownloadService } from "./service.js";
 import type { Located, PullOptions, RemoteDownloads, RemoteTarget } from "../remote/downloads.js";
+import { CONNECTOR_FAILURES_HEADER, reportFailures } from "../remote/failures.js";
 import { errors, feedNeed, feedOf, TAGS } from "../http.js";
 
 /**
@@ -138,6 +139,8 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     file: StoredPackage,
   ): Promise<void> {
     if (hot === undefined || reply.statusCode !== 200 || !canReadSmall(blobs)) return;
+    // An answer given without a connector is not the answer to replay (remote/failures.ts).
+    if (reply.hasHeader(CONNECTOR_FAILURES_HEADER)) return;
     const body = await blobs.readSmall(file.sha256, file.size);
     if (body === undefined) return;
     hot.keep(request, reply, {
@@ -191,6 +194,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
       // Taken before anything is read: a response kept for replays is valid for what was read then.
       const version = hot?.version();
       const located = await locate(request);
+      reportFailures(reply, located);
       if (located.remote !== undefined && format === "upack") {
         await sendRemote(request, reply, located.remote);
         await afterRemoteDownload(downloads, request, reply, located.remote);

@@ -12,6 +12,7 @@ import type { UpackAreaOptions } from "../index.js";
 import { feedMetadataSchema, packageDataSchema, versionDataSchema } from "../present.js";
 import { MAX_LIST_COUNT } from "./query-service.js";
 import type { RemoteDownloads } from "../remote/downloads.js";
+import { reportFailures } from "../remote/failures.js";
 import { createUpackQueries } from "../services.js";
 
 /**
@@ -33,8 +34,12 @@ export interface UpackReadOptions extends UpackAreaOptions {
 const GROUP_DOC = "Exact group; `group=` is the empty group; absent: every group (the empty group with `name`)";
 const COUNT_DOC = `Maximum entries, default and cap ${MAX_LIST_COUNT}; ignored with \`name\``;
 
-/** Bodies are JSON already (present.ts); sent as they are, never re-serialised. */
+/**
+ * Bodies are JSON already (present.ts); sent as they are, never re-serialised, saying which
+ * connectors they lack (remote/failures.ts).
+ */
 function sendJsonText(reply: FastifyReply, json: Buffer): FastifyReply {
+  reportFailures(reply, json);
   return reply.code(200).type("application/json; charset=utf-8").send(json);
 }
 

@@ -14,6 +14,7 @@ import {
   type Visible,
 } from "./entries.js";
 import { byPackage, byVersion, type Json, mergePackages, mergeVersions, type Source } from "./merge.js";
+import { type ConnectorFailure, withFailures } from "./failures.js";
 import { connectorsForPackage, type OwnsPackage, withoutShadowed } from "./shadow.js";
 import { packageNotFound, versionNotFound } from "../errors.js";
 import type { PackagesQuery, UpackQueryService, VersionsQuery } from "../read/query-service.js";
@@ -38,7 +39,8 @@ import type { PackagesQuery, UpackQueryService, VersionsQuery } from "../read/qu
  *   the upstream fails, stale (upstream.ts). A connector that fails without a cached answer is
  *   left out, and the answer is what the others gave; but when nothing at all was found, the
  *   failure is the answer (502/504 naming the connector), never an empty list or a 404 that
- *   only the failed upstream could have contradicted.
+ *   only the failed upstream could have contradicted. An answer given without a connector says
+ *   so (remote/failures.ts: the Wharf-Connector-Failures header).
  * - `count` applies to the merged list; merged answers are not kept in the local response cache
  *   (the metadata cache keeps the remote halves).
  */
@@ -55,6 +57,8 @@ export interface RemoteListingDeps {
 export interface Gathered<T> {
   readonly sources: Source<T>[];
   readonly failures: DomainError[];
+  /** The same failures by connector, for the answer's header. */
+  readonly failed: ConnectorFailure[];
 }
 
 export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps): UpackQueryService {
@@ -101,7 +105,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
         ]);
         const [merged] = mergePackages(own === undefined ? [] : [parseObject(own)], remote.sources);
         if (merged === undefined) throw remote.failures[0] ?? packageNotFound(group, query.name);
-        return toBuffer(merged);
+        return withFailures(toBuffer(merged), remote.failed);
       }
       const [own, remote] = await Promise.all([
         local.listPackages(feedName, query),
@@ -110,7 +114,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       const sources = await withoutShadowed(owns, feed, remote.sources);
       const merged = mergePackages(parseArray(own), sources).sort(byPackage).slice(0, query.count);
       throwWhenNothing(merged, remote.failures);
-      return toBuffer(merged);
+      return withFailures(toBuffer(merged), remote.failed);
     },
 
     async search(feedName, term, count) {
@@ -129,7 +133,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       const merged = mergePackages(parseArray(own), await withoutShadowed(owns, feed, remote.sources));
       if (trimmed === "") merged.sort(byPackage);
       throwWhenNothing(merged, remote.failures);
-      return toBuffer(merged.slice(0, count));
+      return withFailures(toBuffer(merged.slice(0, count)), remote.failed);
     },
 
     async listVersions(feedName, query) {
@@ -151,7 +155,7 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
       // With a name, `count` does not apply (docs/seed-api.md A), as locally.
       if (query.name === undefined) merged = merged.slice(0, query.count);
       throwWhenNothing(merged, remote.failures);
-      return toBuffer(merged.map((entry) => entry.json));
+      return withFailures(toBuffer(merged.map((entry) => entry.json)), remote.failed);
     },
   };
 
@@ -168,9 +172,10 @@ export function withConnectors(local: UpackQueryService, deps: RemoteListingDeps
     const canonical = canonicalVersion(version);
     const found =
       canonical === undefined
-        ? { failures: [] }
+        ? { failures: [], failed: [] }
         : await firstListing(upstreams, connectors, { group, name, version: canonical }, query.includeFileList);
-    if (found.version !== undefined) return toBuffer(found.version.json);
+    // An earlier connector that failed might have listed it too, and would have won.
+    if (found.version !== undefined) return withFailures(toBuffer(found.version.json), found.failed);
     throw found.failures[0] ?? versionNotFound(group, name, version);
   }
 }
@@ -184,6 +189,7 @@ export async function gather<T>(
 ): Promise<Gathered<T>> {
   const sources: Source<T>[] = [];
   const failures: DomainError[] = [];
+  const failed: ConnectorFailure[] = [];
   const results = await Promise.all(
     connectors.map(async (connector): Promise<Source<T> | DomainError> => {
       try {
@@ -196,17 +202,21 @@ export async function gather<T>(
       }
     }),
   );
-  for (const result of results) {
-    if (result instanceof DomainError) failures.push(result);
-    else sources.push(result);
-  }
-  return { sources, failures };
+  results.forEach((result, i) => {
+    if (!(result instanceof DomainError)) sources.push(result);
+    else {
+      failures.push(result);
+      failed.push({ connector: connectors[i]?.name ?? "", code: result.code });
+    }
+  });
+  return { sources, failures, failed };
 }
 
 /** The version a connector lists, if any did, and the failures of the connectors that could not answer. */
-export type Listed =
-  | { readonly connector: Connector; readonly version: RemoteVersion; readonly failures: DomainError[] }
-  | { readonly connector?: undefined; readonly version?: undefined; readonly failures: DomainError[] };
+export type Listed = (
+  | { readonly connector: Connector; readonly version: RemoteVersion }
+  | { readonly connector?: undefined; readonly version?: undefined }
+) & { readonly failures: DomainError[]; readonly failed: ConnectorFailure[] };
 
 /**
  * The first connector, in the feed's order, that lists exactly this version (canonical text).
@@ -219,6 +229,7 @@ export async function firstListing(
   withFiles: boolean,
 ): Promise<Listed> {
   const failures: DomainError[] = [];
+  const failed: ConnectorFailure[] = [];
   const request: MetadataRequest = {
     endpoint: "versions",
     query: { group: id.group, name: id.name, version: id.version, includeFileList: withFiles ? "true" : undefined },
@@ -228,14 +239,15 @@ export async function firstListing(
       const answer = await upstreams.metadata(connector, request);
       const found = answer.found ? remoteVersionOf(answer.body, visibleThrough(connector), withFiles) : undefined;
       if (found !== undefined && found.versionText.toLowerCase() === id.version.toLowerCase()) {
-        return { connector, version: found, failures };
+        return { connector, version: found, failures, failed };
       }
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       failures.push(error);
+      failed.push({ connector: connector.name, code: error.code });
     }
   }
-  return { failures };
+  return { failures, failed };
 }
 
 /** Connectors whose compiled filters are remembered; more than any deployment has, in practice. */

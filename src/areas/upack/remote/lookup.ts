@@ -8,6 +8,7 @@ import { getUniversalFeed } from "../feed-lookup.js";
 import { versionNotFound } from "../errors.js";
 import { packageKey, type RemoteVersion, remoteVersionsOf } from "./entries.js";
 import { firstListing, gather, isLocalMiss, type Listed } from "./listings.js";
+import { withFailures } from "./failures.js";
 import { connectorsForPackage, type OwnsPackage } from "./shadow.js";
 
 /**
@@ -74,19 +75,21 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
     if (connectors.length === 0) return orMiss(local, miss);
     const found = latest ? await highest(connectors, path) : await exact(connectors, path);
     const localVersion = local === undefined ? undefined : parseVersion(local.target.version);
+    // Which version is the highest is a listing's answer: without a connector, it may be another.
+    const failed = latest ? found.failed : [];
     if (
       found.version !== undefined &&
       (localVersion === undefined || compareVersions(found.version.version, localVersion) > 0)
     ) {
-      return { feed, remote: targetOf(feed, found.connector, found.version) };
+      return withFailures({ feed, remote: targetOf(feed, found.connector, found.version) }, failed);
     }
-    if (local !== undefined) return local;
+    if (local !== undefined) return withFailures({ ...local }, failed);
     throw found.failures[0] ?? miss ?? versionNotFound(path.group, path.name, "latest");
   };
 
   /** The first connector, in the feed's order, that lists exactly this version. */
   async function exact(connectors: readonly Connector[], path: PackagePath): Promise<Listed> {
-    if (path.version === undefined) return { failures: [] };
+    if (path.version === undefined) return { failures: [], failed: [] };
     const id = { group: path.group, name: path.name, version: formatVersion(path.version) };
     return firstListing(upstreams, connectors, id, false);
   }
@@ -94,15 +97,15 @@ export function createRemoteLookup(deps: RemoteLookupDeps): LocateVersion {
   /** The highest version any connector lists; on a tie, the earlier connector's. */
   async function highest(connectors: readonly Connector[], path: PackagePath): Promise<Listed> {
     const request = { endpoint: "versions", query: { group: path.group, name: path.name } } as const;
-    const { sources, failures } = await gather(upstreams, connectors, request, (body, visible) =>
+    const { sources, failures, failed } = await gather(upstreams, connectors, request, (body, visible) =>
       remoteVersionsOf(body, visible, false),
     );
-    let best: Listed = { failures };
+    let best: Listed = { failures, failed };
     for (const { connector, entries } of sources) {
       for (const version of entries) {
         if (version.key !== packageKey(path.group, path.name)) continue;
         if (best.version === undefined || compareVersions(version.version, best.version.version) > 0) {
-          best = { connector, version, failures };
+          best = { connector, version, failures, failed };
         }
       }
     }
