@@ -2,9 +2,19 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        // Real `wharf` processes, started from a build made once per run (test/e2e/build.ts).
+        test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], globalSetup: ["test/e2e/build.ts"] },
+      },
+      {
+        extends: true,
+        test: { name: "in-process", include: ["test/**/*.test.ts"], exclude: ["test/e2e/**"] },
+      },
+    ],
   },
 });

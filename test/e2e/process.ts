@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 
-/** Helpers for end-to-end tests: the real `wharf` entry in a child process, through tsx. */
+/**
+ * Helpers for end-to-end tests: the real `wharf` entry in a child process, compiled once per run
+ * by the e2e project's global setup (build.ts).
+ */
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const CLI = path.join(ROOT, "src/cli/main.ts");
 
 /** The parent's environment without any WHARF_* variable (a developer's shell must not leak in), plus `env`. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -15,7 +18,7 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 /** `wrapper`: a command that runs the process (e.g. `setpriv ...` to run it with fewer privileges). */
 function spawnWharf(args: string[], env: Record<string, string>, wrapper: readonly string[] = []): ChildProcess {
-  const [command = process.execPath, ...commandArgs] = [...wrapper, process.execPath, "--import", "tsx", CLI, ...args];
+  const [command = process.execPath, ...commandArgs] = [...wrapper, process.execPath, inject("wharfCli"), ...args];
   return spawn(command, commandArgs, {
     cwd: ROOT,
     env: childEnv(env),

@@ -4,8 +4,7 @@ import { readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT, type RunningServer, startServer } from "./process.js";
 
 /**
@@ -70,12 +69,10 @@ describe("README: the first minutes and the first hour", () => {
   it("run as written against a fresh server, and answer what the README says", async () => {
     const blocks = walkthroughBlocks();
     expect(blocks.length).toBeGreaterThanOrEqual(6);
-    const loader = pathToFileURL(path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
-    const cli = path.join(ROOT, "src/cli/main.ts");
     const script = [
       "set -euo pipefail",
-      // The README's `wharf`, from this checkout's sources.
-      `wharf() { node --import '${loader}' '${cli}' "$@"; }`,
+      // The README's `wharf`, from this checkout's sources (compiled for this run: build.ts).
+      `wharf() { node '${inject("wharfCli")}' "$@"; }`,
       ...blocks.map((block) => block.replaceAll(README_URL, server.url)),
     ].join("\n");
     const result = await runBash(script);
