@@ -1,3 +1,5 @@
+import type { Attribute } from "./attributes.js";
+
 /**
  * Who is calling, and what they need: the vocabulary of the one security model that every area
  * shares. Pure data; the rules that evaluate it live in domain/access.ts.
@@ -69,7 +71,20 @@ export interface AccessNeed {
  * names an upstream and the account Wharf uses there, and belongs to no feed, so only global
  * grants count (System keys: the `feeds` scope; Feed keys never).
  */
-export const MANAGE_CONNECTORS: AccessNeed = Object.freeze({ api: "feeds", attribute: "Admin_ManageFeed" });
+export const MANAGE_CONNECTORS: AccessNeed = Object.freeze(needOnFeed("Admin_ManageFeed"));
+
+/** The privileges asked for on a feed (docs/compat.md section 9): the feed attributes, and managing the feed. */
+export type FeedAttribute = Extract<Attribute, `Feeds_${string}`> | "Admin_ManageFeed";
+
+/**
+ * A privilege on a feed, the need of every feed and asset-directory operation (docs/seed-api.md
+ * "Authentication"; docs/compat.md 2.14, 4.6): System keys pass with the `feeds` scope, Feed keys on
+ * their own feed, users and Anonymous by a grant for the feed, its group or all feeds. Without
+ * `feed`, only global grants count (creating a feed, a server-wide list).
+ */
+export function needOnFeed(attribute: FeedAttribute, feed?: string | FeedScope): AccessNeed {
+  return feed === undefined ? { api: "feeds", attribute } : { api: "feeds", attribute, feed };
+}
 
 /**
  * The feed a need is about, resolved. Access is decided by `id` and `group` only: a name is a

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from "fastify";
 import type { Config } from "../../config.js";
-import type { AccessNeed } from "../../domain/principal.js";
+import type { FeedAttribute } from "../../domain/principal.js";
 import { publicBaseUrl } from "../../http/base-url.js";
 import { errorText } from "../../http/errors.js";
+import { needOnRequestFeed } from "../../http/feed-access.js";
 import type { Feed } from "../management/index.js";
 import { contentBaseUrl } from "./present.js";
 export { queryDoc } from "../../http/query-doc.js";
@@ -16,18 +17,11 @@ export const directoryOf = (request: FastifyRequest) => (request.params as { dir
 /** The wildcard tail: the path inside the directory, percent-decoded once by the router. */
 export const tailOf = (request: FastifyRequest) => (request.params as { "*"?: string })["*"] ?? "";
 
-export type AssetAttribute =
-  "Feeds_ViewFeed" | "Feeds_DownloadPackage" | "Feeds_AddPackage" | "Feeds_OverwritePackage" | "Feeds_DeletePackage";
-
 /**
  * docs/compat.md 4.6: View/Download to read, Add to upload and import, Overwrite/Delete to replace and
- * delete. Asset directories are feeds, so Feed keys scoped to the directory work.
+ * delete, on the directory the URL names. Asset directories are feeds, so Feed keys scoped to the directory work.
  */
-const directoryNeed =
-  (attribute: AssetAttribute) =>
-  (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: directoryOf(request) });
-
-export const access = (attribute: AssetAttribute) => ({ access: { need: directoryNeed(attribute) } });
+export const access = (attribute: FeedAttribute) => ({ access: { need: needOnRequestFeed(attribute, directoryOf) } });
 
 /** Where this caller downloads the directory's files: WHARF_BASE_URL or the request's host (docs/compat.md 4.1 `content`). */
 export const contentBaseFor = (request: FastifyRequest, config: Config, directory: Feed) =>

@@ -1,5 +1,5 @@
 import { DomainError } from "../../domain/errors.js";
-import { type AccessNeed, MANAGE_CONNECTORS } from "../../domain/principal.js";
+import { type AccessNeed, MANAGE_CONNECTORS, needOnFeed } from "../../domain/principal.js";
 import type { FeedDraft } from "./feed-settings.js";
 
 /**
@@ -39,7 +39,7 @@ export async function checkFeedGroup(
     if (group === undefined) continue;
     // No feed id: a grant on this feed alone does not count, only global and feed-group ones.
     const scope = { id: undefined, name: draft.name, group };
-    if (!(await caller.can({ api: "feeds", attribute: "Admin_ManageFeed", feed: scope }))) {
+    if (!(await caller.can(needOnFeed("Admin_ManageFeed", scope)))) {
       throw new DomainError(
         "forbidden",
         "FEED_GROUP_FORBIDDEN",

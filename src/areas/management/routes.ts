@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AccessNeed, FeedScope } from "../../domain/principal.js";
+import { type FeedScope, needOnFeed } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
 import { requestBaseUrl } from "../../http/base-url.js";
+import { needOnRequestFeed } from "../../http/feed-access.js";
 import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import type { FeedCaller } from "./feed-caller.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
@@ -22,16 +23,6 @@ import type { FeedService } from "./service.js";
 const PREFIX = "/api/management/feeds";
 const TAGS = ["feeds"];
 
-const viewNeed = (feed?: AccessNeed["feed"]): AccessNeed => ({
-  api: "feeds",
-  attribute: "Feeds_ViewFeed",
-  ...(feed === undefined ? {} : { feed }),
-});
-const manageNeed = (feed?: string): AccessNeed => ({
-  api: "feeds",
-  attribute: "Admin_ManageFeed",
-  ...(feed === undefined ? {} : { feed }),
-});
 const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
 /** A feed already read needs no second lookup to be checked against. */
 const scopeOf = (feed: Feed): FeedScope => ({ id: feed.id, name: feed.name, group: feed.feedGroup });
@@ -43,7 +34,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   const present = async (request: FastifyRequest, feed: Feed) => {
-    const canPublish = await request.can({ api: "feeds", attribute: "Feeds_AddPackage", feed: scopeOf(feed) });
+    const canPublish = await request.can(needOnFeed("Feeds_AddPackage", scopeOf(feed)));
     return feeds.present(feed, { requestBaseUrl: requestBaseUrl(request), canPublish });
   };
 
@@ -61,7 +52,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       body: feedInputSchema.nullish(),
       response: { 201: feedSchema, ...errors, 409: errorText, 415: errorText, 422: errorText },
     },
-    config: { access: { need: manageNeed() } },
+    config: { access: { need: needOnFeed("Admin_ManageFeed") } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const feed = await feeds.createFeed(request.body ?? {}, callerOf(request));
@@ -80,7 +71,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       querystring: managementQuery,
       response: { 200: feedSchema, ...errors },
     },
-    config: { access: { need: (request) => viewNeed(nameOf(request)) } },
+    config: { access: { need: needOnRequestFeed("Feeds_ViewFeed", nameOf) } },
     handler: async (request, reply) => {
       const feed = await feeds.getFeed(request.params.name);
       return sendJson(reply, 200, feedSchema, await present(request, feed), wantsIndent(request.query));
@@ -101,7 +92,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     handler: async (request, reply) => {
       const visible = [];
       for (const feed of await feeds.listFeeds()) {
-        if (await request.can(viewNeed(scopeOf(feed)))) visible.push(await present(request, feed));
+        if (await request.can(needOnFeed("Feeds_ViewFeed", scopeOf(feed)))) visible.push(await present(request, feed));
       }
       return sendJson(reply, 200, z.array(feedSchema), visible, wantsIndent(request.query));
     },
@@ -123,7 +114,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       body: feedInputSchema.nullish(),
       response: { 200: feedSchema, ...errors, 409: errorText, 415: errorText, 422: errorText },
     },
-    config: { access: { need: (request) => manageNeed(nameOf(request)) } },
+    config: { access: { need: needOnRequestFeed("Admin_ManageFeed", nameOf) } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const input = request.body ?? {};
@@ -131,7 +122,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       // A name is what clients' URLs point at, and no feed holds a free one: taking it needs the
       // right to manage feeds in general, not only this one (keys and grants follow the feed's id).
       if (typeof newName === "string" && newName.toLowerCase() !== request.params.name.toLowerCase()) {
-        await request.authorize(manageNeed(newName));
+        await request.authorize(needOnFeed("Admin_ManageFeed", newName));
       }
       const feed = await feeds.updateFeed(request.params.name, input, callerOf(request));
       return sendJson(reply, 200, feedSchema, await present(request, feed), wantsIndent(request.query));
@@ -151,7 +142,7 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
       querystring: managementQuery,
       response: { 200: z.void().describe("Empty body"), ...errors },
     },
-    config: { access: { need: (request) => manageNeed(nameOf(request)) } },
+    config: { access: { need: needOnRequestFeed("Admin_ManageFeed", nameOf) } },
     handler: async (request, reply) => {
       await feeds.deleteFeed(request.params.name);
       return reply.code(200).send();

@@ -2,7 +2,8 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
-import type { AccessNeed } from "../../domain/principal.js";
+import { needOnFeed } from "../../domain/principal.js";
+import { needOnRequestFeed } from "../../http/feed-access.js";
 import { param } from "../../http/params.js";
 import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import {
@@ -49,13 +50,12 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (
       const indent = wantsIndent(request.query);
       const feed = feedOf(request.query);
       if (feed !== undefined) {
-        await request.authorize({ api: "feeds", attribute: "Feeds_ViewFeed", feed });
+        await request.authorize(needOnFeed("Feeds_ViewFeed", feed));
         return sendJson(reply, 200, storageConfigSchema, await feeds.getStorage(feed), indent);
       }
       // Static facts about this server, no feed data: any caller who proved who they are may read
       // them; Anonymous only with a global view grant, so a locked-down server tells strangers nothing.
-      if (request.principal.type === "anonymous")
-        await request.authorize({ api: "feeds", attribute: "Feeds_ViewFeed" });
+      if (request.principal.type === "anonymous") await request.authorize(needOnFeed("Feeds_ViewFeed"));
       return sendJson(reply, 200, storageTypesSchema, [...feeds.storageTypes()], indent);
     },
   });
@@ -80,14 +80,7 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (
         415: errorText,
       },
     },
-    config: {
-      access: {
-        need: (request): AccessNeed => {
-          const feed = feedOf(request.query);
-          return { api: "feeds", attribute: "Admin_ManageFeed", ...(feed === undefined ? {} : { feed }) };
-        },
-      },
-    },
+    config: { access: { need: needOnRequestFeed("Admin_ManageFeed", (request) => feedOf(request.query)) } },
     preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const feed = feedOf(request.query);

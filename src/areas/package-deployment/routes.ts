@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
+import { needOnFeed } from "../../domain/principal.js";
 import { countParam, param, type QueryLike } from "../../http/params.js";
 import { parseDeploymentInput } from "./fields.js";
 import { MAX_RAW_FORM_BYTES, readDeploymentFields } from "./request-body.js";
@@ -39,7 +40,7 @@ async function authorizeOnFeed(
   feed: string,
 ): Promise<void> {
   if (await request.can({ api: "package-deployment", attribute, feed })) return;
-  await request.authorize({ api: "feeds", attribute, feed });
+  await request.authorize(needOnFeed(attribute, feed));
 }
 
 function requiredParam(query: QueryLike, ...names: [string, ...string[]]): string {

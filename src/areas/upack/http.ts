@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
-import type { AccessNeed } from "../../domain/principal.js";
+import type { FeedAttribute } from "../../domain/principal.js";
 import { errorText } from "../../http/errors.js";
+import { needOnRequestFeed } from "../../http/feed-access.js";
 
 /** What every `/upack/:feed/...` route shares (write, import, read and download routes): its parameter, needs and documentation pieces. */
 export const TAGS = ["universal feed"];
@@ -10,9 +11,5 @@ export const errors = { 400: errorText, 401: errorText, 403: errorText, 404: err
 
 export const feedOf = (request: FastifyRequest) => (request.params as { feed: string }).feed;
 
-export type FeedAttribute = "Feeds_ViewFeed" | "Feeds_DownloadPackage" | "Feeds_AddPackage" | "Feeds_DeletePackage";
-
 /** The feed privilege a route needs, on the feed its URL names (docs/compat.md 2.14). */
-export const feedNeed =
-  (attribute: FeedAttribute) =>
-  (request: FastifyRequest): AccessNeed => ({ api: "feeds", attribute, feed: feedOf(request) });
+export const feedNeed = (attribute: FeedAttribute) => needOnRequestFeed(attribute, feedOf);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { parseAssetPath } from "../../../domain/asset-path.js";
 import { invalid } from "../../../domain/errors.js";
+import { needOnFeed } from "../../../domain/principal.js";
 import { param, parseBoolean, type QueryLike } from "../../../http/params.js";
 import { rawUploadBody } from "../../../http/upload-body.js";
 import { archiveFormatOf, sendFolderExport } from "./reply.js";
@@ -66,7 +67,7 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
     const overwrite = parseBoolean(param(query, "overwrite"), false);
     const body = rawUploadBody(request, config.maxUploadBytes);
     if (body === undefined) throw invalid("ARCHIVE_REQUIRED", "Send the archive to import as the request body.");
-    const mayReplace = () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: directory.name });
+    const mayReplace = () => request.can(needOnFeed("Feeds_OverwritePackage", directory.name));
     const result = await archives.import(directory, folder, body, { format, overwrite, mayReplace });
     return reply.code(200).send(result);
   };

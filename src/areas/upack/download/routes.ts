@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { invalid } from "../../../domain/errors.js";
+import { needOnFeed } from "../../../domain/principal.js";
 import { attachment } from "../../../http/content-disposition.js";
 import { hasParam, param, type QueryLike } from "../../../http/params.js";
 import { queryDoc } from "../../../http/query-doc.js";
@@ -104,7 +105,7 @@ async function afterRemoteDownload(
 function pullOptions(request: FastifyRequest, feed: { name: string }): PullOptions {
   return {
     principal: request.principal,
-    canPull: () => request.can({ api: "feeds", attribute: "Feeds_PullPackage", feed: feed.name }),
+    canPull: () => request.can(needOnFeed("Feeds_PullPackage", feed.name)),
     log: request.log,
   };
 }

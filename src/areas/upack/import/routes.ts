@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { invalid } from "../../../domain/errors.js";
+import { needOnFeed } from "../../../domain/principal.js";
 import { isPlainObject } from "../../../domain/upack-manifest.js";
 import { requireJsonBody } from "../../../http/json-reply.js";
 import { param, parseBoolean } from "../../../http/params.js";
@@ -63,7 +64,7 @@ export const upackImportRoutes: FastifyPluginAsync<UpackImportOptions> = async (
       const target = {
         feedId: feed.id,
         principal: request.principal,
-        canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
+        canOverwrite: () => request.can(needOnFeed("Feeds_OverwritePackage", feed.name)),
         deleteFromSource: input.deleteFromSource,
       };
       const outcome =
@@ -89,9 +90,9 @@ async function fromAssetDirectory(
   imports: UpackImportService,
   command: AssetImport,
 ): Promise<ImportOutcome> {
-  await request.authorize({ api: "feeds", attribute: "Feeds_DownloadPackage", feed: command.directory });
+  await request.authorize(needOnFeed("Feeds_DownloadPackage", command.directory));
   if (command.deleteFromSource) {
-    await request.authorize({ api: "feeds", attribute: "Feeds_DeletePackage", feed: command.directory });
+    await request.authorize(needOnFeed("Feeds_DeletePackage", command.directory));
   }
   return imports.fromAssetDirectory(command);
 }
