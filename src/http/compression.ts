@@ -22,6 +22,10 @@ import { isCompressedContent } from "../domain/compressed-content.js";
  * same strong tag on two encodings would let If-Range resume a gzip download with identity bytes
  * (RFC 9110 8.8.3). Request bodies are never decoded (no Content-Encoding on uploads: a small
  * gzip body could expand past every size check made on the bytes received).
+ *
+ * No response today holds a secret beside text an attacker chooses (BREACH): an API key is shown
+ * once, in an answer nobody can make again. Pages with CSRF tokens will have to mask them per
+ * response, or set `compress: false` on their routes.
  */
 export interface CompressionSettings {
   /** Smallest body worth encoding, in bytes. */
