@@ -100,6 +100,10 @@ const hello = (_req: IncomingMessage, res: ServerResponse) => {
   res.writeHead(200, { "content-type": "text/plain", "x-test": "yes" }).end("hello");
 };
 
+/**
+ * Every response body is read or discarded, as GuardedResponse.body asks: one left alone fails when
+ * its deadline passes, after its test, in whatever file the worker runs next (test isolation is off).
+ */
 function guard(options: Partial<GuardedFetchOptions> = {}) {
   return createGuardedFetch({
     allowPrivate: false,
@@ -143,7 +147,9 @@ describe("guarded fetch: address policy", () => {
   it("lets allowLoopback default to allowPrivate", async () => {
     const server = await startServer(hello);
     const fetch = createGuardedFetch({ allowPrivate: true, timeoutMs: 2000, maxBytes: 10, maxRedirects: 0 });
-    expect((await fetch(`${server.origin}/`)).status).toBe(200);
+    const response = await fetch(`${server.origin}/`);
+    expect(response.status).toBe(200);
+    response.discard();
   });
 
   it.each([
@@ -257,6 +263,7 @@ describe("guarded fetch: redirects", () => {
   it.each([301, 302, 303, 307, 308])("follows %i with a GET", async (status) => {
     const server = await redirectingTo(() => "/final", status);
     const response = await guard()(`${server.origin}/start`);
+    response.discard();
     expect(response.status).toBe(200);
     expect(response.url).toBe(`${server.origin}/final`);
     expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual(["GET /start", "GET /final"]);
@@ -290,6 +297,7 @@ describe("guarded fetch: redirects", () => {
       else res.writeHead(302, { location: `/${left - 1}` }).end();
     });
     const response = await guard({ maxRedirects: 3 })(`${server.origin}/3`);
+    response.discard();
     expect(response.url).toBe(`${server.origin}/0`);
     const error = await failure(guard({ maxRedirects: 3 })(`${server.origin}/4`));
     expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_TOO_MANY_REDIRECTS" });
@@ -306,9 +314,9 @@ describe("guarded fetch: redirects", () => {
       else res.writeHead(302, { location: `${other.origin}/final` }).end();
     });
     const headers = { Authorization: "Bearer t", Cookie: "c=1", "X-ApiKey": "k", "X-Other": "o" };
-    await guard()(`${first.origin}/same`, { headers });
+    (await guard()(`${first.origin}/same`, { headers })).discard();
     expect(first.requests[1]?.headers).toMatchObject({ authorization: "Bearer t", cookie: "c=1", "x-apikey": "k" });
-    await guard()(`${first.origin}/away`, { headers });
+    (await guard()(`${first.origin}/away`, { headers })).discard();
     const seen = other.requests[0]?.headers;
     expect(seen?.["x-other"]).toBe("o");
     expect(seen?.authorization ?? seen?.cookie ?? seen?.["x-apikey"]).toBeUndefined();
