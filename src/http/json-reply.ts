@@ -1,9 +1,10 @@
+import { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { DomainError } from "../domain/errors.js";
 import { hasParam, param, parseBoolean } from "./params.js";
 
-/** JSON replies and bodies of the management APIs (feeds, storage, connectors). */
+/** JSON replies, and the guard of every route whose body must be JSON. */
 
 /** `?indent`, `?indent=true`, `?Indent=1` pretty-print; `?indent=false` does not (old feed-management doc). */
 export function wantsIndent(query: unknown): boolean {
@@ -26,11 +27,12 @@ export function sendJson<T>(reply: FastifyReply, status: number, schema: z.ZodTy
 
 /**
  * Bodies arrive through a catch-all parser as a raw stream when they are not JSON or a form
- * (http/body-parsers.ts); such a body cannot be a feed or a connector, and must not be mistaken for an object.
+ * (http/body-parsers.ts); such a body cannot be a feed, a connector, a user or any other object a
+ * route reads, and must not be mistaken for one: 415 JSON_REQUIRED. A preValidation hook, or
+ * called first in a handler.
  */
 export async function requireJsonBody(request: FastifyRequest): Promise<void> {
-  const body = request.body as { pipe?: unknown } | null | undefined;
-  if (body && typeof body.pipe === "function") {
+  if (request.body instanceof Readable) {
     throw new DomainError(
       "unsupported",
       "JSON_REQUIRED",

@@ -258,6 +258,29 @@ describe("tasks, attributes and permissions", () => {
     expect((await tasks()).filter((task) => task.builtIn)).toHaveLength(4);
   });
 
+  it("refuses a body that is not JSON on every security route that reads one (415), and stores nothing", async () => {
+    const before = { tasks: await tasks(), permissions: await permissions() };
+    for (const url of [
+      "/api/api-keys/create",
+      "/api/security/users/add",
+      "/api/security/users/edit",
+      "/api/security/groups/add",
+      "/api/security/tasks/add",
+      "/api/security/permissions/add",
+    ]) {
+      const res = await t.app.inject({
+        method: "POST",
+        url,
+        headers: { ...admin(), "content-type": "text/plain" },
+        payload: "name=Raw&task=Administer&user=dave",
+      });
+      expect(res.statusCode, url).toBe(415);
+      expect(res.headers["x-wharf-error"], url).toBe("JSON_REQUIRED");
+      expect(res.body, url).toBe("Send the request body as JSON (Content-Type: application/json).");
+    }
+    expect({ tasks: await tasks(), permissions: await permissions() }).toEqual(before);
+  });
+
   it("closes every security route to anonymous callers (401) and to non-administrators (403)", async () => {
     const routes: { method: "GET" | "POST" | "DELETE"; url: string; payload?: object }[] = [
       { method: "GET", url: "/api/security/users/list" },

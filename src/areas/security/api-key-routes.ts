@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { requireJsonBody } from "../../http/json-reply.js";
 import type { ApiKeyService } from "./api-key-service.js";
-import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredId, WRITE_METHODS } from "./http.js";
+import { AUTH_ERRORS, DELETE_METHODS, requiredId, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import { apiKeyInfoSchema, apiKeyInputSchema, emptyBody, errorText, idQuery } from "./schemas.js";
 
@@ -42,7 +43,7 @@ export const apiKeyRoutes: FastifyPluginAsync<{ apiKeys: ApiKeyService }> = asyn
       response: { 201: apiKeyInfoSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText, 415: errorText },
     },
     config: { access: { need: ADMINISTER } },
-    preValidation: rejectRawBody,
+    preValidation: requireJsonBody,
     handler: async (request, reply) => {
       const created = await apiKeys.create(request.body ?? {});
       return reply.code(201).send(created);

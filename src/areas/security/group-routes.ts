@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
+import { requireJsonBody } from "../../http/json-reply.js";
+import { AUTH_ERRORS, DELETE_METHODS, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import { emptyBody, errorText, groupInputSchema, groupSchema } from "./schemas.js";
 import type { UserService } from "./user-service.js";
@@ -48,7 +49,7 @@ export const groupRoutes: FastifyPluginAsync<{ users: UserService }> = async (ap
       response: { 200: groupSchema, 400: errorText, ...AUTH_ERRORS, 415: errorText },
     },
     config: { access },
-    preValidation: rejectRawBody,
+    preValidation: requireJsonBody,
     handler: async (request) => users.saveGroup(request.body ?? {}),
   });
 

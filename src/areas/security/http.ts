@@ -1,5 +1,5 @@
+import { Readable } from "node:stream";
 import type { FastifyRequest } from "fastify";
-import { DomainError } from "../../domain/errors.js";
 import { param, type QueryLike } from "../../http/params.js";
 import { errorText } from "./schemas.js";
 import { fieldError } from "./validation.js";
@@ -12,20 +12,6 @@ export const DELETE_METHODS: ("POST" | "DELETE")[] = ["POST", "DELETE"];
 /** Create/add endpoints: POST as documented, PUT as some scripts send. */
 export const WRITE_METHODS: ("POST" | "PUT")[] = ["POST", "PUT"];
 export const AUTH_ERRORS = { 401: errorText, 403: errorText } as const;
-
-/**
- * A body that is not JSON or a form arrives as a raw stream (http/body-parsers.ts): it cannot be
- * one of this area's objects, and must not be mistaken for one.
- */
-export async function rejectRawBody(request: FastifyRequest): Promise<void> {
-  if (isStream(request.body)) {
-    throw new DomainError(
-      "unsupported",
-      "JSON_REQUIRED",
-      "Send the request body as JSON (Content-Type: application/json).",
-    );
-  }
-}
 
 /**
  * A parameter from the query string, else from a JSON or form body; names matched
@@ -47,10 +33,6 @@ export function requiredId(request: FastifyRequest, field: string, ...names: str
 
 function bodyObject(request: FastifyRequest): QueryLike {
   const body = request.body;
-  if (!body || typeof body !== "object" || Array.isArray(body) || isStream(body)) return undefined;
+  if (!body || typeof body !== "object" || Array.isArray(body) || body instanceof Readable) return undefined;
   return body as Record<string, unknown>;
-}
-
-function isStream(body: unknown): boolean {
-  return !!body && typeof (body as { pipe?: unknown }).pipe === "function";
 }

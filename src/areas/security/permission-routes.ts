@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredId, TAGS, WRITE_METHODS } from "./http.js";
+import { requireJsonBody } from "../../http/json-reply.js";
+import { AUTH_ERRORS, DELETE_METHODS, requiredId, TAGS, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import type { PermissionService } from "./permission-service.js";
 import { emptyBody, errorText, permissionInputSchema, permissionSchema } from "./schemas.js";
@@ -44,7 +45,7 @@ export const permissionRoutes: FastifyPluginAsync<{ permissions: PermissionServi
       response: { 200: permissionSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText, 415: errorText },
     },
     config: { access },
-    preValidation: rejectRawBody,
+    preValidation: requireJsonBody,
     handler: async (request) => permissions.addPermission(request.body ?? {}),
   });
 

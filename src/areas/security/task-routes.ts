@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
+import { requireJsonBody } from "../../http/json-reply.js";
+import { AUTH_ERRORS, DELETE_METHODS, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import type { PermissionService } from "./permission-service.js";
 import { attributeSchema, emptyBody, errorText, taskInputSchema, taskSchema } from "./schemas.js";
@@ -41,7 +42,7 @@ export const taskRoutes: FastifyPluginAsync<{ permissions: PermissionService }> 
       response: { 200: taskSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText, 415: errorText },
     },
     config: { access },
-    preValidation: rejectRawBody,
+    preValidation: requireJsonBody,
     handler: async (request) => permissions.addTask(request.body ?? {}),
   });
 

@@ -2,7 +2,8 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { param, type QueryLike } from "../../http/params.js";
-import { AUTH_ERRORS, DELETE_METHODS, rejectRawBody, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
+import { requireJsonBody } from "../../http/json-reply.js";
+import { AUTH_ERRORS, DELETE_METHODS, requiredParam, TAGS, WRITE_METHODS } from "./http.js";
 import { ADMINISTER } from "./model.js";
 import { emptyBody, errorText, searchQuery, userInputSchema, userSchema } from "./schemas.js";
 import type { UserService } from "./user-service.js";
@@ -42,7 +43,7 @@ export const userRoutes: FastifyPluginAsync<{ users: UserService }> = async (app
       response: { 200: userSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText, 415: errorText },
     },
     config: { access },
-    preValidation: rejectRawBody,
+    preValidation: requireJsonBody,
     handler: async (request) => users.addUser(request.body ?? {}),
   });
 
@@ -60,7 +61,7 @@ export const userRoutes: FastifyPluginAsync<{ users: UserService }> = async (app
         response: { 200: userSchema, 400: errorText, ...AUTH_ERRORS, 404: errorText, 415: errorText },
       },
       config: { access },
-      preValidation: rejectRawBody,
+      preValidation: requireJsonBody,
       handler: async (request) => users.editUser(request.body ?? {}),
     });
   }
