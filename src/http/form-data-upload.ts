@@ -132,7 +132,7 @@ export async function readFormDataUpload<T>(
         await options.store({
           index: files.length,
           fieldName: part.fieldname,
-          fileName: part.filename,
+          fileName: part.filename ?? "",
           contentType: part.mimetype === "application/octet-stream" ? undefined : part.mimetype,
           stream: part.file,
           digests: options.digests,

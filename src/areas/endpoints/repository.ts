@@ -43,11 +43,16 @@ export interface FileWrite {
   readonly now: string;
 }
 
-/** Many writes at once (archive imports), all with one time. */
+/** Many writes at once (archive imports, form uploads), all with one time. */
 export interface WriteBatch {
   readonly folders: readonly AssetPath[];
   readonly files: ReadonlyArray<Omit<FileWrite, "now">>;
   readonly now: string;
+  /**
+   * A file that exists in "create" mode is left as it is and counted as kept (an import with
+   * `overwrite=false`), rather than refusing the whole batch (a PUT of several files).
+   */
+  readonly keepExisting: boolean;
 }
 
 export interface MetadataWrite {
@@ -73,7 +78,8 @@ export interface AssetRepository {
   /**
    * Creates the folders and stores the files (with missing parents) in one transaction, each
    * folder above them looked up once. A file that exists in "create" mode is left as it is and
-   * counted as kept; any other refusal rolls the whole batch back. Returns the replaced contents.
+   * counted as kept when `keepExisting`; any other refusal rolls the whole batch back. Returns the
+   * replaced contents.
    */
   writeBatch(feedId: number, batch: WriteBatch): Promise<{ kept: number; replaced: StoredContent[] }>;
   /** Creates the folder and missing parents; an existing folder is not an error, a file is (400). */
@@ -251,7 +257,7 @@ export function createAssetRepository(db: Db): AssetRepository {
         const stored = storeFile(feedId, { ...write, now: batch.now });
         if (stored.replaced !== undefined) replaced.push(stored.replaced);
       } catch (error) {
-        if (!(error instanceof DomainError && error.code === "ASSET_EXISTS")) throw error;
+        if (!(batch.keepExisting && error instanceof DomainError && error.code === "ASSET_EXISTS")) throw error;
         kept += 1;
       }
     }

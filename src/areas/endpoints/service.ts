@@ -71,6 +71,19 @@ export interface AssetService {
     held: HeldContent,
     options: { contentType: string | undefined; mode: WriteMode; mayReplace: boolean },
   ): Promise<AssetItem>;
+  /**
+   * putStoredFile for several files at once (a form upload), in one transaction: every file is
+   * stored, or none (each with `mode`'s rule). The held contents are released either way.
+   */
+  putStoredFiles(
+    directory: Feed,
+    files: ReadonlyArray<{
+      readonly path: AssetPath;
+      readonly held: HeldContent;
+      readonly contentType: string | undefined;
+    }>,
+    options: { mode: WriteMode; mayReplace: boolean },
+  ): Promise<AssetItem[]>;
   /** Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. */
   delete(directory: Feed, path: AssetPath, options: { recursive: boolean; filesOnly: boolean }): Promise<void>;
   /** Items of a folder ('' = root); a missing folder gives [] (docs/compat.md 4.3). */
@@ -192,6 +205,11 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     return { content, release };
   }
 
+  async function releaseContents(held: readonly HeldContent[]): Promise<void> {
+    for (const { release } of held) release();
+    for (const { content } of held) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+  }
+
   async function putStoredFile(
     directory: Feed,
     path: AssetPath,
@@ -257,6 +275,31 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
 
     putStoredFile,
 
+    async putStoredFiles(directory, files, options) {
+      const held = files.map((file) => file.held);
+      let written: { readonly replaced: readonly StoredContent[] };
+      try {
+        written = await repository.writeBatch(directory.id, {
+          folders: [],
+          files: files.map((file) => ({
+            path: file.path,
+            content: file.held.content,
+            contentType: file.contentType,
+            ...options,
+          })),
+          now: now(),
+          keepExisting: false,
+        });
+      } catch (error) {
+        await releaseContents(held);
+        throw error;
+      }
+      // Released first: a blob still held is never discarded.
+      for (const { release } of held) release();
+      for (const content of written.replaced) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      return Promise.all(files.map(({ path }) => getItem(directory, path)));
+    },
+
     async delete(directory, path, options) {
       const { contents } = await repository.delete(directory.id, path, options);
       for (const content of contents) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
@@ -274,15 +317,17 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
 
     async writeStoredFiles(directory, batch, options) {
       const files = batch.files.map(({ path, content }) => ({ path, content, contentType: undefined, ...options }));
-      const written = await repository.writeBatch(directory.id, { folders: batch.folders, files, now: now() });
+      const written = await repository.writeBatch(directory.id, {
+        folders: batch.folders,
+        files,
+        now: now(),
+        keepExisting: true,
+      });
       for (const content of written.replaced) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
       return { stored: files.length - written.kept, kept: written.kept };
     },
 
-    async releaseContents(held) {
-      for (const { release } of held) release();
-      for (const { content } of held) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
-    },
+    releaseContents,
 
     async updateMetadata(directory, path, input) {
       const item = await getItem(directory, path);
