@@ -50,7 +50,7 @@ export interface FormDataUpload<T> {
  * routes) read `multipart/form-data` bodies as forms, streamed part by part (docs/STYLE.md "HTTP"),
  * each file part at most `maxFileBytes`. Other types stay raw bodies. A body labelled
  * `multipart/form-data` with no boundary cannot be a form: it is read as an unlabelled raw body,
- * as before forms were parsed (ProGetAutomation labels raw bodies so, docs/clients.md 3.8).
+ * as before forms were parsed (ProGetAutomation labels a raw archive so, docs/clients.md 3.9).
  */
 export async function acceptFormDataUploads(scope: FastifyInstance, maxFileBytes: number): Promise<void> {
   await scope.register(multipart, {

@@ -118,6 +118,13 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
     expect((listing.json() as Array<{ name: string }>).map((item) => item.name).sort()).toEqual(["one.txt", "two.txt"]);
   });
 
+  it("keeps a filename outside ASCII as sent (curl and browsers send its UTF-8 bytes)", async () => {
+    const res = await sendForm(`/endpoints/${dir}/content/intl/`, [filePart("résumé-日本.txt", "utf-8")]);
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ name: "résumé-日本.txt", parent: "intl" });
+    expect((await get(`/endpoints/${dir}/content/intl/${encodeURIComponent("résumé-日本.txt")}`)).body).toBe("utf-8");
+  });
+
   it("keeps PUT's and PATCH's rules for every file, and stores none when one is refused", async () => {
     expect((await putAsset(t, dir, "box/old.txt", "old")).statusCode).toBe(201);
     const before = { items: itemCount(), blobs: (await blobs()).length };
