@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import { invalid } from "../../../domain/errors.js";
+import { needOnFeed } from "../../../domain/principal.js";
 import { isPlainObject } from "../../../domain/upack-manifest.js";
 import { acceptFormDataUploads, isFormDataUpload, readFormDataUpload } from "../../../http/form-data-upload.js";
 import { rawUploadBody } from "../../../http/upload-body.js";
@@ -75,7 +76,7 @@ export async function receivePackageUploads(
   const target = {
     feedId: feed.id,
     principal: request.principal,
-    canOverwrite: () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: feed.name }),
+    canOverwrite: () => request.can(needOnFeed("Feeds_OverwritePackage", feed.name)),
   };
   const digests = claimedDigests(request.headers);
 
