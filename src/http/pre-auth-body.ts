@@ -94,14 +94,16 @@ async function refusal(request: FastifyRequest, maxBytes: number): Promise<Domai
     return new DomainError(
       "unauthenticated",
       "AUTHENTICATION_REQUIRED",
-      `Authentication is required. A key inside a JSON or form body is read only from bodies of up to ${maxBytes} bytes: ` +
+      "Authentication is required. A key inside a JSON or form body is read only from bodies of up to " +
+        `${maxBytes} bytes (WHARF_PRE_AUTH_BODY_BYTES): ` +
         "send it in the X-ApiKey header or as Basic credentials.",
     );
   }
   return new DomainError(
     "too_large",
     "PRE_AUTH_BODY_TOO_LARGE",
-    `Without credentials in its headers, a request may send at most ${maxBytes} bytes of JSON or form body: ` +
+    `Without credentials in its headers, a request may send at most ${maxBytes} bytes of JSON or form body ` +
+      "(WHARF_PRE_AUTH_BODY_BYTES): " +
       "send the key in the X-ApiKey header or as Basic credentials to send more.",
   );
 }

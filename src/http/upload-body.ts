@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { DomainError } from "../domain/errors.js";
+import { uploadTooLarge } from "../domain/upload-limit.js";
 
 /**
  * Upload bodies arrive as the raw stream handed over by the catch-all parser (body-parsers.ts).
@@ -15,7 +15,7 @@ export function rawUploadBody(
 ): (() => Readable) | undefined {
   const length = Number(request.headers["content-length"] ?? "0");
   if (length > maxBytes) {
-    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+    throw uploadTooLarge(maxBytes);
   }
   const chunked = request.headers["transfer-encoding"] !== undefined;
   // An empty body declared as a zip is a (broken) package, not "no body": its error says so.

@@ -23,6 +23,12 @@ export interface GuardedFetchOptions {
   readonly userAgent?: string;
   /** Replaces system DNS (tests); every address it returns is still classified. */
   readonly resolve?: ResolveHost;
+  /**
+   * The settings timeoutMs and maxBytes come from (WHARF_FETCH_TIMEOUT_MS, WHARF_FETCH_MAX_BYTES),
+   * named in the errors they cause so that an administrator knows what would change them; absent
+   * when the caller's own bound applies (a connector's timeout).
+   */
+  readonly settings?: { readonly timeout?: string; readonly maxBytes?: string };
   /** HTTP_PROXY, HTTPS_PROXY and NO_PROXY as config.ts read them; absent: every fetch is direct. */
   readonly proxy?: ProxySettings | undefined;
 }
@@ -33,6 +39,9 @@ export interface GuardedFetchOptions {
  * CDN, few enough to stay cheap.
  */
 export const MAX_REDIRECTS = 5;
+
+/** The settings of a fetch bounded by the server-wide WHARF_FETCH_* values (content-url, virtual sources, plans). */
+export const FETCH_SETTINGS = { timeout: "WHARF_FETCH_TIMEOUT_MS", maxBytes: "WHARF_FETCH_MAX_BYTES" } as const;
 
 export interface GuardedFetchInit {
   readonly headers?: Readonly<Record<string, string>>;
@@ -158,7 +167,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       new DomainError(
         "gateway_timeout",
         "FETCH_TIMEOUT",
-        `Fetching from ${firstHost} timed out after ${timeoutMs} ms.`,
+        `Fetching from ${firstHost} timed out after ${timeoutMs} ms${named(options.settings?.timeout)}.`,
       );
     const deadline = startDeadline(timeoutMs, timedOut, init.signal);
     // identity: a compressed body would slip a decompression bomb past maxBytes downstream.
@@ -176,7 +185,8 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         const response = await sendGet(dispatcher, url, headers, deadline.signal);
         const { status } = response;
         const location = REDIRECT_STATUSES.has(status) ? response.headers.location : undefined;
-        if (location === undefined) return finish(response, url, maxBytes, deadline);
+        if (location === undefined)
+          return finish(response, url, { maxBytes, setting: options.settings?.maxBytes }, deadline);
         // Read to its end (it is short, or closed), so that the next hop can reuse the connection.
         await discardBody(response.body);
         if (hop >= maxRedirects) {
@@ -205,12 +215,18 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
  * Hands the final response over: refuses a declared length past the limit before reading, and
  * ties the body to the deadline so a stalled or endless body still ends at timeoutMs.
  */
-function finish(response: OutboundResponse, url: URL, maxBytes: number, deadline: Deadline): GuardedResponse {
+function finish(
+  response: OutboundResponse,
+  url: URL,
+  bound: { readonly maxBytes: number; readonly setting: string | undefined },
+  deadline: Deadline,
+): GuardedResponse {
   const host = url.hostname;
+  const { maxBytes } = bound;
   const declared = Number(response.headers["content-length"] ?? "");
   if (Number.isSafeInteger(declared) && declared > maxBytes) {
     dropBody(response.body);
-    throw tooLarge(host, maxBytes);
+    throw tooLarge(host, maxBytes, bound.setting);
   }
   const { signal } = deadline;
   if (signal.aborted) {
@@ -224,7 +240,7 @@ function finish(response: OutboundResponse, url: URL, maxBytes: number, deadline
   const body = boundBody(
     response.body,
     maxBytes,
-    () => tooLarge(host, maxBytes),
+    () => tooLarge(host, maxBytes, bound.setting),
     (error) => connectionFailed(host, error),
     () => {
       signal.removeEventListener("abort", onAbort);
@@ -261,6 +277,10 @@ async function vetProxy(
   }
 }
 
-function tooLarge(host: string, maxBytes: number): DomainError {
-  return new DomainError("too_large", "FETCH_TOO_LARGE", `The response from ${host} is larger than ${maxBytes} bytes.`);
+function tooLarge(host: string, maxBytes: number, setting: string | undefined): DomainError {
+  const message = `The response from ${host} is larger than ${maxBytes} bytes${named(setting)}.`;
+  return new DomainError("too_large", "FETCH_TOO_LARGE", message);
 }
+
+/** ` (WHARF_...)`: the setting behind a bound, when there is one. */
+const named = (setting: string | undefined) => (setting === undefined ? "" : ` (${setting})`);

@@ -33,6 +33,11 @@ export interface ArchiveLimits {
    * and as expanded data streams. Infinity for archives accepted before (stored packages).
    */
   readonly maxSeconds: number;
+  /**
+   * Whether maxEntries, maxRatio and maxSeconds are the administrator's WHARF_ARCHIVE_* settings
+   * (uploadArchiveLimits), which refusals then name; not for stored packages' fixed bounds.
+   */
+  readonly configured?: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -70,7 +75,15 @@ export function uploadArchiveLimits(settings: {
     maxEntries: settings.archiveMaxEntries,
     maxRatio: settings.archiveMaxRatio,
     maxSeconds: settings.archiveMaxSeconds,
+    configured: true,
   });
+}
+
+type ArchiveSetting = "WHARF_ARCHIVE_MAX_ENTRIES" | "WHARF_ARCHIVE_MAX_RATIO" | "WHARF_ARCHIVE_MAX_SECONDS";
+
+/** ` (WHARF_...)` when the bound is the administrator's setting: a refusal says what would change it. */
+export function settingOf(limits: ArchiveLimits, setting: ArchiveSetting): string {
+  return limits.configured === true ? ` (${setting})` : "";
 }
 
 /** uploadArchiveLimits with the defaults of config.ts, for callers and tests without a configuration. */
@@ -128,7 +141,8 @@ export function checkEntrySize(
   if (compressedSize !== undefined && size > RATIO_EXEMPT_BYTES && size > compressedSize * limits.maxRatio) {
     throw tooLarge(
       "ARCHIVE_RATIO_EXCEEDED",
-      `The archive entry ${JSON.stringify(name)} expands more than ${limits.maxRatio} times; it looks like a zip bomb.`,
+      `The archive entry ${JSON.stringify(name)} expands more than ${limits.maxRatio} times` +
+        `${settingOf(limits, "WHARF_ARCHIVE_MAX_RATIO")}; it looks like a zip bomb.`,
     );
   }
 }
@@ -156,7 +170,11 @@ export class EntryBudget {
   /** Refuses up front an archive that announces more entries than allowed. */
   expectEntries(count: number): void {
     if (count > this.limits.maxEntries) {
-      throw tooLarge("ARCHIVE_TOO_MANY_ENTRIES", `The archive has more than ${this.limits.maxEntries} entries.`);
+      const setting = settingOf(this.limits, "WHARF_ARCHIVE_MAX_ENTRIES");
+      throw tooLarge(
+        "ARCHIVE_TOO_MANY_ENTRIES",
+        `The archive has more than ${this.limits.maxEntries} entries${setting}.`,
+      );
     }
   }
 
@@ -169,7 +187,8 @@ export class EntryBudget {
     if (this.#bytes > RATIO_EXEMPT_BYTES && this.#bytes > archiveBytes * this.limits.maxRatio) {
       throw tooLarge(
         "ARCHIVE_RATIO_EXCEEDED",
-        `The archive expands more than ${this.limits.maxRatio} times (by the sizes it declares); it looks like a bomb.`,
+        `The archive expands more than ${this.limits.maxRatio} times${settingOf(this.limits, "WHARF_ARCHIVE_MAX_RATIO")} ` +
+          "(by the sizes it declares); it looks like a bomb.",
       );
     }
   }
@@ -183,7 +202,8 @@ export class EntryBudget {
       throw tooLarge(
         "ARCHIVE_TOO_SLOW",
         `The archive could not be read and checked within the ${this.#allowedSeconds.toFixed(1)} seconds allowed ` +
-          "for an archive of its size: it has too many entries or expands too much.",
+          `for an archive of its size${settingOf(this.limits, "WHARF_ARCHIVE_MAX_SECONDS")}: it has too many ` +
+          "entries or expands too much.",
       );
     }
   }

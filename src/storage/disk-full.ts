@@ -34,8 +34,9 @@ export function diskSpaceLow(freeBytes: number, minimumBytes: number): DomainErr
   return new DomainError(
     "insufficient_storage",
     "DISK_SPACE_LOW",
-    `The server's disk is nearly full (${freeBytes} bytes free, uploads need at least ${minimumBytes}): ` +
-      "the upload was not accepted. Free space (delete old versions) or add storage, then retry.",
+    `The server's disk is nearly full (${freeBytes} bytes free, uploads need at least ${minimumBytes}, ` +
+      "WHARF_MIN_FREE_DISK_BYTES): the upload was not accepted. Free space (delete old versions) or add " +
+      "storage, then retry.",
   );
 }
 

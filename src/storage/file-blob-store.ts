@@ -2,7 +2,8 @@ import { createHash, randomUUID } from "node:crypto";
 import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { DomainError, invalid } from "../domain/errors.js";
+import { invalid } from "../domain/errors.js";
+import { uploadTooLarge } from "../domain/upload-limit.js";
 import { BatchedWriter } from "./batched-writer.js";
 import type { BlobInfo, BlobReader, BlobStore, PutOptions, RandomAccessBlobs, TemporaryFiles } from "./blob-store.js";
 import { dataPaths } from "./data-paths.js";
@@ -218,7 +219,7 @@ async function writeHashed(
       size += chunk.length;
       // Failing here, before the chunk is written, stops an oversized upload at once.
       if (size > maxBytes) {
-        throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+        throw uploadTooLarge(maxBytes);
       }
       for (const [, hash] of hashes) hash.update(chunk);
       await writer.add(chunk);

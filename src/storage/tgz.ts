@@ -27,6 +27,7 @@ import {
   tooLarge,
   writeZipFile,
   zipMode,
+  settingOf,
 } from "./archives.js";
 
 const EMPTY = Buffer.alloc(0);
@@ -157,7 +158,8 @@ export function boundedGunzip(budget: EntryBudget): [Transform, Transform, Trans
     if (bytes > RATIO_EXEMPT_BYTES && bytes > compressed.bytes * limits.maxRatio) {
       throw tooLarge(
         "ARCHIVE_RATIO_EXCEEDED",
-        `The archive expands more than ${limits.maxRatio} times; it looks like a bomb.`,
+        `The archive expands more than ${limits.maxRatio} times${settingOf(limits, "WHARF_ARCHIVE_MAX_RATIO")}; ` +
+          "it looks like a bomb.",
       );
     }
   });

@@ -75,7 +75,7 @@ describe("bodies before authentication", () => {
       headers: { "content-type": "application/json" },
       payload: JSON.stringify({ Application_Count: 1, _pad: "x".repeat(100 * 1024) }),
     });
-    expectText(res, 413, "at most 65536 bytes", "X-ApiKey header");
+    expectText(res, 413, "at most 65536 bytes of JSON or form body (WHARF_PRE_AUTH_BODY_BYTES)", "X-ApiKey header");
     expect(res.headers["x-wharf-error"]).toBe("PRE_AUTH_BODY_TOO_LARGE");
   });
 

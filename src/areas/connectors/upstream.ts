@@ -2,7 +2,13 @@ import { PassThrough, type Readable } from "node:stream";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { exceedsJsonDepth } from "../../domain/json-depth.js";
-import { createGuardedFetch, type GuardedResponse, MAX_REDIRECTS, type ResolveHost } from "../../net/fetch-guard.js";
+import {
+  createGuardedFetch,
+  FETCH_SETTINGS,
+  type GuardedResponse,
+  MAX_REDIRECTS,
+  type ResolveHost,
+} from "../../net/fetch-guard.js";
 import { changeWatchOf, VersionedCache } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import { type CircuitBreaker, createCircuitBreaker } from "./circuit.js";
@@ -103,11 +109,12 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
   const watch = changeWatchOf(deps.db);
   const connectorLists = new VersionedCache<string, readonly Connector[]>(MAX_CONNECTOR_LISTS);
 
-  const guard = (timeoutMs: number, maxBytes: number) =>
+  const guard = (timeoutMs: number, maxBytes: number, maxBytesSetting?: string) =>
     createGuardedFetch({
       allowPrivate: config.fetchAllowPrivate,
       timeoutMs,
       maxBytes,
+      ...(maxBytesSetting === undefined ? {} : { settings: { maxBytes: maxBytesSetting } }),
       maxRedirects: MAX_REDIRECTS,
       proxy: config.outboundProxy,
       ...(deps.resolve ? { resolve: deps.resolve } : {}),
@@ -208,7 +215,11 @@ export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): Connecto
       const admission = circuit.admit(circuitKey, nowMs());
       if (!admission.admitted) throw circuitOpen(connector, admission);
       const timeoutMs = connector.timeoutSeconds * 1000;
-      const fetch = guard(Math.max(config.fetchTimeoutMs, DOWNLOAD_MIN_TOTAL_MS), config.fetchMaxBytes);
+      const fetch = guard(
+        Math.max(config.fetchTimeoutMs, DOWNLOAD_MIN_TOTAL_MS),
+        config.fetchMaxBytes,
+        FETCH_SETTINGS.maxBytes,
+      );
       // The guard's own bound covers the whole body; the connector's timeout bounds the wait for
       // the response head here, and every pause in the body below.
       const controller = new AbortController();

@@ -11,7 +11,7 @@ import {
   type JobRunner,
   type JobRunnerLogger,
 } from "../../jobs/runner.js";
-import { createGuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
+import { createGuardedFetch, FETCH_SETTINGS, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
@@ -106,6 +106,7 @@ export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRu
       timeoutMs: config.fetchTimeoutMs,
       maxBytes: config.fetchMaxBytes,
       maxRedirects: MAX_REDIRECTS,
+      settings: FETCH_SETTINGS,
       proxy: config.outboundProxy,
     }),
     fetchPackage: deps.fetchPackage,

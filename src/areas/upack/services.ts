@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 import { DomainError } from "../../domain/errors.js";
-import { createGuardedFetch, type GuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
+import { createGuardedFetch, FETCH_SETTINGS, type GuardedFetch, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import { uploadArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
@@ -46,6 +46,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     timeoutMs: config.fetchTimeoutMs,
     maxBytes: config.fetchMaxBytes,
     maxRedirects: MAX_REDIRECTS,
+    settings: FETCH_SETTINGS,
     proxy: config.outboundProxy,
   });
   const tempDir = dataPaths(config.dataDir).tmp;

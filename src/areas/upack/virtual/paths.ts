@@ -7,7 +7,7 @@ import { createHash, type Hash } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 import { conflict, DomainError } from "../../../domain/errors.js";
 import type { ArchiveLimits } from "../../../storage/archives.js";
-import { tooLarge } from "../../../storage/archives.js";
+import { settingOf, tooLarge } from "../../../storage/archives.js";
 
 /**
  * Paths already in the assembled archive. The current doc's rule applies: a file that "already
@@ -73,7 +73,8 @@ export class AssemblyBudget {
     if (this.#entries > this.limits.maxEntries) {
       throw tooLarge(
         "ARCHIVE_TOO_MANY_ENTRIES",
-        `The assembled package would have more than ${this.limits.maxEntries} entries.`,
+        `The assembled package would have more than ${this.limits.maxEntries} entries` +
+          `${settingOf(this.limits, "WHARF_ARCHIVE_MAX_ENTRIES")}.`,
       );
     }
     this.addBytes(name, size, size);

@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import type { Clock } from "../../../domain/clock.js";
 import { DomainError, invalid, notFound } from "../../../domain/errors.js";
+import { uploadTooLarge } from "../../../domain/upload-limit.js";
 import { parsePackagePath, quote } from "../../../domain/upack-manifest.js";
 import { canonicalVersion, formatVersion } from "../../../domain/upack-version.js";
 import type { ClaimedDigests } from "../../../http/upload-digests.js";
@@ -293,7 +294,7 @@ function decodeBase64(text: string, maxBytes: number): Buffer {
     throw invalid("INVALID_BASE64", "'content-b64' is not valid base64.");
   }
   if (Math.floor((compact.length * 3) / 4) - 2 > maxBytes) {
-    throw new DomainError("too_large", "UPLOAD_TOO_LARGE", `The upload exceeds the limit of ${maxBytes} bytes.`);
+    throw uploadTooLarge(maxBytes);
   }
   return Buffer.from(compact, "base64");
 }
