@@ -321,7 +321,7 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
       await expectRefused(
         await complete("gappy.bin", "nope"),
         "MULTIPART_UPLOAD_NOT_FOUND",
-        /'nope' was not found/,
+        /'nope' was not found in this asset directory \(unfinished uploads are removed after WHARF_MULTIPART_MAX_AGE_HOURS\)/,
         404,
       );
       await expectRefused(await complete("gappy.bin", ""), "MULTIPART_ARGUMENT_MISSING", /'id' is required/);

@@ -142,7 +142,8 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
     if (upload === undefined) {
       throw notFound(
         "MULTIPART_UPLOAD_NOT_FOUND",
-        `The multipart upload '${uploadKey}' was not found in this asset directory.`,
+        `The multipart upload '${uploadKey}' was not found in this asset directory (unfinished uploads are ` +
+          "removed after WHARF_MULTIPART_MAX_AGE_HOURS).",
       );
     }
     checkSamePath(upload, path);
