@@ -1,7 +1,13 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
 
+export interface ScryptParams {
+  readonly N: number;
+  readonly r: number;
+  readonly p: number;
+}
+
 /** scrypt parameters (OWASP minimum: N=2^17 is recommended for new systems, 2^15 keeps logins fast). */
-const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
+const PARAMS: ScryptParams = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 64;
 const MAX_MEMORY = 128 * PARAMS.N * PARAMS.r * 2;
 
@@ -13,11 +19,15 @@ function derive(password: string, salt: Buffer, options: ScryptOptions): Promise
   );
 }
 
-/** `scrypt$N$r$p$<salt base64>$<hash base64>`: parameters travel with the hash so they can be raised later. */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * `scrypt$N$r$p$<salt base64>$<hash base64>`: parameters travel with the hash so they can be raised
+ * later. `params` is for test fixtures only (a cheap hash for users a test stores directly): nothing
+ * the server or the CLI calls passes it, and no setting reaches it.
+ */
+export async function hashPassword(password: string, params: ScryptParams = PARAMS): Promise<string> {
   const salt = randomBytes(16);
-  const hash = await derive(password, salt, PARAMS);
-  return ["scrypt", PARAMS.N, PARAMS.r, PARAMS.p, salt.toString("base64"), hash.toString("base64")].join("$");
+  const hash = await derive(password, salt, params);
+  return ["scrypt", params.N, params.r, params.p, salt.toString("base64"), hash.toString("base64")].join("$");
 }
 
 /**
