@@ -60,7 +60,11 @@ async function serving(body: Buffer, delayMs = 0): Promise<string> {
 describe("refusals caused by a setting name it", () => {
   it("an upload over WHARF_MAX_UPLOAD_BYTES, declared, streamed or in base64", async () => {
     const t = await app({ WHARF_MAX_UPLOAD_BYTES: "1000" });
-    const big = await buildUpack({ name: "big", version: "1.0.0", files: { "a.bin": randomBytes(20_000).toString("base64") } });
+    const big = await buildUpack({
+      name: "big",
+      version: "1.0.0",
+      files: { "a.bin": randomBytes(20_000).toString("base64") },
+    });
     const declared = await upload(t, big, { "content-type": "application/zip" });
     expectRefused(declared, 413, "UPLOAD_TOO_LARGE", "limit of 1000 bytes (WHARF_MAX_UPLOAD_BYTES)");
     const streamed = await upload(t, Readable.from([big.subarray(0, 800), big.subarray(800)]), {
@@ -78,7 +82,11 @@ describe("refusals caused by a setting name it", () => {
   });
 
   it("a content-url body over WHARF_FETCH_MAX_BYTES, or slower than WHARF_FETCH_TIMEOUT_MS", async () => {
-    const body = await buildUpack({ name: "far", version: "1.0.0", files: { "a.bin": randomBytes(5_000).toString("base64") } });
+    const body = await buildUpack({
+      name: "far",
+      version: "1.0.0",
+      files: { "a.bin": randomBytes(5_000).toString("base64") },
+    });
     const t = await app({
       WHARF_CONTENT_URL_UPLOADS: "true",
       WHARF_FETCH_ALLOW_PRIVATE: "true",
