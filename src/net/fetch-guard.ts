@@ -235,8 +235,9 @@ function finish(
     dropBody(response.body);
     throw signal.reason;
   }
-  // A body its caller left unread is closed quietly: an error nobody listens for would crash the process.
-  const onAbort = () => body.destroy(body.listenerCount("error") > 0 ? (signal.reason as Error) : undefined);
+  // A body its caller never started reading (no pipe, iterator or 'data' listener: readableFlowing
+  // is still null) is closed quietly: an error nobody listens for would crash the process.
+  const onAbort = () => body.destroy(body.readableFlowing === null ? undefined : (signal.reason as Error));
   const body = boundBody(
     response.body,
     maxBytes,

@@ -350,6 +350,17 @@ describe("guarded fetch: time and size bounds", () => {
     expect(error.code).toBe("FETCH_TIMEOUT");
   });
 
+  it("closes a body its caller never reads at the deadline, quietly (no error nobody would hear)", async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write("partial");
+    });
+    const response = await guard({ timeoutMs: 200 })(`${server.origin}/`);
+    await new Promise((done) => setTimeout(done, 400));
+    expect(response.body.destroyed).toBe(true);
+    expect(response.body.errored).toBeNull();
+  });
+
   it("rejects with the caller's reason when the caller aborts", async () => {
     const server = await startServer(() => undefined);
     const controller = new AbortController();
