@@ -57,6 +57,10 @@ export async function acceptFormDataUploads(scope: FastifyInstance, maxFileBytes
     // Filenames keep their directories, so that `../x` is refused rather than silently renamed `x`.
     preservePath: true,
     throwFileSizeLimit: true,
+    // A file part's stream holds up to 1 MiB before it pushes back (busboy's default is 16 KiB):
+    // fewer pauses of the parser, larger writes to the blob store (256 MiB: ~0.77 of a raw upload's
+    // throughput with 16 KiB, ~0.9-1.0 with 1 MiB; bench/form-upload.ts).
+    fileHwm: 1024 * 1024,
     limits: {
       // One byte over the limit, so that the blob store's own count refuses it with its usual message.
       fileSize: maxFileBytes + 1,

@@ -142,7 +142,8 @@ describe("large form uploads stream", () => {
             if (Date.now() > deadline) throw new Error(`tmp/ holds only ${await tempBytes()} bytes`);
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
-          expect(heldBufferBytes() - before).toBeLessThan(16 * MIB);
+          const held = heldBufferBytes() - before;
+          expect(held, `${held} bytes of Buffers held with ${await tempBytes()} bytes in tmp/`).toBeLessThan(16 * MIB);
         }
       }
       await send(socket.socket, tail);
