@@ -1,3 +1,5 @@
+// First: an unsupported Node.js stops here with a message, before a native addon could crash it.
+import "./supported-node.js";
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";

@@ -1,4 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
+// First: an unsupported Node.js stops here with a message, before a native addon could crash it.
+import "../supported-node.js";
 import fs from "node:fs";
 import type { FeedService } from "../areas/management/index.js";
 import { ConfigError, loadConfig } from "../config.js";
