@@ -62,7 +62,8 @@ async function guessing(env: Record<string, string> = {}, clock?: Clock): Promis
 const CHECKS = "wharf_auth_password_checks_total";
 
 function expectThrottled(res: LightMyRequestResponse, whose: string, retryAfter: string): void {
-  expectText(res, 429, `Too many failed sign-ins ${whose}`);
+  const settings = whose === "from this address" ? "WHARF_AUTH_ADDRESS_FAILURES" : "WHARF_AUTH_MAX_WAIT_SECONDS";
+  expectText(res, 429, `Too many failed sign-ins ${whose}`, settings);
   expect(res.headers["retry-after"]).toBe(retryAfter);
   expect(res.headers["x-wharf-error"]).toBe("TOO_MANY_FAILED_SIGN_INS");
 }
@@ -221,7 +222,7 @@ describe("the cost of a sign-in", () => {
     expect(busy.length).toBeGreaterThan(0);
     expect(refused.length).toBeGreaterThanOrEqual(9);
     for (const res of busy) {
-      expectText(res, 503, "Too many sign-ins are being checked at once");
+      expectText(res, 503, "Too many sign-ins are being checked at once", "WHARF_AUTH_PASSWORD_CHECKS");
       expect(res.headers["retry-after"]).toBe("1");
     }
     expect(await g.metric('wharf_auth_throttled_total{scope="hashing"}')).toBe(busy.length);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, RouteOptions } from "fastify";
 import { z } from "zod";
 import { parseAssetPath } from "../../domain/asset-path.js";
 import { invalid } from "../../domain/errors.js";
+import { needOnFeed } from "../../domain/principal.js";
 import { acceptFormDataUploads, isFormDataUpload } from "../../http/form-data-upload.js";
 import { hasParam, param, type QueryLike } from "../../http/params.js";
 import { rawUploadBody } from "../../http/upload-body.js";
@@ -66,7 +67,7 @@ export const fileUploadRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async 
       const tail = tailOf(request);
       const path = parseAssetPath(tail, { allowRoot: true });
       const query = request.query as QueryLike;
-      const mayReplace = () => request.can({ api: "feeds", attribute: "Feeds_OverwritePackage", feed: directory.name });
+      const mayReplace = () => request.can(needOnFeed("Feeds_OverwritePackage", directory.name));
       // The router drops a trailing '/' from the wildcard, so the URL itself tells a folder URL apart.
       const namesFolder = tail === "" || (request.url.split("?")[0] ?? "").endsWith("/");
 

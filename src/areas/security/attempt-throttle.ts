@@ -40,13 +40,13 @@ export function withAttemptThrottle(inner: Authenticator, options: AttemptThrott
     const blockedMs = addresses.blockedForMs(address);
     if (blockedMs > 0) {
       metrics.throttled.inc({ scope: "address" });
-      throw tooMany("from this address", blockedMs);
+      throw tooMany("from this address", blockedMs, ADDRESS_SETTINGS);
     }
     const user = userOf(credentials);
     const waitMs = user === undefined ? 0 : users.waitMs(user, address);
     if (waitMs > 0) {
       metrics.throttled.inc({ scope: "user" });
-      throw tooMany("for this user name", waitMs);
+      throw tooMany("for this user name", waitMs, USER_SETTINGS);
     }
   }
 
@@ -113,12 +113,16 @@ function addressesOf(request: IncomingMessage, trustProxy: boolean): string[] {
   return own === undefined ? named : [own, ...named];
 }
 
-function tooMany(whose: string, waitMs: number): DomainError {
+// Refusals name the settings that shape them, for the operator reading a user's report (README "Configuration").
+const ADDRESS_SETTINGS = "WHARF_AUTH_ADDRESS_FAILURES failures per WHARF_AUTH_FAILURE_WINDOW_SECONDS";
+const USER_SETTINGS = "waits double after WHARF_AUTH_USER_FREE_FAILURES failures, up to WHARF_AUTH_MAX_WAIT_SECONDS";
+
+function tooMany(whose: string, waitMs: number, settings: string): DomainError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new DomainError(
     "too_many_requests",
     "TOO_MANY_FAILED_SIGN_INS",
-    `Too many failed sign-ins ${whose}; try again in ${seconds} second${seconds === 1 ? "" : "s"}.`,
+    `Too many failed sign-ins ${whose}; try again in ${seconds} second${seconds === 1 ? "" : "s"} (${settings}).`,
     seconds,
   );
 }

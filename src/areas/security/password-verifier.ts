@@ -44,7 +44,7 @@ export function createPasswordVerifier({
       throw new DomainError(
         "unavailable",
         "SIGN_IN_BUSY",
-        "Too many sign-ins are being checked at once; try again shortly.",
+        "Too many sign-ins are being checked at once (WHARF_AUTH_PASSWORD_CHECKS at a time); try again shortly.",
         BUSY_RETRY_SECONDS,
       );
     }
