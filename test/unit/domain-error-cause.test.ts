@@ -1,5 +1,8 @@
 import net from "node:net";
 import { SqliteError } from "better-sqlite3";
+import os from "node:os";
+import path from "node:path";
+import fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Connector } from "../../src/areas/connectors/model.js";
 import { connectorError } from "../../src/areas/connectors/upstream-errors.js";
@@ -8,7 +11,9 @@ import { parseSteps } from "../../src/areas/releases/plan-steps.js";
 import { describeFailure } from "../../src/areas/upack/virtual/errors.js";
 import { conflict, DomainError, invalid, notFound } from "../../src/domain/errors.js";
 import { createGuardedFetch } from "../../src/net/fetch-guard.js";
+import { createUserRepository } from "../../src/areas/security/user-repository.js";
 import { retryWhileBusy } from "../../src/storage/busy.js";
+import { openDatabase } from "../../src/storage/database.js";
 import type { Db } from "../../src/storage/database.js";
 import { diskFull } from "../../src/storage/disk-full.js";
 
@@ -87,6 +92,26 @@ describe("DomainError's cause", () => {
 
     const enospc = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
     expect(diskFull("the upload was not stored", enospc).cause).toBe(enospc);
+  });
+
+  it("is SQLite's constraint error behind a conflict a repository works out from it (USER_EXISTS)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-cause-"));
+    const db = openDatabase(path.join(dir, "wharf.sqlite"));
+    try {
+      const users = createUserRepository(db);
+      const user = { name: "ann", groupIds: [], createdAt: new Date(0).toISOString() };
+      await users.insertUser(user);
+      const error = await users.insertUser({ ...user, name: "ANN" }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(DomainError);
+      expect(error).toMatchObject({ code: "USER_EXISTS" });
+      expect((error as DomainError).cause).toBeInstanceOf(SqliteError);
+      expect((error as DomainError).cause).toMatchObject({
+        code: expect.stringMatching(/^SQLITE_CONSTRAINT/) as unknown,
+      });
+    } finally {
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("is the socket error behind a fetch's FETCH_FAILED (a real refused connection on loopback)", async () => {

@@ -254,7 +254,7 @@ function translateConstraint<T>(action: () => T): T {
     return action();
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw conflict("CONNECTOR_NAME_TAKEN", "a connector with this name already exists");
+      throw conflict("CONNECTOR_NAME_TAKEN", "a connector with this name already exists", { cause: error });
     }
     throw error;
   }

@@ -192,7 +192,7 @@ function translateConstraint<T>(action: () => T): T {
     return action();
   } catch (error) {
     if (isConstraintViolation(error)) {
-      throw conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists");
+      throw conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists", { cause: error });
     }
     throw error;
   }

@@ -107,10 +107,11 @@ function toStage(row: StageRow): PipelineStage {
   };
 }
 
-function nameTaken(what: string, name: string) {
+function nameTaken(what: string, name: string, cause?: unknown) {
   return conflict(
     `${what.toUpperCase()}_EXISTS`,
     `${/^[aeiou]/i.test(what) ? "An" : "A"} ${what} named '${name}' already exists.`,
+    { cause },
   );
 }
 
@@ -249,7 +250,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     try {
       return work();
     } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken(what, name);
+      if (isUniqueViolation(error)) throw nameTaken(what, name, error);
       throw error;
     }
   };
@@ -366,7 +367,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
         return pipe.delete.run(key(name)).changes > 0;
       } catch (error) {
         if (isForeignKeyViolation(error)) {
-          throw conflict("PIPELINE_IN_USE", `The pipeline '${name}' is used by releases or builds.`);
+          throw conflict("PIPELINE_IN_USE", `The pipeline '${name}' is used by releases or builds.`, { cause: error });
         }
         throw error;
       }

@@ -340,7 +340,9 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         })();
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw conflict("RELEASE_EXISTS", `The application already has a release numbered '${draft.number}'.`);
+          throw conflict("RELEASE_EXISTS", `The application already has a release numbered '${draft.number}'.`, {
+            cause: error,
+          });
         }
         throw error;
       }
@@ -429,7 +431,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         })();
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw conflict("BUILD_EXISTS", `A build numbered '${draft.number ?? ""}' already exists.`);
+          throw conflict("BUILD_EXISTS", `A build numbered '${draft.number ?? ""}' already exists.`, { cause: error });
         }
         throw error;
       }

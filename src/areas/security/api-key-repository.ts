@@ -115,11 +115,13 @@ export function createApiKeyRepository(db: Db): ApiKeyRepository {
         ) as { id: number };
         return toView(byId.get(row.id) as KeyRow);
       } catch (error) {
-        if (isUniqueViolation(error)) throw conflict("API_KEY_EXISTS", "key: this key is in use already.");
+        if (isUniqueViolation(error))
+          throw conflict("API_KEY_EXISTS", "key: this key is in use already.", { cause: error });
         if (isForeignKeyViolation(error)) {
           throw conflict(
             "CONCURRENT_CHANGE",
             "The user or feed named in the request was deleted meanwhile; try again.",
+            { cause: error },
           );
         }
         throw error;

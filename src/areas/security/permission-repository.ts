@@ -158,7 +158,7 @@ export function createPermissionRepository(db: Db): PermissionRepository {
         return toTask(row);
       } catch (error) {
         if (isUniqueViolation(error))
-          throw conflict("TASK_EXISTS", `name: a task named '${task.name}' already exists.`);
+          throw conflict("TASK_EXISTS", `name: a task named '${task.name}' already exists.`, { cause: error });
         throw error;
       }
     },
@@ -201,6 +201,7 @@ export function createPermissionRepository(db: Db): PermissionRepository {
           throw conflict(
             "CONCURRENT_CHANGE",
             "The user, group, task or feed named in the request was deleted meanwhile.",
+            { cause: error },
           );
         }
         throw error;

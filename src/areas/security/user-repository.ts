@@ -123,7 +123,9 @@ export function createUserRepository(db: Db): UserRepository {
   /** A member that vanished between the service's lookup and this write. */
   const translateForeignKey = (error: unknown): never => {
     if (isForeignKeyViolation(error)) {
-      throw conflict("CONCURRENT_CHANGE", "A user or group named in the request was deleted meanwhile; try again.");
+      throw conflict("CONCURRENT_CHANGE", "A user or group named in the request was deleted meanwhile; try again.", {
+        cause: error,
+      });
     }
     throw error;
   };
@@ -161,7 +163,7 @@ export function createUserRepository(db: Db): UserRepository {
           .immediate();
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw conflict("USER_EXISTS", `name: a user named '${user.name}' already exists.`);
+          throw conflict("USER_EXISTS", `name: a user named '${user.name}' already exists.`, { cause: error });
         }
         return translateForeignKey(error);
       }

@@ -166,7 +166,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
         // an in-process loser.
         if (isUniqueViolation(error)) {
           const taken = versions.find((version) => findVersionRow(version.feedId, version)) ?? versions[0];
-          if (taken !== undefined) throw versionExists(taken);
+          if (taken !== undefined) throw versionExists(taken, error);
         }
         throw error;
       }
@@ -215,11 +215,12 @@ function versionColumns(packageId: number, v: NewVersion): VersionColumns {
 }
 
 /** docs/PRODUCT.md: a re-upload without the overwrite/delete permission is a 409 that says so. */
-export function versionExists(id: VersionIdentity): Error {
+export function versionExists(id: VersionIdentity, cause?: unknown): Error {
   const pkg = id.group === "" ? id.name : `${id.group}/${id.name}`;
   return conflict(
     "VERSION_EXISTS",
     `Version ${id.version} of package ${pkg} already exists; overwriting it needs the overwrite/delete ` +
       `permission (Feeds_OverwritePackage).`,
+    { cause },
   );
 }

@@ -265,7 +265,10 @@ async function naming<T>(label: string, work: Promise<T>): Promise<T> {
     return await work;
   } catch (error) {
     if (!(error instanceof DomainError) || label === "") throw error;
-    throw new DomainError(error.kind, error.code, `${quote(label)}: ${error.message}`, error.retryAfterSeconds);
+    throw new DomainError(error.kind, error.code, `${quote(label)}: ${error.message}`, {
+      cause: error,
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
   }
 }
 
