@@ -179,7 +179,11 @@ describe.skipIf(disk === undefined)("a full disk (a real 40 MiB tmpfs)", () => {
       async () => upload(t, "main", await packageOf("2.0.0")),
       (res) => res.statusCode === 507,
     );
-    expectText(refused, 507, /^The server's disk is nearly full \(\d+ bytes free, uploads need at least 8388608, WHARF_MIN_FREE_DISK_BYTES\)/);
+    expectText(
+      refused,
+      507,
+      /^The server's disk is nearly full \(\d+ bytes free, uploads need at least 8388608, WHARF_MIN_FREE_DISK_BYTES\)/,
+    );
     expect(refused.headers["x-wharf-error"]).toBe("DISK_SPACE_LOW");
     expect((await health(t)).disk).toMatchObject({ status: "Low", thresholdBytes: 8 * MiB });
     const metrics = await t.app.inject({ method: "GET", url: "/metrics", headers: admin(t) });

@@ -97,7 +97,9 @@ describe("entries", () => {
     expect(visited).toBe(50);
     const more = await tgzOfEmptyFiles(51);
     const error = await refusal(readTgz(Readable.from([more]), limits, visitNothing, more.length));
-    expect(error).toMatchObject({ code: "ARCHIVE_TOO_MANY_ENTRIES", message: "The archive has more than 50 entries (WHARF_ARCHIVE_MAX_ENTRIES).",
+    expect(error).toMatchObject({
+      code: "ARCHIVE_TOO_MANY_ENTRIES",
+      message: "The archive has more than 50 entries (WHARF_ARCHIVE_MAX_ENTRIES).",
     });
   });
 
