@@ -99,7 +99,8 @@ describe("DomainError's cause", () => {
     const db = openDatabase(path.join(dir, "wharf.sqlite"));
     try {
       const users = createUserRepository(db);
-      const user = { name: "ann", groupIds: [], createdAt: new Date(0).toISOString() };
+      const none = { displayName: undefined, email: undefined, passwordHash: undefined };
+      const user = { name: "ann", ...none, groupIds: [], createdAt: new Date(0).toISOString() };
       await users.insertUser(user);
       const error = await users.insertUser({ ...user, name: "ANN" }).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(DomainError);
