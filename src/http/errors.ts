@@ -1,11 +1,18 @@
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type ErrorKind } from "../domain/errors.js";
 import { databaseBusy, isBusy } from "../storage/busy.js";
 import { diskFull, isDiskFull } from "../storage/disk-full.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The setting a route's JSON or form body limit follows, named when a body goes past it. */
+    bodyLimitSetting?: string;
+  }
+}
 
 /** Every error response's body in route schemas (OpenAPI): a plain-text message (docs/compat.md 0.3). */
 export const errorText = z.string().describe("Plain-text error message (text/plain)");
@@ -57,6 +64,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return sendError(reply, 400, "INVALID_REQUEST", `Invalid ${error.validationContext ?? "request"}: ${details}`);
     }
     const status = "statusCode" in error ? error.statusCode : undefined;
+    if ("code" in error && error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      return sendError(reply, 413, "BODY_TOO_LARGE", bodyTooLargeMessage(request));
+    }
     if (status !== undefined && status >= 400 && status < 500) {
       // Fastify's own client errors (malformed JSON, body too large, unsupported media type).
       const code = "code" in error && typeof error.code === "string" ? error.code : "BAD_REQUEST";
@@ -86,4 +96,15 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: text/plain\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * Fastify's refusal of a JSON or form body past its route's limit, naming the setting that limit
+ * follows where there is one (docs/PRODUCT.md: refusals caused by a setting name it).
+ */
+function bodyTooLargeMessage(request: FastifyRequest): string {
+  const { bodyLimit, config } = request.routeOptions;
+  const refusal = `The request body is larger than this endpoint accepts (${bodyLimit} bytes)`;
+  if (config.bodyLimitSetting === undefined) return `${refusal}.`;
+  return `${refusal}, a limit that follows ${config.bodyLimitSetting}; a raw body (the file itself) is streamed instead.`;
 }

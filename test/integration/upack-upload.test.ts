@@ -547,6 +547,22 @@ describe("size limit (WHARF_MAX_UPLOAD_BYTES)", () => {
     expect(res.statusCode).toBe(413);
   });
 
+  it("a JSON body past the route's body limit (base64 of more than the upload limit) names the setting", async () => {
+    const res = await upload({ "content-b64": "A".repeat(80_000) });
+    expectText(res, 413, "WHARF_MAX_UPLOAD_BYTES", "raw body");
+    expect(res.headers["x-wharf-error"]).toBe("BODY_TOO_LARGE");
+  });
+
+  it("a JSON body past a plain route's limit is a 413 saying so, with no setting to name", async () => {
+    const res = await small.app.inject({
+      method: "POST",
+      url: "/api/management/feeds/create",
+      headers: { "x-apikey": small.adminKey, "content-type": "application/json" },
+      payload: JSON.stringify({ name: "x", feedType: "universal", description: "d".repeat(2 * 1024 * 1024) }),
+    });
+    expectText(res, 413, "larger than this endpoint accepts (1048576 bytes).");
+  });
+
   it("a package under the limit is fine", async () => {
     expect((await upload(await buildUpack({ name: "fits", version: "1.0.0" }))).statusCode).toBe(201);
   });

@@ -43,7 +43,11 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
     method: ["PUT", "POST"],
     url: "/upack/:feed/upload",
     bodyLimit: Math.min(MAX_JSON_OR_FORM_BYTES, Math.ceil(config.maxUploadBytes * 1.4) + 64 * 1024),
-    config: { access: { need: feedNeed("Feeds_AddPackage") }, storesUpload: true },
+    config: {
+      access: { need: feedNeed("Feeds_AddPackage") },
+      storesUpload: true,
+      bodyLimitSetting: "WHARF_MAX_UPLOAD_BYTES",
+    },
     schema: {
       summary: "Upload a universal package",
       description:
