@@ -104,7 +104,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
  */
 function bodyTooLargeMessage(request: FastifyRequest): string {
   const { bodyLimit, config } = request.routeOptions;
-  const refusal = `The request body is larger than this endpoint accepts (${bodyLimit} bytes)`;
+  const refusal = `The request body is too large for this endpoint (${bodyLimit} bytes at most)`;
   if (config.bodyLimitSetting === undefined) return `${refusal}.`;
   return `${refusal}, a limit that follows ${config.bodyLimitSetting}; a raw body (the file itself) is streamed instead.`;
 }

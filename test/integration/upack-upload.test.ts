@@ -560,7 +560,7 @@ describe("size limit (WHARF_MAX_UPLOAD_BYTES)", () => {
       headers: { "x-apikey": small.adminKey, "content-type": "application/json" },
       payload: JSON.stringify({ name: "x", feedType: "universal", description: "d".repeat(2 * 1024 * 1024) }),
     });
-    expectText(res, 413, "larger than this endpoint accepts (1048576 bytes).");
+    expectText(res, 413, "too large for this endpoint (1048576 bytes at most).");
   });
 
   it("a package under the limit is fine", async () => {
