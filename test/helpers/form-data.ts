@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { TestApp } from "./app.js";
 
 /**
  * `multipart/form-data` bodies (RFC 7578) built by hand, byte for byte, so that a test can send
@@ -55,4 +56,28 @@ export async function filesUnder(dir: string): Promise<string[]> {
   return entries
     .filter((entry) => entry.isFile())
     .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
+}
+
+/** What a form-upload test sends as the admin of a test app, and the data directory's files it checks. */
+export function formRequests(app: () => TestApp) {
+  const admin = () => ({ "x-apikey": app().adminKey });
+  return {
+    admin,
+    sendForm: (
+      url: string,
+      parts: readonly FormPart[],
+      options: { method?: "POST" | "PUT" | "PATCH"; headers?: Record<string, string> } = {},
+    ) => {
+      const form = formBody(parts);
+      return app().app.inject({
+        method: options.method ?? "POST",
+        url,
+        headers: { ...admin(), "content-type": form.contentType, ...options.headers },
+        payload: form.payload,
+      });
+    },
+    get: (url: string) => app().app.inject({ method: "GET", url, headers: admin() }),
+    blobs: () => filesUnder(path.join(app().dataDir, "blobs")),
+    temps: () => filesUnder(path.join(app().dataDir, "tmp")),
+  };
 }

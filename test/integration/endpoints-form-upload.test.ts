@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createFeedKey } from "../helpers/fixtures.js";
-import { type FormPart, filePart, filesUnder, formBody } from "../helpers/form-data.js";
+import { type FormPart, filePart, formBody, formRequests } from "../helpers/form-data.js";
 
 /**
  * Form uploads (`multipart/form-data`, curl -F) to asset directories: one file to `content/<path>`
@@ -16,24 +15,8 @@ const LIMIT = 100_000;
 
 describe("asset directories: form uploads (multipart/form-data)", () => {
   let t: TestApp;
-  const admin = () => ({ "x-apikey": t.adminKey });
+  const { admin, sendForm, get, blobs, temps } = formRequests(() => t);
 
-  const sendForm = (
-    url: string,
-    parts: readonly FormPart[],
-    options: { method?: "POST" | "PUT" | "PATCH"; headers?: Record<string, string> } = {},
-  ) => {
-    const form = formBody(parts);
-    return t.app.inject({
-      method: options.method ?? "POST",
-      url,
-      headers: { ...admin(), "content-type": form.contentType, ...options.headers },
-      payload: form.payload,
-    });
-  };
-  const get = (url: string) => t.app.inject({ method: "GET", url, headers: admin() });
-  const blobs = () => filesUnder(path.join(t.dataDir, "blobs"));
-  const temps = () => filesUnder(path.join(t.dataDir, "tmp"));
   const itemCount = () => (t.db.prepare("SELECT count(*) AS n FROM asset_items").get() as { n: number }).n;
 
   beforeAll(async () => {

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createFeedKey } from "../helpers/fixtures.js";
-import { type FormPart, filePart, filesUnder, formBody } from "../helpers/form-data.js";
+import { filePart, formBody, formRequests } from "../helpers/form-data.js";
 import { buildUpack, buildZip, createUpackFixtures, readZip } from "../helpers/upack-fixtures.js";
 
 /**
@@ -15,23 +14,7 @@ const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex")
 const LIMIT = 200_000;
 
 let t: TestApp;
-const admin = () => ({ "x-apikey": t.adminKey });
-const sendForm = (
-  url: string,
-  parts: readonly FormPart[],
-  options: { method?: "POST" | "PUT"; headers?: Record<string, string> } = {},
-) => {
-  const form = formBody(parts);
-  return t.app.inject({
-    method: options.method ?? "POST",
-    url,
-    headers: { ...admin(), "content-type": form.contentType, ...options.headers },
-    payload: form.payload,
-  });
-};
-const get = (url: string) => t.app.inject({ method: "GET", url, headers: admin() });
-const blobs = () => filesUnder(path.join(t.dataDir, "blobs"));
-const temps = () => filesUnder(path.join(t.dataDir, "tmp"));
+const { admin, sendForm, get, blobs, temps } = formRequests(() => t);
 const versionCount = () => (t.db.prepare("SELECT count(*) AS n FROM upack_versions").get() as { n: number }).n;
 
 beforeAll(async () => {
