@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
+import { DomainError } from "../../src/domain/errors.js";
 
 /** A JSON answer with this status: its parsed body. */
 export function expectJson(res: LightMyRequestResponse, status = 200): unknown {
@@ -25,4 +26,14 @@ export function expectText(
     else expect(res.body).toMatch(expected);
   }
   return res.body;
+}
+
+/** The DomainError a promise rejects with; fails the test when it resolves or rejects with anything else. */
+export async function domainErrorOf(promise: Promise<unknown>): Promise<DomainError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(DomainError);
+  return error as DomainError;
 }

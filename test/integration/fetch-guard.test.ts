@@ -1,10 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net, { type AddressInfo, type LookupFunction } from "node:net";
 import tls from "node:tls";
-import type { Readable } from "node:stream";
+import { text } from "node:stream/consumers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
 import { type GuardedFetchOptions, type ResolveHost, createGuardedFetch } from "../../src/net/fetch-guard.js";
+import { domainErrorOf } from "../helpers/responses.js";
 
 // Real sockets, 127.0.0.1 only. Names resolve through a table, never through DNS; addresses that
 // must be refused are never connected to: the tripwire below fails any socket the guard would open
@@ -116,21 +116,6 @@ function guard(options: Partial<GuardedFetchOptions> = {}) {
   });
 }
 
-async function text(body: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-async function failure(promise: Promise<unknown>): Promise<DomainError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
-
 describe("guarded fetch: address policy", () => {
   it("fetches from loopback when loopback is allowed, with its own Host, User-Agent and encoding", async () => {
     const server = await startServer(hello);
@@ -158,7 +143,7 @@ describe("guarded fetch: address policy", () => {
     { allowPrivate: false, allowLoopback: undefined },
   ])("refuses loopback with %o before connecting", async (policy) => {
     const server = await startServer(hello);
-    const error = await failure(guard(policy)(`${server.origin}/`));
+    const error = await domainErrorOf(guard(policy)(`${server.origin}/`));
     expect(error).toMatchObject({ kind: "invalid", code: "FETCH_ADDRESS_REFUSED" });
     expect(error.message).toBe(
       "Refused to fetch from 127.0.0.1: it is a loopback address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
@@ -182,7 +167,7 @@ describe("guarded fetch: address policy", () => {
       answers++;
       return Promise.resolve([{ address: answers === 1 ? "127.0.0.1" : "10.0.0.1", family: 4 }]);
     };
-    const error = await failure(guard({ resolve: rebinding })(`http://rebind.test:${server.port}/`));
+    const error = await domainErrorOf(guard({ resolve: rebinding })(`http://rebind.test:${server.port}/`));
     expect(error).toMatchObject({ kind: "invalid", code: "FETCH_ADDRESS_REFUSED" });
     expect(error.message).toBe(
       "Refused to connect to rebind.test: it resolves to a private address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
@@ -219,9 +204,9 @@ describe("guarded fetch: address policy", () => {
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
     const { port } = server.address() as AddressInfo;
     try {
-      const error = await failure(guard()(`https://app.test:${port}/`));
+      const error = await domainErrorOf(guard()(`https://app.test:${port}/`));
       expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_FAILED" });
-      await failure(guard()(`https://127.0.0.1:${port}/`));
+      await domainErrorOf(guard()(`https://127.0.0.1:${port}/`));
       expect(names).toEqual(["app.test"]);
     } finally {
       await new Promise((done) => server.close(done));
@@ -230,7 +215,7 @@ describe("guarded fetch: address policy", () => {
 
   it("refuses a name with a loopback and a private address, even though loopback is allowed", async () => {
     const server = await startServer(hello);
-    const error = await failure(guard()(`http://mixed.test:${server.port}/`));
+    const error = await domainErrorOf(guard()(`http://mixed.test:${server.port}/`));
     expect(error.code).toBe("FETCH_ADDRESS_REFUSED");
     expect(error.message).toContain("mixed.test: it resolves to a private address");
     expect(server.connections).toBe(0);
@@ -239,13 +224,13 @@ describe("guarded fetch: address policy", () => {
   it.each(["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://127.0.0.1:70/_x", "ws://127.0.0.1/"])(
     "refuses %s",
     async (url) => {
-      expect(await failure(guard()(url))).toMatchObject({ kind: "invalid", code: "FETCH_SCHEME_REFUSED" });
+      expect(await domainErrorOf(guard()(url))).toMatchObject({ kind: "invalid", code: "FETCH_SCHEME_REFUSED" });
     },
   );
 
   it("refuses credentials in the URL", async () => {
     const server = await startServer(hello);
-    const error = await failure(guard()(`http://user:secret@127.0.0.1:${server.port}/`));
+    const error = await domainErrorOf(guard()(`http://user:secret@127.0.0.1:${server.port}/`));
     expect(error.code).toBe("FETCH_CREDENTIALS_REFUSED");
     expect(error.message).not.toContain("secret");
     expect(server.connections).toBe(0);
@@ -280,14 +265,14 @@ describe("guarded fetch: redirects", () => {
     ["http://metadata.google.internal/", "metadata.google.internal: it is a cloud metadata host"],
   ])("refuses a redirect to %s", async (location, reason) => {
     const server = await redirectingTo(() => location);
-    const error = await failure(guard()(`${server.origin}/start`));
+    const error = await domainErrorOf(guard()(`${server.origin}/start`));
     expect(error).toMatchObject({ kind: "invalid", code: "FETCH_ADDRESS_REFUSED" });
     expect(error.message).toContain(`Refused to follow a redirect to ${reason}`);
   });
 
   it("refuses a redirect to another scheme", async () => {
     const server = await redirectingTo(() => "file:///etc/passwd");
-    expect(await failure(guard()(`${server.origin}/`))).toMatchObject({ code: "FETCH_SCHEME_REFUSED" });
+    expect(await domainErrorOf(guard()(`${server.origin}/`))).toMatchObject({ code: "FETCH_SCHEME_REFUSED" });
   });
 
   it("follows up to maxRedirects hops and fails on the next", async () => {
@@ -299,10 +284,10 @@ describe("guarded fetch: redirects", () => {
     const response = await guard({ maxRedirects: 3 })(`${server.origin}/3`);
     response.discard();
     expect(response.url).toBe(`${server.origin}/0`);
-    const error = await failure(guard({ maxRedirects: 3 })(`${server.origin}/4`));
+    const error = await domainErrorOf(guard({ maxRedirects: 3 })(`${server.origin}/4`));
     expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_TOO_MANY_REDIRECTS" });
     expect(server.requests.map((r) => r.url)).toEqual(["/3", "/2", "/1", "/0", "/4", "/3", "/2", "/1"]);
-    const none = await failure(guard({ maxRedirects: 0 })(`${server.origin}/1`));
+    const none = await domainErrorOf(guard({ maxRedirects: 0 })(`${server.origin}/1`));
     expect(none.code).toBe("FETCH_TOO_MANY_REDIRECTS");
   });
 
@@ -334,7 +319,7 @@ describe("guarded fetch: time and size bounds", () => {
   it("times out on a server that never answers", async () => {
     const server = await startServer(() => undefined);
     const started = Date.now();
-    const error = await failure(guard({ timeoutMs: 300 })(`${server.origin}/`));
+    const error = await domainErrorOf(guard({ timeoutMs: 300 })(`${server.origin}/`));
     expect(error).toMatchObject({ kind: "gateway_timeout", code: "FETCH_TIMEOUT" });
     expect(error.message).toBe("Fetching from 127.0.0.1 timed out after 300 ms.");
     expect(Date.now() - started).toBeLessThan(1500);
@@ -346,7 +331,7 @@ describe("guarded fetch: time and size bounds", () => {
       res.write("partial");
     });
     const response = await guard({ timeoutMs: 300 })(`${server.origin}/`);
-    const error = await failure(text(response.body));
+    const error = await domainErrorOf(text(response.body));
     expect(error.code).toBe("FETCH_TIMEOUT");
   });
 
@@ -375,7 +360,7 @@ describe("guarded fetch: time and size bounds", () => {
 
   it("refuses a declared Content-Length past maxBytes before reading", async () => {
     const server = await startServer((_req, res) => res.writeHead(200, { "content-length": "11" }).end("x".repeat(11)));
-    const error = await failure(guard({ maxBytes: 10 })(`${server.origin}/`));
+    const error = await domainErrorOf(guard({ maxBytes: 10 })(`${server.origin}/`));
     expect(error).toMatchObject({ kind: "too_large", code: "FETCH_TOO_LARGE" });
   });
 
@@ -386,7 +371,7 @@ describe("guarded fetch: time and size bounds", () => {
       res.end("y".repeat(6));
     });
     const response = await guard({ maxBytes: 10 })(`${server.origin}/`);
-    expect((await failure(text(response.body))).code).toBe("FETCH_TOO_LARGE");
+    expect((await domainErrorOf(text(response.body))).code).toBe("FETCH_TOO_LARGE");
   });
 
   it("delivers a body of exactly maxBytes", async () => {
@@ -401,14 +386,14 @@ describe("guarded fetch: time and size bounds", () => {
       res.write("partial", () => req.socket.destroy());
     });
     const response = await guard()(`${server.origin}/`);
-    expect(await failure(text(response.body))).toMatchObject({ kind: "bad_gateway", code: "FETCH_FAILED" });
+    expect(await domainErrorOf(text(response.body))).toMatchObject({ kind: "bad_gateway", code: "FETCH_FAILED" });
   });
 
   it("reports a refused connection as unavailable, naming the error code", async () => {
     const server = await startServer(hello);
     const { origin } = server;
     await server.close();
-    const error = await failure(guard()(`${origin}/`));
+    const error = await domainErrorOf(guard()(`${origin}/`));
     expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_FAILED" });
     expect(error.message).toBe("Fetching from 127.0.0.1 failed (ECONNREFUSED).");
   });

@@ -1,11 +1,11 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import tls from "node:tls";
-import type { Readable } from "node:stream";
+import { text } from "node:stream/consumers";
 import { afterEach, describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
 import { type GuardedFetchOptions, type ResolveHost, createGuardedFetch } from "../../src/net/fetch-guard.js";
 import { type TestProxy, startTestProxy } from "../helpers/http-proxy.js";
+import { domainErrorOf } from "../helpers/responses.js";
 
 // A real proxy and a real upstream, both on 127.0.0.1: names resolve through this table, never DNS.
 const NAMES: Record<string, string[]> = {
@@ -56,21 +56,6 @@ function guard(proxySettings: GuardedFetchOptions["proxy"], options: Partial<Gua
   });
 }
 
-async function text(body: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-async function failure(promise: Promise<unknown>): Promise<DomainError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
-
 describe("outbound fetches through HTTP_PROXY / HTTPS_PROXY", () => {
   it("send an http:// request to HTTP_PROXY in absolute form, with the proxy's credentials only there", async () => {
     const server = await upstream();
@@ -103,7 +88,7 @@ describe("outbound fetches through HTTP_PROXY / HTTPS_PROXY", () => {
     closers.push(() => new Promise((done) => server.close(() => done())));
     const { port } = server.address() as AddressInfo;
     const relay = await proxy();
-    const error = await failure(guard({ httpsProxy: relay.url })(`https://app.test:${port}/`));
+    const error = await domainErrorOf(guard({ httpsProxy: relay.url })(`https://app.test:${port}/`));
     expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_FAILED" });
     expect(relay.requests).toEqual([`CONNECT app.test:${port}`]);
     expect(names).toEqual(["app.test"]);
@@ -116,7 +101,7 @@ describe("outbound fetches through HTTP_PROXY / HTTPS_PROXY", () => {
     expect(await text((await onlyHttps(`${server.origin}/direct`)).body)).toBe("hello /direct");
     expect(relay.requests).toEqual([]);
     expect(server.requests).toHaveLength(1);
-    await failure(guard({ httpProxy: relay.url })("https://app.test:1/"));
+    await domainErrorOf(guard({ httpProxy: relay.url })("https://app.test:1/"));
     expect(relay.requests).toEqual(["CONNECT app.test:1"]);
   });
 
@@ -153,19 +138,19 @@ describe("the fetch guard through a proxy", () => {
     const publicTarget: ResolveHost = (hostname) =>
       hostname === "public.test" ? Promise.resolve([{ address: "8.8.8.8", family: 4 }]) : resolve(hostname);
     const strict = { allowLoopback: false, resolve: publicTarget };
-    const literal = await failure(guard({ httpProxy: relay.url }, strict)("http://public.test/"));
+    const literal = await domainErrorOf(guard({ httpProxy: relay.url }, strict)("http://public.test/"));
     expect(literal).toMatchObject({ kind: "bad_gateway", code: "FETCH_PROXY_REFUSED" });
     expect(literal.message).toBe(
       "Refused to use the proxy 127.0.0.1 (HTTP_PROXY): it is a loopback address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
     );
-    const byName = await failure(
+    const byName = await domainErrorOf(
       guard({ httpsProxy: `http://proxy.test:${relay.port}` }, strict)("https://public.test/"),
     );
     expect(byName.message).toBe(
       "Refused to use the proxy proxy.test (HTTPS_PROXY): it resolves to a loopback address, which is not allowed unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true.",
     );
     // proxy.test is loopback, allowed here; internal.test is private, which is not.
-    const privateProxy = await failure(guard({ httpProxy: `http://internal.test:${relay.port}` })(server.origin));
+    const privateProxy = await domainErrorOf(guard({ httpProxy: `http://internal.test:${relay.port}` })(server.origin));
     expect(privateProxy.code).toBe("FETCH_PROXY_REFUSED");
     expect(relay.connections).toBe(0);
     expect(server.requests).toHaveLength(0);
@@ -180,7 +165,7 @@ describe("the fetch guard through a proxy", () => {
       "https://169.254.169.254/",
       "http://nowhere.test/",
     ]) {
-      const error = await failure(fetch(url));
+      const error = await domainErrorOf(fetch(url));
       expect(error.code).toMatch(/^FETCH_(ADDRESS_REFUSED|HOST_NOT_FOUND)$/);
     }
     expect(relay.connections).toBe(0);
@@ -195,7 +180,7 @@ describe("the fetch guard through a proxy", () => {
       return Promise.resolve([{ address: answers === 1 ? "127.0.0.1" : "10.0.0.1", family: 4 }]);
     };
     const fetch = guard({ httpProxy: `http://proxy.test:${relay.port}` }, { resolve: rebinding });
-    const error = await failure(fetch("http://app.test/"));
+    const error = await domainErrorOf(fetch("http://app.test/"));
     expect(error).toMatchObject({ code: "FETCH_ADDRESS_REFUSED" });
     expect(error.message).toContain("Refused to connect to proxy.test: it resolves to a private address");
     expect(relay.connections).toBe(0);
@@ -212,7 +197,7 @@ describe("the fetch guard through a proxy", () => {
     const relay = await proxy();
     const fetch = guard({ httpProxy: relay.url });
     expect(await text((await fetch(`http://app.test:${port}/start`)).body)).toBe("final");
-    const error = await failure(fetch(`http://app.test:${port}/away`));
+    const error = await domainErrorOf(fetch(`http://app.test:${port}/away`));
     expect(error.message).toContain("Refused to follow a redirect to internal.test: it resolves to a private address");
     expect(relay.requests).toEqual([
       `GET http://app.test:${port}/start`,
@@ -224,7 +209,7 @@ describe("the fetch guard through a proxy", () => {
   it("never shows the proxy's credentials in an error", async () => {
     const relay = await proxy();
     const fetch = guard({ httpProxy: `http://wharf:s3cret@internal.test:${relay.port}` });
-    const error = await failure(fetch("http://app.test/"));
+    const error = await domainErrorOf(fetch("http://app.test/"));
     expect(error.message).toContain("internal.test");
     expect(error.message).not.toContain("s3cret");
     expect(error.message).not.toContain("wharf:");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
 import { type AddressCategory, classifyAddress, isCategoryAllowed } from "../../src/net/address-class.js";
 import { type ResolveHost, parseFetchUrl, vetFetchTarget } from "../../src/net/fetch-target.js";
 import { createGuardedFetch } from "../../src/net/fetch-guard.js";
+import { domainErrorOf } from "../helpers/responses.js";
 
 describe("classifyAddress", () => {
   const cases: [address: string, expected: AddressCategory][] = [
@@ -110,15 +110,6 @@ const noDns: ResolveHost = () => Promise.reject(new Error("no DNS expected for a
 const strict = { allowPrivate: false, allowLoopback: false };
 const lenient = { allowPrivate: true, allowLoopback: true };
 
-async function refusal(promise: Promise<unknown>): Promise<DomainError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
-
 describe("literal hosts in URLs are normalised before classification", () => {
   const cases: [url: string, address: string, expected: AddressCategory][] = [
     ["http://2852039166/", "169.254.169.254", "metadata"], // decimal
@@ -140,7 +131,7 @@ describe("literal hosts in URLs are normalised before classification", () => {
   it.each(cases)("%s -> %s (%s)", async (raw, address, category) => {
     const url = parseFetchUrl(raw, undefined, 0);
     expect(classifyAddress(address)).toBe(category);
-    const error = await refusal(vetFetchTarget(url, 0, strict, noDns));
+    const error = await domainErrorOf(vetFetchTarget(url, 0, strict, noDns));
     expect(error.code).toBe("FETCH_ADDRESS_REFUSED");
     expect(error.kind).toBe("invalid");
   });
@@ -204,7 +195,7 @@ describe("vetFetchTarget with names", () => {
   it.each(["http://mixed.test/", "http://mixed-v6.test/"])(
     "refuses %s: one private address refuses it",
     async (raw) => {
-      const error = await refusal(vet(raw));
+      const error = await domainErrorOf(vet(raw));
       expect(error.code).toBe("FETCH_ADDRESS_REFUSED");
       expect(error.message).toContain("resolves to a private address");
       // The caller learns the kind of address, not the address.
@@ -219,7 +210,7 @@ describe("vetFetchTarget with names", () => {
   it.each(["http://metadata-ip.test/", "http://mapped.test/"])(
     "refuses %s even when everything is allowed",
     async (raw) => {
-      const error = await refusal(vet(raw, lenient));
+      const error = await domainErrorOf(vet(raw, lenient));
       expect(error.message).toMatch(/metadata address, which is never allowed/);
     },
   );
@@ -230,23 +221,23 @@ describe("vetFetchTarget with names", () => {
     "http://metadata/",
     "http://instance-data.ec2.internal/",
   ])("refuses the metadata host name %s without resolving it", async (raw) => {
-    const error = await refusal(vetFetchTarget(new URL(raw), 0, lenient, noDns));
+    const error = await domainErrorOf(vetFetchTarget(new URL(raw), 0, lenient, noDns));
     expect(error.code).toBe("FETCH_ADDRESS_REFUSED");
   });
 
   it("says an unknown or empty name could not be resolved", async () => {
-    expect((await refusal(vet("http://nowhere.test/"))).code).toBe("FETCH_HOST_NOT_FOUND");
-    expect((await refusal(vet("http://empty.test/"))).code).toBe("FETCH_HOST_NOT_FOUND");
+    expect((await domainErrorOf(vet("http://nowhere.test/"))).code).toBe("FETCH_HOST_NOT_FOUND");
+    expect((await domainErrorOf(vet("http://empty.test/"))).code).toBe("FETCH_HOST_NOT_FOUND");
   });
 
   it("treats other resolver failures as temporary", async () => {
     const failing: ResolveHost = () => Promise.reject(Object.assign(new Error("servfail"), { code: "EAI_AGAIN" }));
-    const error = await refusal(vetFetchTarget(new URL("http://x.test/"), 0, strict, failing));
+    const error = await domainErrorOf(vetFetchTarget(new URL("http://x.test/"), 0, strict, failing));
     expect(error).toMatchObject({ kind: "bad_gateway", code: "FETCH_DNS_FAILED" });
   });
 
   it("words a refused redirect as a redirect", async () => {
-    const error = await refusal(vetFetchTarget(new URL("http://internal.test/"), 2, strict, resolve));
+    const error = await domainErrorOf(vetFetchTarget(new URL("http://internal.test/"), 2, strict, resolve));
     expect(error.message).toMatch(/^Refused to follow a redirect to internal\.test: /);
   });
 });
