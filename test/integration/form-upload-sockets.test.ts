@@ -142,8 +142,10 @@ describe("large form uploads stream", () => {
             if (Date.now() > deadline) throw new Error(`tmp/ holds only ${await tempBytes()} bytes`);
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
+          // Process-wide, so the test's own client and socket buffers count too (up to ~23 MiB seen
+          // on a loaded CI machine); a server holding the body would show the 48 MiB already sent.
           const held = heldBufferBytes() - before;
-          expect(held, `${held} bytes of Buffers held with ${await tempBytes()} bytes in tmp/`).toBeLessThan(16 * MIB);
+          expect(held, `${held} bytes of Buffers held with ${await tempBytes()} bytes in tmp/`).toBeLessThan(32 * MIB);
         }
       }
       await send(socket.socket, tail);
