@@ -9,7 +9,14 @@ export function hashApiKey(key: string): string {
   return hash("sha256", key, "hex");
 }
 
-/** A new random key: 32 bytes, URL-safe, no `:` (so it never looks like a user:password pseudo-key). */
+/**
+ * A new random key: 32 bytes, URL-safe, no `:` (so it never looks like a user:password pseudo-key),
+ * and never starting with `-`, which command lines (`wharf push --api-key K`, getopt tools) would
+ * take for an option: one key in 64 did.
+ */
 export function generateApiKey(): string {
-  return randomBytes(32).toString("base64url");
+  for (;;) {
+    const key = randomBytes(32).toString("base64url");
+    if (!key.startsWith("-")) return key;
+  }
 }
