@@ -1,5 +1,5 @@
 import { FEED_KEY_ATTRIBUTES, SUPER_ATTRIBUTE } from "./attributes.js";
-import type { AccessNeed, FeedScope, Principal } from "./principal.js";
+import type { AccessNeed, FeedScope, Principal, SystemApi } from "./principal.js";
 
 /** One permission row as the access rules see it: a task's attributes, its scope, grant or deny. */
 export interface Grant {
@@ -21,7 +21,10 @@ export function keyAllows(
   scope: FeedScope | undefined,
 ): boolean {
   if (principal.type === "system-key") {
-    return principal.apis.includes("full-control") || (need.api !== undefined && principal.apis.includes(need.api));
+    if (principal.apis.includes("full-control")) return true;
+    if (need.api === undefined) return false;
+    const scopes: readonly SystemApi[] = typeof need.api === "string" ? [need.api] : need.api;
+    return scopes.some((api) => principal.apis.includes(api));
   }
   if (!scope) return false;
   const onItsFeed =

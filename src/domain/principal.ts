@@ -10,6 +10,7 @@ export const SYSTEM_APIS = [
   "full-control",
   "feeds",
   "configuration",
+  "infrastructure",
   "package-deployment",
   "connector-health",
   "releases",
@@ -58,8 +59,8 @@ export const ANONYMOUS: Principal = Object.freeze({ type: "anonymous" });
  * when given); feed keys pass only for feed-scoped needs on their own feed or feed group.
  */
 export interface AccessNeed {
-  /** System API scope that allows the operation; omitted means only `full-control`. */
-  readonly api?: SystemApi;
+  /** System API scope (or any of several) that allows the operation; omitted means only `full-control`. */
+  readonly api?: SystemApi | readonly SystemApi[];
   /** Privilege attribute (docs/compat.md section 9) a user or Anonymous must be granted. */
   readonly attribute: string;
   /** The feed the operation touches: as named in the request, or already resolved (saves a lookup in lists). */

@@ -43,7 +43,7 @@ function changes(input: z.infer<typeof body>): Partial<EnvironmentDraft> {
 
 export const environmentRoutes: FastifyPluginAsync<{ catalog: CatalogService }> = async (app, { catalog }) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const manage = { access: { need: { attribute: "Infrastructure_Manage" } } } as const;
+  const manage = { access: { need: { api: "infrastructure", attribute: "Infrastructure_Manage" } } } as const;
   const base = "/api/infrastructure/environments";
 
   api.route({
@@ -55,7 +55,8 @@ export const environmentRoutes: FastifyPluginAsync<{ catalog: CatalogService }> 
       querystring: queryDoc({ name: "Only this environment" }),
       response: { 200: z.array(environmentSchema), ...errors },
     },
-    config: { access: { need: { api: "releases", attribute: "Infrastructure_View" } } },
+    // Environments are shared by releases (pipeline stages) and configuration management (servers).
+    config: { access: { need: { api: ["releases", "infrastructure"], attribute: "Infrastructure_View" } } },
     handler: async (request) =>
       (await catalog.listEnvironments(param(request.query as Record<string, unknown>, "name"))).map(environmentJson),
   });
