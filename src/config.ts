@@ -88,6 +88,16 @@ export interface Config {
   readonly deployConcurrency: number;
   /** How long closing waits for executing deployments before leaving them to the restart rule. */
   readonly deployStopTimeoutMs: number;
+  /** Configuration management (issue 13): how often every active server is checked; 0 turns routine checks off. */
+  readonly configCheckIntervalMs: number;
+  /** Configuration checks running at once. */
+  readonly configCheckConcurrency: number;
+  /** Work handed to an agent that reports no result within this time is failed. */
+  readonly agentLeaseMs: number;
+  /** An agent server not heard from for this long is in error ("not seen since ..."). */
+  readonly agentOfflineMs: number;
+  /** Connecting and each SSH operation on an `ssh` server must finish within this time. */
+  readonly sshTimeoutMs: number;
   /**
    * How long a write waits, without blocking other requests, while another process holds the
    * database's write lock; then it answers 503 DATABASE_BUSY (storage/busy.ts).
@@ -274,6 +284,20 @@ const envSchema = z.object({
     .transform(Number)
     .refine((seconds) => seconds <= 3600, "must be at most 3600 (an hour)")
     .default(10),
+  // Fractions down to 0.01 (0.6 s), as for connector health, let tests watch a routine check happen.
+  WHARF_CONFIG_CHECK_MINUTES: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of minutes")
+    .transform(Number)
+    .refine(
+      (minutes) => minutes === 0 || (minutes >= 0.01 && minutes * 60_000 <= MAX_TIMER_MS),
+      `must be 0 (off) or from 0.01 to ${Math.floor(MAX_TIMER_MS / 60_000)} (about 24 days)`,
+    )
+    .default(60),
+  WHARF_CONFIG_CHECK_CONCURRENCY: wholeNumber(1, 64).default(4),
+  WHARF_AGENT_LEASE_SECONDS: secondsAsMs(86_400).default(300_000),
+  WHARF_AGENT_OFFLINE_SECONDS: secondsAsMs(86_400).default(120_000),
+  WHARF_SSH_TIMEOUT_SECONDS: secondsAsMs(3600).default(20_000),
   WHARF_DB_BUSY_WAIT_MS: z
     .string()
     .regex(/^\d+$/, "must be a whole number of milliseconds")
@@ -350,6 +374,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     deployRoot: v.WHARF_DEPLOY_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_DEPLOY_ROOT),
     deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
     deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
+    configCheckIntervalMs: Math.round(v.WHARF_CONFIG_CHECK_MINUTES * 60_000),
+    configCheckConcurrency: v.WHARF_CONFIG_CHECK_CONCURRENCY,
+    agentLeaseMs: v.WHARF_AGENT_LEASE_SECONDS,
+    agentOfflineMs: v.WHARF_AGENT_OFFLINE_SECONDS,
+    sshTimeoutMs: v.WHARF_SSH_TIMEOUT_SECONDS,
     databaseBusyWaitMs: v.WHARF_DB_BUSY_WAIT_MS,
     connections: Object.freeze({
       headersTimeoutMs: v.WHARF_HEADERS_TIMEOUT_SECONDS,
