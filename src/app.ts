@@ -16,6 +16,7 @@ import { packagesApiArea } from "./areas/upack/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";
+import { configurationArea, createConfigurationServices } from "./areas/configuration/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
@@ -176,6 +177,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     runner: { config, log: app.log, fetchPackage: packageOpener(upackServices) },
   });
   await app.register(releasesArea, { services: releases });
+  // Configuration management (area B): servers, roles, variables, checks and remediation.
+  const configurationDeps = { db: deps.db, clock, config, secrets: secrets.box };
+  const configuration = createConfigurationServices(configurationDeps);
+  await app.register(configurationArea, { ...configurationDeps, services: configuration });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
   await app.register(nativeArea, { releases });
   await registerOpenApiRoutes(app);
