@@ -36,6 +36,7 @@ import { createHotResponses, type HotResponses } from "./http/hot-responses.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
+import { createJobRunner } from "./jobs/runner.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
@@ -169,12 +170,23 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(packagesApiArea, { ...upack, services: upackServices });
   await app.register(endpointsArea, { ...shared, ...endpoints });
   await app.register(packageDeploymentArea, { deployments });
+  // The one persistent job runner of the database (its restart rule takes every executing job for
+  // an orphan): each area adds its job kinds before it starts, deployments and remediations.
+  const jobs = createJobRunner({
+    db: deps.db,
+    clock,
+    concurrency: Math.max(1, config.deployConcurrency + config.configCheckConcurrency),
+    log: app.log,
+    stopTimeoutMs: config.deployStopTimeoutMs,
+  });
+  app.addHook("onReady", () => jobs.start());
+  app.addHook("onClose", () => jobs.stop());
   // One releases service: its API, the CI badges that read builds, and the runner of deployments
   // (deploy-package steps read the universal feeds' stored packages).
   const releases = createReleasesServices({
     db: deps.db,
     clock,
-    runner: { config, log: app.log, fetchPackage: packageOpener(upackServices) },
+    runner: { config, log: app.log, fetchPackage: packageOpener(upackServices), jobs },
   });
   await app.register(releasesArea, { services: releases });
   // Configuration management (area B): servers, roles, variables, checks and remediation.

@@ -5,7 +5,9 @@
  * starts was interrupted by a dead process, so it ends failed with a log line saying so, and is
  * never run again (a half-done deployment must not silently run twice); pending jobs still run.
  *
- * One runner per database: the restart rule takes every executing row for an orphan.
+ * One runner per database: the restart rule takes every executing row for an orphan. app.ts
+ * creates it; each area adds the job kinds it runs with handle() (deployments, configuration
+ * remediations), each with its own limit of jobs executing at once.
  */
 import type { Clock } from "../domain/clock.js";
 import { DomainError, invalid, notFound } from "../domain/errors.js";
@@ -60,9 +62,10 @@ export interface JobRunnerLogger {
 export interface JobRunnerOptions {
   readonly db: Db;
   readonly clock: Clock;
-  /** Jobs executing at once (a positive integer). */
+  /** Jobs executing at once, of all kinds (a positive integer). */
   readonly concurrency: number;
-  readonly handlers: Readonly<Record<string, JobHandler>>;
+  /** Handlers known from the start, with no limit but `concurrency`; more come through handle(). */
+  readonly handlers?: Readonly<Record<string, JobHandler>>;
   readonly log: JobRunnerLogger;
   /**
    * Called once per job that reached a final status (including jobs the restart rule or cancel()
@@ -73,7 +76,24 @@ export interface JobRunnerOptions {
   readonly stopTimeoutMs?: number;
 }
 
+/** What an area says about one kind of job it adds to the runner (JobRunner.handle). */
+export interface JobKindOptions {
+  /**
+   * Jobs of this kind executing at once (a non-negative integer; default: the runner's own
+   * limit). 0: this process runs none, they wait (deployments with WHARF_DEPLOY_CONCURRENCY=0).
+   */
+  readonly concurrency?: number;
+  /** Like JobRunnerOptions.onFinished, for jobs of this kind; called after that one. */
+  readonly onFinished?: (job: Job) => void | Promise<void>;
+}
+
 export interface JobRunner {
+  /**
+   * Adds the handler of a job kind: each area contributes its own to the one runner of the
+   * database. Before start() only (the restart rule needs every kind's onFinished); a kind is
+   * handled once.
+   */
+  handle(kind: string, handler: JobHandler, options?: JobKindOptions): void;
   /**
    * Stores a pending job and returns its id; it runs once the runner is started, there is room
    * and `notBefore` (if given) has passed. invalid for a kind without a handler.
@@ -118,6 +138,7 @@ interface JobRow {
 type LogLine = [JobLogLevel, string, string];
 
 interface Running {
+  readonly kind: string;
   readonly controller: AbortController;
   done: Promise<void>;
   canceled: boolean;
@@ -150,7 +171,9 @@ const errorMessage = (error: unknown) =>
   error instanceof Error ? error.message || error.name : `Non-error value thrown: ${String(error)}`;
 
 export function createJobRunner(options: JobRunnerOptions): JobRunner {
-  const { db, clock, handlers, log } = options;
+  const { db, clock, log } = options;
+  const handlers = new Map<string, JobHandler>(Object.entries(options.handlers ?? {}));
+  const kinds = new Map<string, JobKindOptions>();
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
     throw new RangeError("concurrency must be a positive integer");
   }
@@ -163,8 +186,9 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     ),
     get: db.prepare<[number], JobRow>("SELECT * FROM jobs WHERE id = ?"),
     // ISO-8601 UTC text with milliseconds orders like the instants it names.
-    nextDue: db.prepare<[string], JobRow>(
-      "SELECT * FROM jobs WHERE status = 'pending' AND (not_before IS NULL OR not_before <= ?) ORDER BY id LIMIT 1",
+    nextDue: db.prepare<[string, string], JobRow>(
+      "SELECT * FROM jobs WHERE status = 'pending' AND (not_before IS NULL OR not_before <= ?) " +
+        "AND kind NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT 1",
     ),
     nextDeferred: db
       .prepare<[string], string | null>("SELECT min(not_before) FROM jobs WHERE status = 'pending' AND not_before > ?")
@@ -231,11 +255,25 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   };
 
   const notify = async (row: JobRow) => {
-    try {
-      await options.onFinished?.(toJob(row));
-    } catch (error) {
-      log.error({ jobId: row.id, err: error }, "a job's onFinished callback failed");
+    const job = toJob(row);
+    for (const onFinished of [options.onFinished, kinds.get(row.kind)?.onFinished]) {
+      try {
+        await onFinished?.(job);
+      } catch (error) {
+        log.error({ jobId: row.id, err: error }, "a job's onFinished callback failed");
+      }
     }
+  };
+
+  /** Kinds whose own limit is reached: their due jobs wait, the others' do not. */
+  const saturatedKinds = (): string => {
+    const busy = new Map<string, number>();
+    for (const entry of running.values()) busy.set(entry.kind, (busy.get(entry.kind) ?? 0) + 1);
+    const full: string[] = [];
+    for (const [kind, { concurrency }] of kinds) {
+      if (concurrency !== undefined && (busy.get(kind) ?? 0) >= concurrency) full.push(kind);
+    }
+    return JSON.stringify(full);
   };
 
   async function execute(job: Job, entry: Running): Promise<void> {
@@ -250,7 +288,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     };
     let outcome: JobOutcome = "failed";
     try {
-      const handler = Object.hasOwn(handlers, job.kind) ? handlers[job.kind] : undefined;
+      const handler = handlers.get(job.kind);
       if (handler === undefined) {
         context.log("error", `No handler is registered for jobs of kind "${job.kind}".`);
       } else {
@@ -288,7 +326,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       let row: JobRow | undefined;
       try {
         const at = now();
-        const next = sql.nextDue.get(at);
+        const next = sql.nextDue.get(at, saturatedKinds());
         if (next === undefined) return wakeForDeferred(at);
         row = sql.claim.get(at, next.id);
       } catch (error) {
@@ -304,6 +342,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       if (row === undefined) continue;
       const job = toJob(row);
       const entry: Running = {
+        kind: job.kind,
         controller: new AbortController(),
         done: Promise.resolve(),
         canceled: false,
@@ -322,8 +361,19 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   }
 
   return {
+    handle(kind, handler, kindOptions = {}) {
+      if (state !== "new") throw new Error(`The job kind "${kind}" is added after the job runner started.`);
+      if (handlers.has(kind)) throw new Error(`The job kind "${kind}" already has a handler.`);
+      const { concurrency } = kindOptions;
+      if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 0)) {
+        throw new RangeError(`The concurrency of "${kind}" jobs must be a non-negative integer.`);
+      }
+      handlers.set(kind, handler);
+      kinds.set(kind, kindOptions);
+    },
+
     async enqueue(kind, payload, options = {}) {
-      if (!Object.hasOwn(handlers, kind)) {
+      if (!handlers.has(kind)) {
         throw invalid("JOB_KIND_UNKNOWN", `There is no handler for jobs of kind "${kind}".`);
       }
       const json = JSON.stringify(payload) as string | undefined;

@@ -3,14 +3,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { DomainError } from "../../domain/errors.js";
 import { createPlanExecutor, type FetchPackage } from "../../jobs/plan-steps.js";
-import {
-  createJobRunner,
-  type Job,
-  type JobHandler,
-  type JobLogLine,
-  type JobRunner,
-  type JobRunnerLogger,
-} from "../../jobs/runner.js";
+import type { Job, JobHandler, JobLogLine, JobRunner, JobRunnerLogger } from "../../jobs/runner.js";
 import { createGuardedFetch, FETCH_SETTINGS, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import type { Db } from "../../storage/database.js";
@@ -34,13 +27,13 @@ import type { ReleaseService } from "./release-service.js";
  * deployment failed with the runner's line. The deployments' job ids make a stray second job (a
  * crash between enqueue and recording the id) harmless: it finds the deployment taken.
  *
- * The job runner is one per database; when other areas get job kinds it moves to app.ts and this
- * module contributes the `deployment` handler.
+ * The job runner is one per database (app.ts creates it, other areas add their kinds); this module
+ * adds the `deployment` kind, at most WHARF_DEPLOY_CONCURRENCY of them executing at once.
  */
 export interface DeploymentRunner {
-  /** Applies the restart rule, then dispatches and runs deployments. */
+  /** Dispatches pending deployments (the job runner, started by app.ts, runs them). */
   start(): Promise<void>;
-  /** Stops dispatching; waits up to the configured time for executing deployments. */
+  /** Stops dispatching (the job runner's stop waits for executing deployments). */
   stop(): Promise<void>;
   /** Dispatches pending deployments soon; cheap to call often. */
   wake(): void;
@@ -56,7 +49,6 @@ export interface DeploymentRunnerDeps {
     | "dataDir"
     | "deployRoot"
     | "deployConcurrency"
-    | "deployStopTimeoutMs"
     | "fetchAllowPrivate"
     | "fetchTimeoutMs"
     | "fetchMaxBytes"
@@ -66,6 +58,8 @@ export interface DeploymentRunnerDeps {
   /** Opens a stored universal package for deploy-package steps (packageOpener). */
   readonly fetchPackage: FetchPackage;
   readonly log: JobRunnerLogger;
+  /** The database's one job runner, not started yet: the `deployment` kind is added to it. */
+  readonly jobs: JobRunner;
 }
 
 const DEPLOYMENT_JOB = "deployment";
@@ -98,7 +92,7 @@ export function packageOpener(upack: { downloads: UpackDownloadService; download
 }
 
 export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRunner {
-  const { releases, config, log } = deps;
+  const { releases, config, log, jobs } = deps;
   const tempDir = dataPaths(config.dataDir).tmp;
   const executor = createPlanExecutor({
     fetch: createGuardedFetch({
@@ -157,15 +151,7 @@ export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRu
     await releases.completeDeployment(id, job.status, formatJobLog(await jobs.readLog(job.id)));
   };
 
-  const jobs: JobRunner = createJobRunner({
-    db: deps.db,
-    clock: deps.clock,
-    concurrency: Math.max(1, config.deployConcurrency),
-    handlers: { [DEPLOYMENT_JOB]: runDeployment },
-    onFinished,
-    log,
-    stopTimeoutMs: config.deployStopTimeoutMs,
-  });
+  jobs.handle(DEPLOYMENT_JOB, runDeployment, { concurrency: Math.max(0, config.deployConcurrency), onFinished });
 
   let state: "new" | "started" | "stopped" = "new";
   let pass: Promise<void> | undefined;
@@ -209,7 +195,6 @@ export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRu
       if (state !== "new" || config.deployConcurrency === 0) return;
       state = "started";
       await mkdir(tempDir, { recursive: true });
-      await jobs.start();
       wake();
       poll = setInterval(wake, POLL_MS).unref();
     },
@@ -221,7 +206,6 @@ export function createDeploymentRunner(deps: DeploymentRunnerDeps): DeploymentRu
       state = "stopped";
       clearInterval(poll);
       await pass;
-      await jobs.stop();
     },
     wake,
     async logOf(deployment) {
