@@ -22,6 +22,7 @@ import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { DomainError, invalid } from "../domain/errors.js";
+import { expandVariables } from "../domain/variables.js";
 import type { GuardedFetch } from "../net/fetch-guard.js";
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from "../storage/archives.js";
 import { openZip, type ZipReader } from "../storage/zip.js";
@@ -102,15 +103,7 @@ export function parsePlanText(json: string): Plan {
 }
 
 /** Replaces `$Name`, `${Name}` and `$$` (see the file comment); invalid PLAN_VARIABLE_UNKNOWN. */
-export function expandVariables(input: string, variables: ReadonlyMap<string, string>): string {
-  return input.replace(/\$\$|\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)/g, (whole, braced?: string, bare?: string) => {
-    const name = braced ?? bare;
-    if (name === undefined) return "$";
-    const value = variables.get(name.toLowerCase());
-    if (value === undefined) throw invalid("PLAN_VARIABLE_UNKNOWN", `The variable ${whole} is not defined.`);
-    return value;
-  });
-}
+export { expandVariables };
 
 /**
  * Opens a universal package (.upack bytes) from a Wharf feed; the releases area wires it to the
