@@ -31,6 +31,7 @@ Commands:
   pipelines <subcommand>     list, show, create (from a JSON file) and delete pipelines
   pack <folder> --name --version   make a universal package (.upack) from a folder
   push <file> <feed-url>     upload a .upack to a feed (Wharf or ProGet); key in WHARF_API_KEY
+  agent --server <url> --root <dir>   run the configuration agent of an 'agent' server; key in WHARF_AGENT_KEY
   help                       show this help
   --version                  show the version
 
@@ -43,7 +44,8 @@ Environment:
   WHARF_BASE_URL             public base URL when behind a proxy
   WHARF_MAX_UPLOAD_BYTES     largest accepted upload
   WHARF_LOG_LEVEL            fatal, error, warn, info (default), debug, trace or silent
-  WHARF_API_KEY              the key 'push' sends (instead of --api-key)`;
+  WHARF_API_KEY              the key 'push' sends (instead of --api-key)
+  WHARF_AGENT_KEY            the agent key 'agent' sends (instead of --key)`;
 
 /**
  * What every data subcommand receives (each module declares the same shape itself): the services,
@@ -82,6 +84,7 @@ type ClientCommand = (args: string[], io: CliIo & { readonly progressOutput: Nod
 const CLIENT_COMMANDS: Record<string, () => Promise<ClientCommand>> = {
   pack: async () => (await import("./pack.js")).packCommand,
   push: async () => (await import("./push.js")).pushCommand,
+  agent: async () => (await import("./agent.js")).agentCommand,
 };
 
 /** Runs one `wharf` invocation and returns its exit code; `serve` returns only if start-up fails. */
