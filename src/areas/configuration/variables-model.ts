@@ -1,4 +1,5 @@
 import { invalid } from "../../domain/errors.js";
+import { isVariableName } from "../releases/params.js";
 
 /**
  * Variables of servers, roles, environments and global (docs/compat.md 8.4). Columns hold Otter's
@@ -13,15 +14,14 @@ export interface Variable {
 }
 export type Variables = ReadonlyMap<string, Variable>;
 
-/** ≤ 50 letters, digits, `-`, `_`, `.` or spaces, starting with a letter or `_` (Otter names). */
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.\- ]{0,49}$/;
 export const MAX_VARIABLE_BYTES = 64 * 1024;
 
 export function checkVariableName(name: string): void {
-  if (!VARIABLE_NAME.test(name)) {
+  // The releases area's rule: environments' variables are shared with it, and one rule is easier to live with.
+  if (!isVariableName(name)) {
     throw invalid(
       "INVALID_VARIABLE_NAME",
-      `Invalid variable name '${name}': use up to 50 letters, digits, '-', '_', '.' or spaces, starting with a letter or '_'.`,
+      `Invalid variable name '${name}': use up to 50 letters, digits, '-', '_' or spaces, starting with a letter.`,
     );
   }
 }
@@ -33,7 +33,7 @@ function checkValue(name: string, value: string): void {
 }
 
 /** Parses a variables object as a client sends it (400 naming the variable when malformed). */
-export function parseVariables(input: unknown, field = "variables"): Map<string, Variable> {
+export function parseVariables(input: unknown, field = "variables", previous?: Variables): Map<string, Variable> {
   if (input === null || input === undefined) return new Map();
   if (typeof input !== "object" || Array.isArray(input)) {
     throw invalid("INVALID_VARIABLES", `'${field}' must be an object of name: value.`);
@@ -46,11 +46,25 @@ export function parseVariables(input: unknown, field = "variables"): Map<string,
       throw invalid("DUPLICATE_VARIABLE", `The variable '${name}' is given twice (names are case-insensitive).`);
     }
     seen.add(name.toLowerCase());
-    const variable = parseVariable(name, raw, field);
+    const kept = keptSensitive(raw, name, previous);
+    const variable = kept ?? parseVariable(name, raw, field);
     checkValue(name, variable.value);
     result.set(name, variable);
   }
   return result;
+}
+
+/**
+ * A sensitive variable sent back as the API shows it (`{ value: null, sensitive: true }`, after a
+ * GET) keeps its stored value: a round trip must not erase what it could not see.
+ */
+function keptSensitive(raw: unknown, name: string, previous: Variables | undefined): Variable | undefined {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return undefined;
+  const { value, sensitive } = raw as { value?: unknown; sensitive?: unknown };
+  if (value !== null || sensitive !== true) return undefined;
+  const stored = previous && findVariable(previous, name)?.[1];
+  if (!stored?.sensitive) throw invalid("INVALID_VARIABLES", `The sensitive variable '${name}' needs a value.`);
+  return stored;
 }
 
 function parseVariable(name: string, raw: unknown, field: string): Variable {
