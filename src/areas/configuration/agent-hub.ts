@@ -53,13 +53,13 @@ export interface AgentHub {
   seen(server: AgentServer, version: string | undefined): void;
   /**
    * The work queued for the server, at once if there is some, else whatever comes within `waitMs`
-   * (empty when nothing did, or `signal` aborted). Throws conflict while another poll of the
-   * server is held.
+   * (empty when nothing did, or `signal` aborted); `revoked` when the key was revoked or replaced
+   * while the poll was held. Throws conflict while another poll of the server is held.
    */
   poll(
     server: AgentServer,
     options: { waitMs: number; version: string | undefined; signal: AbortSignal },
-  ): Promise<WorkItem[]>;
+  ): Promise<WorkItem[] | "revoked">;
   /** Forwards log lines to the job or check waiting for the work, and renews its lease (no lines: a heartbeat). */
   log(server: AgentServer, workId: string, lines: readonly LogLine[]): void;
   /** The agent's result: settles the check or remediation waiting for it. */
@@ -91,7 +91,10 @@ interface Work {
   settle(outcome: { readonly result: WorkResult } | { readonly error: unknown }): void;
 }
 
-type Waiter = (work: WorkItem[]) => void;
+type Waiter = ((work: WorkItem[] | "revoked") => void) & { readonly keyHash: string | undefined };
+
+/** How often held polls are checked against their server's current key (a revoked agent is told within this time). */
+const KEY_SWEEP_MS = 2000;
 
 /** `yyyy-MM-ddTHH:mm:ss` UTC, as the configuration API writes dates. */
 function formatUtc(ms: number): string {
@@ -109,6 +112,18 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
   const works = new Map<string, Work>();
   const leaseSeconds = Math.max(1, Math.round(config.agentLeaseMs / 1000));
   let closed = false;
+  let sweep: NodeJS.Timeout | undefined;
+
+  /** Ends held polls whose key is no longer their server's: the agent learns of a revocation at once, not after its poll. */
+  function sweepKeys(): void {
+    for (const [serverId, waiter] of [...waiters]) {
+      if (repository.get(serverId)?.keyHash !== waiter.keyHash) waiter("revoked");
+    }
+    if (waiters.size === 0) {
+      clearInterval(sweep);
+      sweep = undefined;
+    }
+  }
 
   function seen(server: AgentServer, version: string | undefined): void {
     const now = clock.now().getTime();
@@ -292,17 +307,24 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
       const ready = server.active ? takeQueued(server.id) : [];
       if (ready.length > 0 || waitMs <= 0 || closed) return ready;
       try {
-        return await new Promise<WorkItem[]>((resolve) => {
-          const done: Waiter = (work) => {
-            clearTimeout(timer);
-            signal.removeEventListener("abort", onAbort);
-            if (waiters.get(server.id) === done) waiters.delete(server.id);
-            resolve(work);
-          };
+        return await new Promise<WorkItem[] | "revoked">((resolve) => {
+          const done: Waiter = Object.assign(
+            (work: WorkItem[] | "revoked") => {
+              clearTimeout(timer);
+              signal.removeEventListener("abort", onAbort);
+              if (waiters.get(server.id) === done) waiters.delete(server.id);
+              resolve(work);
+            },
+            { keyHash: server.keyHash },
+          );
           const onAbort = () => done([]);
           const timer = setTimeout(() => done([]), waitMs);
           signal.addEventListener("abort", onAbort, { once: true });
           waiters.set(server.id, done);
+          if (sweep === undefined) {
+            sweep = setInterval(sweepKeys, KEY_SWEEP_MS);
+            sweep.unref();
+          }
         });
       } finally {
         seen(server, version);
@@ -340,6 +362,7 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
 
     close() {
       closed = true;
+      clearInterval(sweep);
       for (const waiter of [...waiters.values()]) waiter([]);
       for (const work of [...works.values()]) work.settle({ error: new Error("Wharf is shutting down.") });
     },

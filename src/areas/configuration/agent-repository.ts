@@ -11,6 +11,8 @@ export interface AgentServerRow {
   readonly active: boolean;
   /** False once the key was revoked (agent_key_hash NULL) or never issued. */
   readonly hasKey: boolean;
+  /** The current key's hash: a held poll whose key is no longer it ends (revoked, or replaced by a new key). */
+  readonly keyHash: string | undefined;
   /** ISO date of the last recorded poll; undefined when the agent never connected. */
   readonly lastSeenAt: string | undefined;
 }
@@ -40,6 +42,7 @@ function toServer(row: Row | undefined): AgentServerRow | undefined {
     name: row.name,
     active: row.active === 1,
     hasKey: row.agent_key_hash !== null,
+    keyHash: row.agent_key_hash ?? undefined,
     lastSeenAt: row.agent_last_seen_at ?? undefined,
   };
 }

@@ -40,6 +40,8 @@ declare module "fastify" {
 const AGENT_JSON_DEPTH = 16;
 const AGENT_JSON_VALUES = 2_000_000;
 const WORK_ID = /^[0-9a-f-]{36}$/;
+const INVALID_KEY =
+  "The agent key is not valid: it was revoked or never issued. Ask an administrator for the server's new key.";
 
 function refuse(reply: FastifyReply, status: 401 | 403, code: string, message: string): FastifyReply {
   if (status === 401) reply.header("WWW-Authenticate", 'Bearer realm="Wharf agent"');
@@ -116,12 +118,7 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
     }
     const server = hub.authenticate(match[1]);
     if (server === undefined) {
-      return refuse(
-        reply,
-        403,
-        "AGENT_KEY_INVALID",
-        "The agent key is not valid: it was revoked or never issued. Ask an administrator for the server's new key.",
-      );
+      return refuse(reply, 403, "AGENT_KEY_INVALID", INVALID_KEY);
     }
     request.agentServer = server;
     hub.seen(server, agentVersionOf(request.headers["user-agent"]));
@@ -138,6 +135,7 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
       version: agentVersionOf(request.headers["user-agent"]),
       signal: closeSignal(reply),
     });
+    if (work === "revoked") return refuse(reply, 403, "AGENT_KEY_INVALID", INVALID_KEY);
     reply.header("X-Wharf-Agent-Server", encodeURIComponent(server.name));
     if (work.length === 0) return reply.code(204).send();
     return reply.type("application/json").send(JSON.stringify({ work }));
