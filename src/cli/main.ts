@@ -3,7 +3,7 @@
 import "../supported-node.js";
 import fs from "node:fs";
 import type { FeedService } from "../areas/management/index.js";
-import { ConfigError, loadConfig } from "../config.js";
+import { type Config, ConfigError, loadConfig } from "../config.js";
 import { type Clock, systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { assertWritableDataDir } from "../storage/data-dir-access.js";
@@ -29,6 +29,8 @@ Commands:
   applications <subcommand>  list and create applications
   environments <subcommand>  list, create and delete environments
   pipelines <subcommand>     list, show, create (from a JSON file) and delete pipelines
+  servers <subcommand>       list, get, create, update and delete servers; agent keys
+  roles <subcommand>         list, get, create, update and delete roles
   pack <folder> --name --version   make a universal package (.upack) from a folder
   push <file> <feed-url>     upload a .upack to a feed (Wharf or ProGet); key in WHARF_API_KEY
   agent --server <url> --root <dir>   run the configuration agent of an 'agent' server; key in WHARF_AGENT_KEY
@@ -55,6 +57,7 @@ interface DataCommandContext {
   readonly db: Db;
   readonly clock: Clock;
   readonly feeds: FeedService;
+  readonly config: Config;
   readonly out: (line: string) => void;
   readonly err: (line: string) => void;
 }
@@ -70,6 +73,8 @@ const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
   applications: async () => (await import("./applications.js")).applicationsCommand,
   environments: async () => (await import("./environments.js")).environmentsCommand,
   pipelines: async () => (await import("./pipelines.js")).pipelinesCommand,
+  servers: async () => (await import("./servers.js")).serversCommand,
+  roles: async () => (await import("./roles.js")).rolesCommand,
 };
 
 interface CliIo {
@@ -161,7 +166,7 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
     // A typo in WHARF_DATA_DIR would otherwise go unnoticed: say where the new database is.
     if (isNew) io.err(`note: created a new, empty Wharf database in ${config.dataDir}`);
     const feeds = createFeedService({ db, clock: systemClock, config, findConnector: findConnectorReference(db) });
-    return await command(args, { db, clock: systemClock, feeds, out: io.out, err: io.err });
+    return await command(args, { db, clock: systemClock, feeds, config, out: io.out, err: io.err });
   } finally {
     db.close();
   }
