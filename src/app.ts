@@ -16,7 +16,12 @@ import { packagesApiArea } from "./areas/upack/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";
-import { configurationArea, createConfigurationServices } from "./areas/configuration/index.js";
+import {
+  configurationArea,
+  createConfigurationRuntime,
+  createConfigurationServices,
+  createFeedPackageSource,
+} from "./areas/configuration/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
@@ -192,7 +197,26 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Configuration management (area B): servers, roles, variables, checks and remediation.
   const configurationDeps = { db: deps.db, clock, config, secrets: secrets.box };
   const configuration = createConfigurationServices(configurationDeps);
-  await app.register(configurationArea, { ...configurationDeps, services: configuration });
+  // Checks and remediation jobs (on the one job runner); package items read the universal feeds.
+  const configurationPackages = createFeedPackageSource(upackServices);
+  const configurationRuntime = createConfigurationRuntime({
+    db: deps.db,
+    clock,
+    config,
+    infrastructure: configuration.infrastructure,
+    jobs,
+    packages: configurationPackages,
+    agentTransport: configuration.agents.transport,
+    deployments,
+    credentials: configuration.credentialsStore,
+    log: app.log,
+  });
+  await app.register(configurationArea, {
+    ...configurationDeps,
+    services: configuration,
+    runtime: configurationRuntime,
+    agentPackages: configurationPackages,
+  });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
   await app.register(nativeArea, { releases });
   await registerOpenApiRoutes(app);

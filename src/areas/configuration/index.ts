@@ -3,12 +3,24 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
+import type { PackageSource } from "../../drift/model.js";
+import { type AgentHub, createAgentHub } from "./agent-hub.js";
+import { agentRoutes } from "./agent-routes.js";
+import {
+  createCredentialsRepository,
+  createCredentialsStore,
+  type CredentialsStore,
+} from "./credentials-repository.js";
+import { credentialsRoutes } from "./credentials-routes.js";
+import { createCredentialsService, type CredentialsService } from "./credentials-service.js";
 import { createInfrastructureRepository, type InfrastructureRepository } from "./infrastructure-repository.js";
 import { infrastructureRoutes } from "./infrastructure-routes.js";
 import { createRolesRepository } from "./roles-repository.js";
 import { createRolesService, type RolesService } from "./roles-service.js";
 import { createServersRepository } from "./servers-repository.js";
 import { createServersService, type HostKeyFetcher, type ServersService } from "./servers-service.js";
+import { configurationRoutes } from "./configuration-routes.js";
+import type { ConfigurationRuntime } from "./runtime.js";
 import { variablesRoutes } from "./variables-routes.js";
 import { createVariablesService, type VariablesService } from "./variables-service.js";
 
@@ -33,6 +45,11 @@ export interface ConfigurationServices {
   readonly servers: ServersService;
   readonly roles: RolesService;
   readonly variables: VariablesService;
+  /** The agent protocol's work queue; its `transport` reaches `agent` servers. */
+  readonly agents: AgentHub;
+  /** Stored SSH credentials: the API's service, and the store the ssh transport opens them from. */
+  readonly credentials: CredentialsService;
+  readonly credentialsStore: CredentialsStore;
 }
 
 /** Loaded when first needed: ssh2 stays out of a server that manages no ssh server. */
@@ -42,6 +59,7 @@ const fetchHostKeySha256: HostKeyFetcher = async (host, port, timeoutMs) =>
 /** Wires repositories -> services; app.ts builds them once and hands them to configurationArea. */
 export function createConfigurationServices(deps: ConfigurationDeps): ConfigurationServices {
   const infrastructure = createInfrastructureRepository(deps.db, deps.secrets);
+  const credentials = createCredentialsRepository(deps.db);
   return {
     infrastructure,
     servers: createServersService({
@@ -57,14 +75,39 @@ export function createConfigurationServices(deps: ConfigurationDeps): Configurat
       clock: deps.clock,
     }),
     variables: createVariablesService(deps.db),
+    agents: createAgentHub({ db: deps.db, clock: deps.clock, config: deps.config }),
+    credentials: createCredentialsService({ repository: credentials, secrets: deps.secrets, clock: deps.clock }),
+    credentialsStore: createCredentialsStore(credentials, deps.secrets),
   };
 }
 
-export const configurationArea: FastifyPluginAsync<ConfigurationDeps & { services: ConfigurationServices }> = async (
-  app,
-  { services },
-) => {
+export { createConfigurationRuntime, type ConfigurationRuntime } from "./runtime.js";
+export { createFeedPackageSource } from "./feed-package-source.js";
+
+export const configurationArea: FastifyPluginAsync<
+  ConfigurationDeps & {
+    services: ConfigurationServices;
+    runtime?: ConfigurationRuntime;
+    /** What agents may download for their package items (the runtime's package source): enables /api/agent/v1. */
+    agentPackages?: PackageSource;
+  }
+> = async (app, { services, runtime, agentPackages }) => {
   // Routes are registered here, one plugin per file (servers, roles, variables, credentials, ...).
   await app.register(infrastructureRoutes, { servers: services.servers, roles: services.roles });
   await app.register(variablesRoutes, { variables: services.variables });
+  if (agentPackages) {
+    // Held polls are answered (and waiting work failed) before Fastify waits for connections to end.
+    app.addHook("preClose", (done) => {
+      services.agents.close();
+      done();
+    });
+    await app.register(agentRoutes, { hub: services.agents, packages: agentPackages });
+  }
+  await app.register(credentialsRoutes, { credentials: services.credentials });
+  if (runtime) {
+    // The checks' restart rule and routine checks (remediation jobs run on app.ts's job runner).
+    app.addHook("onReady", () => runtime.start());
+    app.addHook("onClose", () => runtime.stop());
+    await app.register(configurationRoutes, { infrastructure: services.infrastructure, ...runtime });
+  }
 };

@@ -1,0 +1,246 @@
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import type { LogLevel } from "../../drift/model.js";
+import { retryWhileBusy } from "../../storage/busy.js";
+import type { Db } from "../../storage/database.js";
+import type { Collection, CollectionsRepository } from "./collections-repository.js";
+import { desiredStateOf } from "./desired-state.js";
+import type { InfrastructureRepository, ServerSummary } from "./infrastructure-repository.js";
+import type { ServerTransport } from "./transport.js";
+
+/**
+ * Checks (issue 13 section 2; research next-areas.md 1.5.5): a check of a server creates an
+ * `executing` collection, hands the server's desired items to its transport, stores what each item
+ * is found to be with the counts, and ends `completed`, or `error` with the reason when the server
+ * cannot be reached at all (per-item troubles make that item `unknown`, not the check fail).
+ *
+ * Never twice at once for one server: a request while one runs joins it (in this process by its
+ * promise; the unique index on executing collections stops another process, whose check is then
+ * waited for). At most WHARF_CONFIG_CHECK... configCheckConcurrency run at once (the checks a
+ * remediation job makes are limited by the job kind's own limit instead). Routine checks of every
+ * active server whose drift mode is not `none` every configCheckIntervalMs (0: none), jittered, a
+ * server checked within the last half interval skipped. Each server keeps its last KEEP_COLLECTIONS.
+ *
+ * Restart rule: a collection found executing at start was left by a process that stopped; it ends
+ * `error` saying so. A server with drift mode `automaticallyRemediate` whose check (not a
+ * remediation job's own) finds drift is handed to `onDrift` (the remediation module enqueues a job
+ * unless one is pending or running for it).
+ */
+export const RESTART_TEXT = "The Wharf process stopped during this check.";
+export const KEEP_COLLECTIONS = 20;
+/** How often a check waits for one that another process runs on the same server. */
+const FOREIGN_POLL_MS = 250;
+
+export interface CheckerLogger {
+  debug?(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface CheckOptions {
+  /** The remediation job this check belongs to (config_collections.job_id); bypasses the concurrency limit. */
+  readonly jobId?: number;
+  /** Start a check after any running one ends instead of joining it (a remediation's closing check). */
+  readonly fresh?: boolean;
+  readonly signal?: AbortSignal;
+  /** Where the engine's lines go (a job's log); default: the process log at debug level. */
+  readonly log?: (level: LogLevel, message: string) => void;
+}
+
+export interface Checker {
+  /** Applies the restart rule and starts the routine checks. */
+  start(): Promise<void>;
+  /** Stops routine checks, aborts running ones (they end `error`) and waits for them to be recorded. */
+  stop(): Promise<void>;
+  /**
+   * Checks the server (or joins the check already running); resolves with the ended collection,
+   * undefined for a deleted or inactive server. Never rejects for an unreachable server: that
+   * collection ends `error`.
+   */
+  check(serverId: number, options?: CheckOptions): Promise<Collection | undefined>;
+  /** Starts checks of these servers in the background (the API's `check`). */
+  request(serverIds: readonly number[]): void;
+}
+
+export interface CheckerDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Pick<Config, "configCheckIntervalMs" | "configCheckConcurrency">;
+  readonly infrastructure: InfrastructureRepository;
+  readonly collections: CollectionsRepository;
+  readonly transportOf: (server: ServerSummary) => ServerTransport;
+  readonly log: CheckerLogger;
+  readonly onDrift?: (server: ServerSummary, collection: Collection) => void | Promise<void>;
+  /** Random in [0, 1) for the jitter; tests pin it. */
+  readonly random?: () => number;
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message || error.name : String(error));
+
+/** A counting semaphore: acquire() resolves with the release of one slot. */
+function slots(count: number) {
+  let free = Math.max(1, count);
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free += 1;
+  };
+  return {
+    acquire(): Promise<() => void> {
+      if (free > 0) {
+        free -= 1;
+        return Promise.resolve(release);
+      }
+      return new Promise((resolve) => waiting.push(() => resolve(release)));
+    },
+  };
+}
+
+export function createChecker(deps: CheckerDeps): Checker {
+  const { db, clock, config, infrastructure, collections, log } = deps;
+  const random = deps.random ?? Math.random;
+  const now = () => clock.now().toISOString();
+  const write = <T>(fn: () => T) => retryWhileBusy(db, fn, Number.POSITIVE_INFINITY);
+  const pool = slots(config.configCheckConcurrency);
+  const inFlight = new Map<number, Promise<Collection | undefined>>();
+  const stopping = new AbortController();
+  let state: "new" | "started" | "stopped" = "new";
+  let timer: NodeJS.Timeout | undefined;
+
+  const processLog = (server: ServerSummary) => (level: LogLevel, text: string) => {
+    const fields = { server: server.name };
+    if (level === "error") log.error(fields, text);
+    else if (level === "warn") log.warn(fields, text);
+    else log.debug?.(fields, text);
+  };
+
+  /** Waits while another process checks the server; its collection once it ended. */
+  async function awaitForeign(serverId: number, signal: AbortSignal): Promise<Collection | undefined> {
+    for (;;) {
+      const executing = collections.executingOf(serverId);
+      if (executing === undefined) return collections.latestOf(serverId);
+      if (signal.aborted) return executing;
+      await new Promise((resolve) => setTimeout(resolve, FOREIGN_POLL_MS));
+    }
+  }
+
+  async function run(serverId: number, options: CheckOptions): Promise<Collection | undefined> {
+    const server = infrastructure.getServer(serverId);
+    if (server === undefined || !server.active) return undefined;
+    const signal = options.signal ? AbortSignal.any([stopping.signal, options.signal]) : stopping.signal;
+    const release = options.jobId === undefined ? await pool.acquire() : () => undefined;
+    try {
+      if (signal.aborted) return undefined;
+      let id = await write(() => collections.begin(serverId, options.jobId, now()));
+      while (id === undefined) {
+        const foreign = await awaitForeign(serverId, signal);
+        if (!options.fresh || signal.aborted) return foreign;
+        id = await write(() => collections.begin(serverId, options.jobId, now()));
+      }
+      await collect(server, id, signal, options.log ?? processLog(server));
+      await write(() => collections.prune(serverId, KEEP_COLLECTIONS));
+      const ended = collections.get(id);
+      if (ended?.status === "completed" && ended.drifted > 0 && options.jobId === undefined) {
+        const current = infrastructure.getServer(serverId);
+        if (current?.active && current.driftMode === "automaticallyRemediate" && deps.onDrift) {
+          await Promise.resolve(deps.onDrift(current, ended)).catch((error: unknown) =>
+            log.error({ server: server.name, err: error }, "could not start the automatic remediation"),
+          );
+        }
+      }
+      return ended;
+    } finally {
+      release();
+    }
+  }
+
+  async function collect(
+    server: ServerSummary,
+    id: number,
+    signal: AbortSignal,
+    lineOut: (level: LogLevel, text: string) => void,
+  ): Promise<void> {
+    try {
+      const desired = desiredStateOf(infrastructure, server.id, (text) => lineOut("info", text));
+      const roleIds = new Map(desired.roles.map((role) => [role.name.toLowerCase(), role.id]));
+      const results = await deps
+        .transportOf(server)
+        .check(server, desired.items, { variables: desired.variables, signal, log: lineOut });
+      signal.throwIfAborted();
+      await write(() => collections.complete(id, now(), results, roleIds));
+    } catch (error) {
+      const text = stopping.signal.aborted ? RESTART_TEXT : message(error);
+      await write(() => collections.fail(id, now(), text));
+    }
+  }
+
+  function check(serverId: number, options: CheckOptions = {}): Promise<Collection | undefined> {
+    const existing = inFlight.get(serverId);
+    if (existing !== undefined) {
+      if (!options.fresh) return existing;
+      // A check that had started before this call may have missed changes the caller just made.
+      return existing.then(
+        () => check(serverId, { ...options, fresh: false }),
+        () => check(serverId, { ...options, fresh: false }),
+      );
+    }
+    const started = run(serverId, options).finally(() => {
+      if (inFlight.get(serverId) === started) inFlight.delete(serverId);
+    });
+    inFlight.set(serverId, started);
+    return started;
+  }
+
+  function request(serverIds: readonly number[]): void {
+    if (state === "stopped") return;
+    for (const id of serverIds) {
+      check(id).catch((error: unknown) => log.error({ serverId: id, err: error }, "a configuration check failed"));
+    }
+  }
+
+  function routine(): void {
+    const interval = config.configCheckIntervalMs;
+    const recent = clock.now().getTime() - interval / 2;
+    const due = infrastructure
+      .listServers()
+      .filter((server) => server.active && server.driftMode !== "none")
+      .filter((server) => {
+        const latest = collections.latestOf(server.id);
+        return latest === undefined || Date.parse(latest.startedAt) < recent;
+      })
+      .map((server) => server.id);
+    request(due);
+  }
+
+  function schedule(delay: number): void {
+    timer = setTimeout(() => {
+      try {
+        routine();
+      } catch (error) {
+        log.error({ err: error }, "could not start the routine configuration checks");
+      }
+      if (state === "started") schedule(config.configCheckIntervalMs * (0.9 + 0.2 * random()));
+    }, delay).unref();
+  }
+
+  return {
+    async start() {
+      if (state !== "new") return;
+      state = "started";
+      const ended = await write(() => collections.endExecuting(now(), RESTART_TEXT));
+      if (ended > 0) log.warn({ collections: ended }, "configuration checks interrupted by a stop ended in error");
+      // The first round somewhere within the first interval, so that many processes do not all check at once.
+      if (config.configCheckIntervalMs > 0) schedule(config.configCheckIntervalMs * random());
+    },
+    async stop() {
+      if (state === "stopped") return;
+      state = "stopped";
+      clearTimeout(timer);
+      stopping.abort();
+      await Promise.allSettled([...inFlight.values()]);
+    },
+    check,
+    request,
+  };
+}

@@ -1,0 +1,94 @@
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import type { PackageSource } from "../../drift/model.js";
+import type { JobRunner } from "../../jobs/runner.js";
+import type { Db } from "../../storage/database.js";
+import { dataPaths } from "../../storage/data-paths.js";
+import type { PackageDeploymentService } from "../package-deployment/index.js";
+import { type Checker, type CheckerLogger, createChecker } from "./checker.js";
+import { createCollectionsRepository } from "./collections-repository.js";
+import { type CredentialOpener, createExecutorTransports } from "./executor-transport.js";
+import type { InfrastructureRepository } from "./infrastructure-repository.js";
+import { createRemediationRepository } from "./remediation-repository.js";
+import { createRemediationService, type RemediationService } from "./remediation.js";
+import { createStatusService, type StatusService } from "./status.js";
+import type { ServerTransport } from "./transport.js";
+
+/**
+ * The running half of configuration management (issue 13): checks, remediation jobs and the
+ * status they make, wired once by app.ts. The remediation job kind is added to the database's one
+ * job runner here, so this must be created before that runner starts.
+ */
+export interface ConfigurationRuntimeDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly infrastructure: InfrastructureRepository;
+  /** The database's one job runner, not started yet. */
+  readonly jobs: JobRunner;
+  /** Packages for `package` items (createFeedPackageSource over the universal feeds). */
+  readonly packages: PackageSource;
+  /** Records packages that remediations install (area C). */
+  readonly deployments?: Pick<PackageDeploymentService, "record"> | undefined;
+  /** Opens stored SSH credentials (credentials-repository.ts). */
+  readonly credentials?: CredentialOpener | undefined;
+  /** Reaches `agent` servers (the agent hub's transport); absent: their checks end in error. */
+  readonly agentTransport?: ServerTransport | undefined;
+  readonly log: CheckerLogger;
+}
+
+export interface ConfigurationRuntime {
+  readonly checker: Checker;
+  readonly remediation: RemediationService;
+  readonly status: StatusService;
+  /** Restart rule for checks, then routine checks (the job runner starts on its own). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): ConfigurationRuntime {
+  const { db, clock, config, infrastructure } = deps;
+  const collections = createCollectionsRepository(db);
+  const remediations = createRemediationRepository(db);
+  const transports = createExecutorTransports(
+    {
+      config,
+      packages: deps.packages,
+      credentials: deps.credentials,
+      tempDir: dataPaths(config.dataDir).tmp,
+    },
+    deps.agentTransport,
+  );
+  const transportOf = transports.of;
+  const checker = createChecker({
+    db,
+    clock,
+    config,
+    infrastructure,
+    collections,
+    transportOf,
+    log: deps.log,
+    onDrift: async (server) => {
+      await remediation.remediateAutomatically(server);
+    },
+  });
+  const remediation = createRemediationService({
+    clock,
+    jobs: deps.jobs,
+    concurrency: config.configCheckConcurrency,
+    infrastructure,
+    collections,
+    remediations,
+    checker,
+    transportOf,
+    deployments: deps.deployments,
+  });
+  const status = createStatusService({ db, clock, config, infrastructure, collections, remediations });
+  return {
+    checker,
+    remediation,
+    status,
+    start: () => checker.start(),
+    stop: () => checker.stop(),
+  };
+}

@@ -1,0 +1,352 @@
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import { invalid, notFound } from "../../domain/errors.js";
+import type { Db } from "../../storage/database.js";
+import type { CollectionsRepository } from "./collections-repository.js";
+import type { InfrastructureRepository } from "./infrastructure-repository.js";
+import type { EntityType, OpenRemediation, RemediationRepository } from "./remediation-repository.js";
+
+/**
+ * Configuration status objects and server items as `/api/configuration` answers them
+ * (docs/seed-api.md B "Configuration status object", "Server configuration item object";
+ * docs/compat.md 8.1; research next-areas.md 1.5.6).
+ *
+ * A server's status, first rule that holds: `disabled` (inactive) > `executing` (a check or a
+ * remediation of it running) > `error` (its last check failed, or its agent has not polled for
+ * WHARF_AGENT_OFFLINE_SECONDS) > `pendingRemediation` (drifted and a remediation job waits) >
+ * `drifted` / `current` (items drifted in its last check, or none) > `unknown` (never checked, or
+ * drift mode `none`).
+ *
+ * Roles and environments are aggregated from their active servers (a role's: the servers whose
+ * roles include it, through dependencies too), the first status of the list above that any of them
+ * has; a role counts only its own items (collectionRole = the role). All servers inactive:
+ * `disabled`; no servers: `unknown`. Their collectionDate is the oldest last check among them.
+ *
+ * Field presence: `errorText` only on `error`; `latestCollectionId` only for servers (a number, or
+ * null when never checked); `remediationDate` and `remediationId` only while a remediation job is
+ * pending. Dates are `yyyy-MM-ddTHH:mm:ss` (UTC). Everything is read with a few statements over
+ * all servers (the counts are stored with each collection), so that the status of a thousand
+ * servers stays cheap.
+ */
+export type ConfigurationStatus =
+  "disabled" | "executing" | "error" | "pendingRemediation" | "drifted" | "current" | "unknown";
+
+/** First wins when aggregating. */
+const PRECEDENCE: readonly ConfigurationStatus[] = [
+  "disabled",
+  "executing",
+  "error",
+  "pendingRemediation",
+  "drifted",
+  "current",
+  "unknown",
+];
+
+export interface StatusObject {
+  type: EntityType;
+  name: string;
+  status: ConfigurationStatus;
+  errorText?: string;
+  collectionDate: string | null;
+  latestCollectionId?: number | null;
+  remediationDate?: string;
+  remediationId?: number;
+}
+
+export interface ItemObject {
+  type: string;
+  key: string;
+  status: string;
+  collectionDate: string;
+  collectionId: number;
+  collectionRole: string | null;
+  remediationDate?: string;
+  remediationId?: number;
+  /** Wharf's addition: what differs (hashes, modes, versions; never content). */
+  differences?: readonly unknown[];
+  /** Wharf's addition: why an item is unknown. */
+  errorText?: string;
+}
+
+export interface StatusService {
+  /** One entity's status; 404 for an unknown name. */
+  statusOf(type: EntityType, name: string): StatusObject;
+  /** Every server, role and environment, each kind by name. */
+  statusOfAll(): StatusObject[];
+  /** The items of a server's last completed check; 404 for an unknown server. */
+  itemsOf(serverName: string): ItemObject[];
+  /** The servers whose roles include the role, directly or through dependencies. */
+  serversOfRole(roleId: number): number[];
+}
+
+export interface StatusDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Pick<Config, "agentOfflineMs">;
+  readonly infrastructure: InfrastructureRepository;
+  readonly collections: CollectionsRepository;
+  readonly remediations: RemediationRepository;
+}
+
+/** ISO 8601 without fraction or zone, as the seed and InedoCore's DateTime parsing want. */
+export const seedDate = (iso: string) => new Date(iso).toISOString().slice(0, 19);
+
+interface ServerRow {
+  id: number;
+  name: string;
+  server_type: string;
+  drift_mode: string;
+  active: number;
+  agent_last_seen_at: string | null;
+  collection_id: number | null;
+  collection_status: "executing" | "completed" | "error" | null;
+  started_at: string | null;
+  error_text: string | null;
+  drifted: number | null;
+}
+
+/** What a server's status is made from; `drifted` may be narrowed to one role's items. */
+interface ServerFacts {
+  readonly row: ServerRow;
+  readonly drifted: number;
+  readonly open: readonly OpenRemediation[];
+}
+
+const SERVER_SQL = `SELECT s.id, s.name, s.server_type, s.drift_mode, s.active, s.agent_last_seen_at,
+    c.id AS collection_id, c.status AS collection_status, c.started_at, c.error_text, c.drifted
+  FROM servers s LEFT JOIN config_collections c
+    ON c.id = (SELECT max(id) FROM config_collections WHERE server_id = s.id)`;
+
+export function createStatusService(deps: StatusDeps): StatusService {
+  const { db, clock, config, infrastructure, collections, remediations } = deps;
+  const q = {
+    all: db.prepare<[], ServerRow>(`${SERVER_SQL} ORDER BY s.name_key`),
+    one: db.prepare<[number], ServerRow>(`${SERVER_SQL} WHERE s.id = ?`),
+    roles: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM roles ORDER BY name_key"),
+    environments: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM environments ORDER BY name_key"),
+    // Roles reach servers directly and through the roles that depend on them.
+    members: db.prepare<[], { server_id: number; role_id: number }>(
+      `WITH RECURSIVE member(server_id, role_id) AS (
+         SELECT server_id, role_id FROM server_roles
+         UNION SELECT m.server_id, d.depends_on_id FROM member m JOIN role_dependencies d ON d.role_id = m.role_id)
+       SELECT server_id, role_id FROM member`,
+    ),
+    environmentMembers: db.prepare<[], { server_id: number; environment_id: number }>(
+      "SELECT server_id, environment_id FROM server_environments",
+    ),
+    // Drifted items per role in each server's last check (only checks that completed count).
+    roleDrift: db.prepare<[], { server_id: number; role_id: number; drifted: number }>(
+      `SELECT c.server_id, i.role_id, count(*) AS drifted
+         FROM servers s JOIN config_collections c ON c.id = (SELECT max(id) FROM config_collections WHERE server_id = s.id)
+         JOIN config_collected_items i ON i.collection_id = c.id
+        WHERE c.status = 'completed' AND c.drifted > 0 AND i.status = 'drifted' AND i.role_id IS NOT NULL
+        GROUP BY c.server_id, i.role_id`,
+    ),
+  };
+
+  function serverStatus(facts: ServerFacts): { status: ConfigurationStatus; errorText?: string } {
+    const { row } = facts;
+    if (row.active === 0) return { status: "disabled" };
+    if (row.collection_status === "executing" || facts.open.some((job) => job.status === "executing")) {
+      return { status: "executing" };
+    }
+    if (row.collection_status === "error") return { status: "error", errorText: row.error_text ?? "The check failed." };
+    if (row.server_type === "agent" && row.agent_last_seen_at !== null) {
+      const since = Date.parse(row.agent_last_seen_at);
+      if (clock.now().getTime() - since > config.agentOfflineMs) {
+        return {
+          status: "error",
+          errorText: `The agent has not been heard from since ${seedDate(row.agent_last_seen_at)} (UTC).`,
+        };
+      }
+    }
+    if (row.drift_mode === "none" || row.collection_status === null) return { status: "unknown" };
+    if (facts.drifted > 0) {
+      return { status: facts.open.some((job) => job.status === "pending") ? "pendingRemediation" : "drifted" };
+    }
+    return { status: "current" };
+  }
+
+  /** The first pending job among these (earliest start), for remediationDate/remediationId. */
+  function pendingOf(open: readonly OpenRemediation[]): OpenRemediation | undefined {
+    let first: OpenRemediation | undefined;
+    for (const job of open) {
+      if (job.status !== "pending") continue;
+      if (first === undefined || job.at < first.at || (job.at === first.at && job.jobId < first.jobId)) first = job;
+    }
+    return first;
+  }
+
+  function withRemediation(object: StatusObject, open: readonly OpenRemediation[]): StatusObject {
+    const pending = pendingOf(open);
+    if (pending !== undefined) {
+      object.remediationDate = seedDate(pending.at);
+      object.remediationId = pending.jobId;
+    }
+    return object;
+  }
+
+  function serverObject(row: ServerRow, open: readonly OpenRemediation[]): StatusObject {
+    const { status, errorText } = serverStatus({ row, drifted: row.drifted ?? 0, open });
+    const object: StatusObject = {
+      type: "server",
+      name: row.name,
+      status,
+      ...(errorText !== undefined && { errorText }),
+      collectionDate: row.started_at === null ? null : seedDate(row.started_at),
+      latestCollectionId: row.collection_id,
+    };
+    return withRemediation(object, open);
+  }
+
+  /** A role's or an environment's status over its servers' facts. */
+  function aggregate(type: EntityType, name: string, members: readonly ServerFacts[]): StatusObject {
+    const active = members.filter((facts) => facts.row.active === 1);
+    let status: ConfigurationStatus = members.length > 0 && active.length === 0 ? "disabled" : "unknown";
+    let errorText: string | undefined;
+    let oldest: string | undefined;
+    const open: OpenRemediation[] = [];
+    for (const facts of active) {
+      const own = serverStatus(facts);
+      if (PRECEDENCE.indexOf(own.status) < PRECEDENCE.indexOf(status)) {
+        status = own.status;
+        errorText = own.errorText === undefined ? undefined : `${facts.row.name}: ${own.errorText}`;
+      }
+      const date = facts.row.started_at;
+      if (date !== null && (oldest === undefined || date < oldest)) oldest = date;
+      open.push(...facts.open);
+    }
+    const object: StatusObject = {
+      type,
+      name,
+      status,
+      ...(status === "error" && errorText !== undefined && { errorText }),
+      collectionDate: oldest === undefined ? null : seedDate(oldest),
+    };
+    return withRemediation(object, open);
+  }
+
+  function openByServer(): Map<number, OpenRemediation[]> {
+    const byServer = new Map<number, OpenRemediation[]>();
+    for (const job of remediations.open()) {
+      const list = byServer.get(job.serverId);
+      if (list) list.push(job);
+      else byServer.set(job.serverId, [job]);
+    }
+    return byServer;
+  }
+
+  /** Everything the roles' and environments' objects need, in a handful of statements. */
+  function load() {
+    const rows = q.all.all();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const open = openByServer();
+    const roleDrift = new Map<string, number>();
+    for (const r of q.roleDrift.all()) roleDrift.set(`${r.server_id}:${r.role_id}`, r.drifted);
+    const roleMembers = new Map<number, number[]>();
+    for (const m of q.members.all()) {
+      const list = roleMembers.get(m.role_id);
+      if (list) list.push(m.server_id);
+      else roleMembers.set(m.role_id, [m.server_id]);
+    }
+    const environmentMembers = new Map<number, number[]>();
+    for (const m of q.environmentMembers.all()) {
+      const list = environmentMembers.get(m.environment_id);
+      if (list) list.push(m.server_id);
+      else environmentMembers.set(m.environment_id, [m.server_id]);
+    }
+    return { rows, byId, open, roleDrift, roleMembers, environmentMembers };
+  }
+  type Loaded = ReturnType<typeof load>;
+
+  function roleObject(loaded: Loaded, role: { id: number; name: string }): StatusObject {
+    const members: ServerFacts[] = [];
+    for (const serverId of loaded.roleMembers.get(role.id) ?? []) {
+      const row = loaded.byId.get(serverId);
+      if (row === undefined) continue;
+      // Only the jobs that touch the role's items: a whole-server one or one of this role.
+      const open = (loaded.open.get(serverId) ?? []).filter(
+        (job) => job.roleId === undefined || job.roleId === role.id,
+      );
+      members.push({ row, drifted: loaded.roleDrift.get(`${serverId}:${role.id}`) ?? 0, open });
+    }
+    return aggregate("role", role.name, members);
+  }
+
+  function environmentObject(loaded: Loaded, environment: { id: number; name: string }): StatusObject {
+    const members: ServerFacts[] = [];
+    for (const serverId of loaded.environmentMembers.get(environment.id) ?? []) {
+      const row = loaded.byId.get(serverId);
+      if (row === undefined) continue;
+      members.push({ row, drifted: row.drifted ?? 0, open: loaded.open.get(serverId) ?? [] });
+    }
+    return aggregate("environment", environment.name, members);
+  }
+
+  const missing = (type: EntityType, name: string) =>
+    notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${type} named '${name}'.`);
+
+  return {
+    serversOfRole: (roleId) =>
+      q.members
+        .all()
+        .filter((m) => m.role_id === roleId)
+        .map((m) => m.server_id),
+
+    statusOf(type, name) {
+      if (type === "server") {
+        const ref = infrastructure.findServer(name);
+        const row = ref && q.one.get(ref.id);
+        if (ref === undefined || row === undefined) throw missing(type, name);
+        return serverObject(row, remediations.open(ref.id));
+      }
+      if (type === "role") {
+        const role = infrastructure.findRole(name);
+        if (role === undefined) throw missing(type, name);
+        return roleObject(load(), role);
+      }
+      if (type === "environment") {
+        const environment = infrastructure.findEnvironment(name);
+        if (environment === undefined) throw missing(type, name);
+        return environmentObject(load(), environment);
+      }
+      throw invalid("INVALID_ENTITY_TYPE", `'${String(type)}' is not an entity type: use server, role or environment.`);
+    },
+
+    statusOfAll() {
+      const loaded = load();
+      return [
+        ...loaded.rows.map((row) => serverObject(row, loaded.open.get(row.id) ?? [])),
+        ...q.roles.all().map((role) => roleObject(loaded, role)),
+        ...q.environments.all().map((environment) => environmentObject(loaded, environment)),
+      ];
+    },
+
+    itemsOf(serverName) {
+      const server = infrastructure.findServer(serverName);
+      if (server === undefined) throw missing("server", serverName);
+      const collection = collections.latestCompletedOf(server.id);
+      if (collection === undefined) return [];
+      const pending = remediations.open(server.id).filter((job) => job.status === "pending");
+      const collectionDate = seedDate(collection.startedAt);
+      return collections.items(collection.id).map((item) => {
+        const object: ItemObject = {
+          type: item.type,
+          key: item.key,
+          status: item.status,
+          collectionDate,
+          collectionId: collection.id,
+          collectionRole: item.roleName ?? null,
+        };
+        const job = pendingOf(pending.filter((p) => p.roleId === undefined || p.roleId === item.roleId));
+        if (job !== undefined) {
+          object.remediationDate = seedDate(job.at);
+          object.remediationId = job.jobId;
+        }
+        if (item.differences.length > 0) object.differences = item.differences;
+        if (item.errorText !== undefined) object.errorText = item.errorText;
+        return object;
+      });
+    },
+  };
+}

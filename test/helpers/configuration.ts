@@ -1,0 +1,132 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { LightMyRequestResponse } from "fastify";
+import { expect } from "vitest";
+import type { Clock } from "../../src/domain/clock.js";
+import { buildTestApp, type TestApp } from "./app.js";
+import { createSystemKey } from "./fixtures.js";
+
+/**
+ * Shared setup of the configuration-*.test.ts suites (issue 13; docs/seed-api.md B): an app whose
+ * WHARF_DEPLOY_ROOT is a fresh directory, routine checks off, servers and roles made through the
+ * infrastructure API, and requests sent the way InedoCore sends them (clients.md 3.6): GET, the
+ * key in X-ApiKey only, a product User-Agent.
+ */
+export const INEDOCORE_HEADERS = { "user-agent": "Otter/2024.3 InedoCore/3.0.1" } as const;
+
+export interface ConfigurationWorld {
+  readonly t: TestApp;
+  readonly deployRoot: string;
+  /** A System key with the `configuration` scope only. */
+  readonly configKey: string;
+  /** An infrastructure API call as the administrator (JSON body). */
+  admin(url: string, body?: unknown): Promise<LightMyRequestResponse>;
+  /** A configuration API call as InedoCore makes it. */
+  inedo(url: string, key?: string, method?: "GET" | "POST"): Promise<LightMyRequestResponse>;
+  /** The absolute path on disk of an item path of a server rooted at deployRoot/<server>. */
+  onDisk(server: string, itemPath: string): string;
+  /** Polls status?server= until the server is no longer executing; the status object. */
+  settled(server: string): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function configurationWorld(options: { clock?: Clock; env?: Record<string, string> } = {}) {
+  const base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "wharf-config-")));
+  const deployRoot = path.join(base, "deploy");
+  await fs.mkdir(deployRoot);
+  const t = await buildTestApp({
+    env: { WHARF_DEPLOY_ROOT: deployRoot, WHARF_CONFIG_CHECK_MINUTES: "0", ...options.env },
+    ...(options.clock && { clock: options.clock }),
+  });
+  const configKey = createSystemKey(t.db, ["configuration"]);
+  const world: ConfigurationWorld = {
+    t,
+    deployRoot,
+    configKey,
+    admin: (url, body) =>
+      t.app.inject({
+        method: "POST",
+        url,
+        headers: { "x-apikey": t.adminKey, ...(body !== undefined && { "content-type": "application/json" }) },
+        ...(body !== undefined && { payload: JSON.stringify(body) }),
+      }),
+    inedo: (url, key = configKey, method = "GET") =>
+      t.app.inject({ method, url, headers: { ...INEDOCORE_HEADERS, "x-apikey": key } }),
+    onDisk: (server, itemPath) => path.join(deployRoot, server, itemPath),
+    async settled(server) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const res = await world.inedo(`/api/configuration/status?server=${encodeURIComponent(server)}`);
+        expect(res.statusCode, res.body).toBe(200);
+        const status = res.json() as Record<string, unknown>;
+        if (status.status !== "executing" && status.latestCollectionId !== null) return status;
+        if (Date.now() > deadline) throw new Error(`${server} never finished its check: ${res.body}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    async close() {
+      await t.close();
+      await fs.rm(base, { recursive: true, force: true });
+    },
+  };
+  return world;
+}
+
+/** Creates a role, then a local server rooted at deployRoot/<name> with the given roles and items. */
+export async function localServer(
+  w: ConfigurationWorld,
+  name: string,
+  body: Record<string, unknown> = {},
+): Promise<void> {
+  const res = await w.admin(`/api/infrastructure/servers/create/${name}`, {
+    serverType: "local",
+    rootPath: path.join(w.deployRoot, name),
+    drift: "reportOnly",
+    ...body,
+  });
+  expect(res.statusCode, res.body).toBe(201);
+}
+
+export async function role(w: ConfigurationWorld, name: string, body: Record<string, unknown>): Promise<void> {
+  const res = await w.admin(`/api/infrastructure/roles/create/${name}`, body);
+  expect(res.statusCode, res.body).toBe(201);
+}
+
+/** Polls remediate/status until the job is no longer pending or running; the last word. */
+export async function jobEnded(w: ConfigurationWorld, token: string, everyMs = 20): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await w.inedo(`/api/configuration/remediate/status?token=${token}`);
+    expect(res.statusCode, res.body).toBe(200);
+    if (res.body !== "pending" && res.body !== "running") return res.body;
+    if (Date.now() > deadline) throw new Error(`remediation ${token} never ended`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** The job's log lines as `level: message`. */
+export function jobLog(w: ConfigurationWorld, jobId: number): string[] {
+  const rows = w.t.db.prepare("SELECT level, message FROM job_log WHERE job_id = ? ORDER BY id").all(jobId) as {
+    level: string;
+    message: string;
+  }[];
+  return rows.map((row) => `${row.level}: ${row.message}`);
+}
+
+/** A clock tests move by hand; it stands still otherwise. */
+export function manualClock(start: Date): Clock & { set(date: Date): void; advance(ms: number): void } {
+  let now = start.getTime();
+  return {
+    now: () => new Date(now),
+    set: (date) => {
+      now = date.getTime();
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+/** The date a status answer must show for an ISO instant: yyyy-MM-ddTHH:mm:ss. */
+export const SEED_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
