@@ -31,6 +31,7 @@ Commands:
   pipelines <subcommand>     list, show, create (from a JSON file) and delete pipelines
   servers <subcommand>       list, get, create, update and delete servers; agent keys
   roles <subcommand>         list, get, create, update and delete roles
+  credentials <subcommand>   list, create, update and delete stored SSH credentials (never shown)
   pack <folder> --name --version   make a universal package (.upack) from a folder
   push <file> <feed-url>     upload a .upack to a feed (Wharf or ProGet); key in WHARF_API_KEY
   agent --server <url> --root <dir>   run the configuration agent of an 'agent' server; key in WHARF_AGENT_KEY
@@ -75,6 +76,7 @@ const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
   pipelines: async () => (await import("./pipelines.js")).pipelinesCommand,
   servers: async () => (await import("./servers.js")).serversCommand,
   roles: async () => (await import("./roles.js")).rolesCommand,
+  credentials: async () => (await import("./credentials.js")).credentialsCommand,
 };
 
 interface CliIo {

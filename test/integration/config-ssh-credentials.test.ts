@@ -1,3 +1,5 @@
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { Writable } from "node:stream";
 import { utils } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -5,6 +7,8 @@ import {
   createCredentialsRepository,
   createCredentialsStore,
 } from "../../src/areas/configuration/credentials-repository.js";
+import { credentialsCommand } from "../../src/cli/credentials.js";
+import { systemClock } from "../../src/domain/clock.js";
 import { loggerOptions } from "../../src/http/logging.js";
 import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { openSshExecutor } from "../../src/drift/ssh-executor.js";
@@ -184,6 +188,37 @@ describe("stored credentials API", () => {
     expect((await send("GET", `${BASE}/list`, undefined, infra)).statusCode).toBe(200);
     const anonymous = await t.app.inject({ method: "GET", url: `${BASE}/list` });
     expect([401, 403]).toContain(anonymous.statusCode);
+  });
+
+  it("wharf credentials: create from a key file or standard input, list, delete; never prints a secret", async () => {
+    const lines: string[] = [];
+    const keyFile = path.join(t.dataDir, "id_test");
+    await writeFile(keyFile, privateKey, { mode: 0o600 });
+    const cli = (args: string[], stdin = "") =>
+      credentialsCommand(args, {
+        db: t.db,
+        clock: systemClock,
+        config: t.config,
+        out: (line) => lines.push(line),
+        err: (line) => lines.push(`ERR ${line}`),
+        readStdin: async () => stdin,
+      });
+    expect(await cli(["create", "cli-key", "--user", "ops", "--private-key-file", keyFile])).toBe(0);
+    expect(await cli(["create", "cli-pw", "--user", "ops", "--password-stdin"], `${PASSWORD}\n`)).toBe(0);
+    expect(await cli(["update", "cli-pw", "--user", "ops2"])).toBe(0);
+    expect(await cli(["list"])).toBe(0);
+    expect(await cli(["create", "cli-x", "--user", "ops"])).toBe(2);
+    expect(await cli(["create", "cli-x", "--user", "ops", "--private-key-file", "/no/such/file"])).toBe(2);
+    expect(await cli(["delete", "cli-key"])).toBe(0);
+    expect(await cli(["delete", "cli-key"])).toBe(1);
+    const output = lines.join("\n");
+    expect(output).toMatch(/cli-pw\s+ssh-password\s+ops2/);
+    expect(output).toMatch(/cli-key\s+ssh-key\s+ops/);
+    expect(output).toContain("Deleted credential 'cli-key'.");
+    expectNoSecret(output);
+    const store = createCredentialsStore(createCredentialsRepository(t.db), loadSecretKeys(t.config).box);
+    const stored = await store.findByName("cli-pw");
+    expect(await store.open(stored?.id as number)).toEqual({ userName: "ops2", password: PASSWORD });
   });
 
   it("never logs a secret", () => {
