@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
+import { skipSshTests, startSshd } from "../helpers/sshd.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /** `/api/infrastructure/servers/...` (docs/compat.md 8.2; issue 13 section 1). */
@@ -21,6 +22,13 @@ beforeAll(async () => {
   await fs.mkdir(outside);
   await fs.symlink(outside, path.join(deployRoot, "escape"));
   t = await buildTestApp({ env: { WHARF_DEPLOY_ROOT: deployRoot } });
+  // A stored credential for ssh servers (the credentials API is tested with it, config-ssh-credentials).
+  const now = new Date().toISOString();
+  t.db
+    .prepare(
+      "INSERT INTO credentials (name, name_key, kind, user_name, secret, created_at, modified_at) VALUES ('deploy', 'deploy', 'ssh-password', 'u', 'x', ?, ?)",
+    )
+    .run(now, now);
 });
 afterAll(async () => {
   await t.close();
@@ -219,12 +227,6 @@ describe("ssh servers", () => {
       422,
       "credentials 'ghost'",
     );
-    const now = new Date().toISOString();
-    t.db
-      .prepare(
-        "INSERT INTO credentials (name, name_key, kind, user_name, secret, created_at, modified_at) VALUES ('deploy', 'deploy', 'ssh-password', 'u', 'x', ?, ?)",
-      )
-      .run(now, now);
     const ssh = { serverType: "ssh", hostName: "127.0.0.1", port: 1, credentialsName: "deploy", rootPath: "/srv/app/" };
     expectText(await create("s1", { ...ssh, rootPath: "/srv/../etc" }), 400, "rootPath");
     expectText(await create("s1", ssh), 422, "127.0.0.1:1");
@@ -242,6 +244,59 @@ describe("ssh servers", () => {
       hostKeySha256: pinned,
     });
     expectText(await create("s2", { ...ssh, hostKeySha256: "short" }), 400, "hostKeySha256");
+  });
+});
+
+describe("ssh host key pinning against a real OpenSSH", () => {
+  it.skipIf(skipSshTests)("reads and pins the host key on creation, and again when the host moves", async () => {
+    const sshd = await startSshd();
+    try {
+      const ssh = {
+        serverType: "ssh",
+        hostName: sshd.host,
+        port: sshd.port,
+        credentialsName: "deploy",
+        rootPath: sshd.root,
+      };
+      const created = expectJson(await create("pinned", ssh), 201) as Json;
+      expect(created.hostKeySha256).toBe(sshd.hostKeySha256);
+      // An update that names another key keeps it; one that moves the server reads the new host's key.
+      const other = "B".repeat(43);
+      expect(expectJson(await update("pinned", { hostKeySha256: other }))).toMatchObject({ hostKeySha256: other });
+      expect(expectJson(await update("pinned", { active: false }))).toMatchObject({ hostKeySha256: other });
+      expectText(await update("pinned", { port: 1 }), 422, "host key");
+      expect(expectJson(await update("pinned", { hostKeySha256: null }))).toMatchObject({
+        hostKeySha256: sshd.hostKeySha256,
+      });
+    } finally {
+      await sshd.stop();
+    }
+  });
+});
+
+describe("more server rules", () => {
+  it("creates with the name in the body, confines a local tempPath, and gives a server turned agent a key", async () => {
+    const created = await send("POST", "/api/infrastructure/servers/create", { name: "bodyname", ...local("bn") });
+    expect(expectJson(created, 201)).toMatchObject({ name: "bodyname" });
+    expectText(await send("POST", "/api/infrastructure/servers/create", local("nn")), 400, "name");
+    expectText(await update("bodyname", { tempPath: "/tmp" }), 422, "tempPath");
+    expect(expectJson(await update("bodyname", { tempPath: path.join(deployRoot, "tmp") }))).toMatchObject({
+      tempPath: path.join(deployRoot, "tmp"),
+    });
+    const agent = expectJson(await update("bodyname", { serverType: "agent" })) as Json;
+    expect(agent).toMatchObject({ serverType: "agent", agentConnected: false });
+    expect(agent).not.toHaveProperty("rootPath");
+    expect(agent.agentKey).toEqual(expect.any(String));
+    const row = t.db.prepare("SELECT agent_key_hash FROM servers WHERE name_key = 'bodyname'").get() as {
+      agent_key_hash: string;
+    };
+    expect(row.agent_key_hash).toBe(hashApiKey(agent.agentKey as string));
+    const back = expectJson(await update("bodyname", local("bn"))) as Json;
+    expect(back).not.toHaveProperty("agentKey");
+    const after = t.db.prepare("SELECT agent_key_hash FROM servers WHERE name_key = 'bodyname'").get() as {
+      agent_key_hash: string | null;
+    };
+    expect(after.agent_key_hash).toBeNull();
   });
 });
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { invalid } from "../../domain/errors.js";
 import { errorText } from "../../http/errors.js";
 import { requireJsonBody } from "../../http/json-reply.js";
 import { param } from "../../http/params.js";
@@ -76,6 +77,26 @@ function crudRoutes<I>(
           .code(201)
           .header("Cache-Control", "no-store")
           .send((await service.create(request.params.name, (request.body ?? {}) as I)) as Entity),
+    });
+    // The name in the body instead of the URL (docs/compat.md 8.2 makes `/<name>` optional).
+    api.post(`${base}/create`, {
+      schema: {
+        summary: `Create a ${singular} named by the body's \`name\``,
+        tags,
+        body: bodySchema,
+        response: { 201: entity, ...errors },
+      },
+      config: MANAGE,
+      preValidation: requireJsonBody,
+      handler: async (request, reply) => {
+        const input = (request.body ?? {}) as I & { name?: string };
+        if (!input.name)
+          throw invalid("MISSING_NAME", `Give the ${singular}'s name in the URL (create/<name>) or as 'name'.`);
+        return reply
+          .code(201)
+          .header("Cache-Control", "no-store")
+          .send((await service.create(input.name, input)) as Entity);
+      },
     });
     api.post(`${base}/update/:name`, {
       schema: {

@@ -31,36 +31,43 @@ async function realPathAllowingMissing(target: string): Promise<string> {
   }
 }
 
-/** The root to store for a local server: absolute, resolved, inside the deploy root; 422 naming the setting otherwise. */
-export async function localRoot(rootPath: string | null | undefined, deployRoot: string | undefined): Promise<string> {
+/**
+ * A directory to store for a local server (`rootPath`, or `tempPath`): absolute, resolved, inside
+ * the deploy root; 422 naming the setting otherwise.
+ */
+export async function localDirectory(
+  field: "rootPath" | "tempPath",
+  value: string | null | undefined,
+  deployRoot: string | undefined,
+): Promise<string> {
   if (deployRoot === undefined) {
     throw unprocessable(
       "DEPLOY_ROOT_NOT_SET",
-      "A local server's root must be inside WHARF_DEPLOY_ROOT, which is not set: set it to the directory Wharf may manage.",
+      "A local server's directories must be inside WHARF_DEPLOY_ROOT, which is not set: set it to the directory Wharf may manage.",
     );
   }
-  if (!rootPath)
-    throw invalid("ROOT_PATH_REQUIRED", "A local server needs 'rootPath': a directory inside WHARF_DEPLOY_ROOT.");
-  if (!path.isAbsolute(rootPath) || rootPath.includes("\0")) {
-    throw invalid("INVALID_ROOT_PATH", `'rootPath' must be an absolute path (got '${rootPath}').`);
+  if (!value)
+    throw invalid("ROOT_PATH_REQUIRED", `A local server needs '${field}': a directory inside WHARF_DEPLOY_ROOT.`);
+  if (!path.isAbsolute(value) || value.includes("\0")) {
+    throw invalid("INVALID_PATH", `'${field}' must be an absolute path (got '${value}').`);
   }
-  const [root, base] = await Promise.all([
-    realPathAllowingMissing(path.resolve(rootPath)),
+  const [resolved, base] = await Promise.all([
+    realPathAllowingMissing(path.resolve(value)),
     realPathAllowingMissing(deployRoot),
   ]);
-  if (!isInside(base, root)) {
+  if (!isInside(base, resolved)) {
     throw unprocessable(
-      "ROOT_OUTSIDE_DEPLOY_ROOT",
-      `The root '${rootPath}' is not inside WHARF_DEPLOY_ROOT (${deployRoot}), symbolic links resolved.`,
+      "PATH_OUTSIDE_DEPLOY_ROOT",
+      `The ${field} '${value}' is not inside WHARF_DEPLOY_ROOT (${deployRoot}), symbolic links resolved.`,
     );
   }
   try {
-    const stat = await fs.stat(root);
-    if (!stat.isDirectory()) throw invalid("INVALID_ROOT_PATH", `'rootPath' (${rootPath}) is not a directory.`);
+    const stat = await fs.stat(resolved);
+    if (!stat.isDirectory()) throw invalid("INVALID_PATH", `'${field}' (${value}) is not a directory.`);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
-  return root;
+  return resolved;
 }
 
 /** An absolute POSIX path on a target machine, normalised; 400 naming `field` otherwise. */

@@ -6,7 +6,7 @@ import { generateApiKey, hashApiKey } from "../security/api-key-hash.js";
 import { checkEntityName, distinctNames } from "./entity-names.js";
 import type { DriftMode, InfrastructureRepository } from "./infrastructure-repository.js";
 import { parseConfigItems, showItems } from "./items.js";
-import { localRoot, remotePath } from "./server-paths.js";
+import { localDirectory, remotePath } from "./server-paths.js";
 import type { ServerInput } from "./servers-input.js";
 import type { ServerRecord, ServersRepository, ServerWrite } from "./servers-repository.js";
 import { parseVariables, presentVariables } from "./variables-model.js";
@@ -195,13 +195,20 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
     let credentialsId: number | null = null;
     let hostKeySha256: string | null = null;
     const tempText = text("tempPath", row?.temp_path ?? null);
-    const tempPath = tempText ? remotePath("tempPath", tempText) : null;
+    // A local server's temporary files are on the Wharf host: inside the deploy root like its root.
+    let tempPath: string | null = null;
+    if (tempText) {
+      tempPath =
+        type === "local"
+          ? await localDirectory("tempPath", tempText, config.deployRoot)
+          : remotePath("tempPath", tempText);
+    }
 
     if (type === "local") {
       const stored = row?.server_type === "local" ? row.root_path : null;
       const wanted = text("rootPath", stored);
       // An unchanged root was checked when it was saved; the deploy root is checked again all the same.
-      rootPath = await localRoot(wanted, config.deployRoot);
+      rootPath = await localDirectory("rootPath", wanted, config.deployRoot);
     } else if (type === "ssh") {
       const wasSsh = row?.server_type === "ssh";
       hostName = text("hostName", wasSsh ? row.host_name : null);
