@@ -57,8 +57,10 @@ export const configKeyHandler: ItemHandler<DesiredKey, ActualKey> = {
     ];
   },
 
-  async apply(desired, actual, run): Promise<Applied> {
+  async apply(desired, collected, run): Promise<Applied> {
     const { path: file, format, key, exists, value } = desired.properties;
+    // Read again: an earlier item of this remediation may have changed the same file.
+    const actual = await configKeyHandler.collect(desired, run);
     let text: string;
     try {
       text = writeKey(format, actual.text ?? "", key, exists ? value : undefined);
@@ -72,7 +74,7 @@ export const configKeyHandler: ItemHandler<DesiredKey, ActualKey> = {
     }
     const mode = actual.text === undefined ? (desired.sensitive ? 0o600 : 0o644) : undefined;
     await run.executor.writeFileAtomic(file, Buffer.from(text, "utf8"), mode);
-    return { description: phrase(desired, actual, "past") };
+    return { description: phrase(desired, collected, "past") };
   },
 
   describe(desired, actual) {

@@ -124,7 +124,7 @@ function phrase(desired: DesiredFile, actual: ActualFile, tense: "present" | "pa
   if (actual.kind !== "file") {
     return `${verb("replace", "replaced")} the ${actual.kind} at ${desired.path} with a file (sha256 ${shortHash(desired.sha256)}, mode ${formatMode(mode)})`;
   }
-  const modeChange = actual.mode !== mode ? `mode ${formatMode(actual.mode)} -> ${formatMode(mode)}` : undefined;
+  const modeChange = actual.mode !== mode ? `${formatMode(actual.mode)} -> ${formatMode(mode)}` : undefined;
   if (actual.sha256 === desired.sha256) {
     return `${verb("change", "changed")} the mode of ${desired.path} (${modeChange ?? formatMode(mode)})`;
   }
