@@ -72,7 +72,10 @@ export interface AgentHub {
   close(): void;
 }
 
-/** agent_last_seen_at is written at most this often per server (every poll also counts in memory). */
+/**
+ * agent_last_seen_at is written at most this often per server (a quarter of the offline time when
+ * that is shorter), also while a poll is held: the status reads it to call a silent agent offline.
+ */
 const SEEN_WRITE_INTERVAL_MS = 5000;
 
 interface Presence {
@@ -91,10 +94,17 @@ interface Work {
   settle(outcome: { readonly result: WorkResult } | { readonly error: unknown }): void;
 }
 
-type Waiter = ((work: WorkItem[] | "revoked") => void) & { readonly keyHash: string | undefined };
+type Waiter = ((work: WorkItem[] | "revoked") => void) & {
+  readonly server: AgentServer;
+  readonly version: string | undefined;
+};
 
-/** How often held polls are checked against their server's current key (a revoked agent is told within this time). */
-const KEY_SWEEP_MS = 2000;
+/**
+ * How often held polls are looked at (a quarter of the offline time when that is shorter): their
+ * agents are recorded as seen, and a poll whose key is no longer its server's ends (a revoked
+ * agent is told within this time, not after its poll).
+ */
+const SWEEP_MS = 2000;
 
 /** `yyyy-MM-ddTHH:mm:ss` UTC, as the configuration API writes dates. */
 function formatUtc(ms: number): string {
@@ -114,10 +124,13 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
   let closed = false;
   let sweep: NodeJS.Timeout | undefined;
 
-  /** Ends held polls whose key is no longer their server's: the agent learns of a revocation at once, not after its poll. */
-  function sweepKeys(): void {
+  const writeEveryMs = Math.min(SEEN_WRITE_INTERVAL_MS, config.agentOfflineMs / 4);
+  const sweepEveryMs = Math.min(SWEEP_MS, config.agentOfflineMs / 4);
+
+  function sweepPolls(): void {
     for (const [serverId, waiter] of [...waiters]) {
-      if (repository.get(serverId)?.keyHash !== waiter.keyHash) waiter("revoked");
+      if (repository.get(serverId)?.keyHash !== waiter.server.keyHash) waiter("revoked");
+      else seen(waiter.server, waiter.version);
     }
     if (waiters.size === 0) {
       clearInterval(sweep);
@@ -131,7 +144,7 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     presence.set(server.id, entry);
     entry.lastSeenMs = now;
     const versionChanged = version !== undefined && version !== entry.version;
-    if (now - entry.writtenMs < SEEN_WRITE_INTERVAL_MS && !versionChanged) return;
+    if (now - entry.writtenMs < writeEveryMs && !versionChanged) return;
     repository.recordSeen(server.id, new Date(now).toISOString(), version);
     entry.writtenMs = now;
     if (version !== undefined) entry.version = version;
@@ -315,14 +328,14 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
               if (waiters.get(server.id) === done) waiters.delete(server.id);
               resolve(work);
             },
-            { keyHash: server.keyHash },
+            { server, version },
           );
           const onAbort = () => done([]);
           const timer = setTimeout(() => done([]), waitMs);
           signal.addEventListener("abort", onAbort, { once: true });
           waiters.set(server.id, done);
           if (sweep === undefined) {
-            sweep = setInterval(sweepKeys, KEY_SWEEP_MS);
+            sweep = setInterval(sweepPolls, sweepEveryMs);
             sweep.unref();
           }
         });
