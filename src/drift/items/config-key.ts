@@ -103,7 +103,10 @@ function phrase(desired: DesiredKey, actual: ActualKey, tense: "present" | "past
   const { path: file, key, exists, value } = desired.properties;
   if (!exists) return `${verb("remove", "removed")} ${key} from ${file}`;
   const text = typeof value === "string" ? value : JSON.stringify(value);
-  const what = desired.sensitive ? `(sha256 ${shortHash(hash(text))})` : `to ${JSON.stringify(value)}`;
+  const what =
+    desired.sensitive || text.length > SHOWN_VALUE_LENGTH
+      ? `(sha256 ${shortHash(hash(text))})`
+      : `to ${JSON.stringify(value)}`;
   if (actual.text === undefined) return `${verb("create", "created")} ${file} with ${key} set ${what}`;
   return `${verb("set", "set")} ${key} in ${file} ${what}`;
 }
