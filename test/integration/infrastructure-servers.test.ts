@@ -2,7 +2,9 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository.js";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
+import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
 import { skipSshTests, startSshd } from "../helpers/sshd.js";
@@ -169,8 +171,20 @@ describe("local servers", () => {
     const roundTrip = expectJson(await update("vars", { variables: created.variables, items: [] })) as Json;
     expect(roundTrip.variables).toEqual(created.variables);
     expect(roundTrip.items).toEqual([]);
-    const row = t.db.prepare("SELECT variables FROM servers WHERE name_key = 'vars'").get() as { variables: string };
-    expect(JSON.parse(row.variables)).toEqual({ Port: "8080", Password: { value: "s3cret-value", sensitive: true } });
+    // Stored sealed with the data directory's key; the runtime's reads open it for templates.
+    const row = t.db.prepare("SELECT id, variables FROM servers WHERE name_key = 'vars'").get() as {
+      id: number;
+      variables: string;
+    };
+    expect(row.variables).not.toContain("s3cret-value");
+    expect(JSON.parse(row.variables)).toMatchObject({ Port: "8080", Password: { sensitive: true } });
+    const runtime = createInfrastructureRepository(t.db, loadSecretKeys(t.config).box);
+    expect(runtime.serverVariables(row.id)).toEqual(
+      new Map([
+        ["Port", { value: "8080", sensitive: false }],
+        ["Password", { value: "s3cret-value", sensitive: true }],
+      ]),
+    );
     expectText(await update("vars", { items: [{ type: "file", path: "../etc/passwd" }] }), 400, "items[0]");
     expectText(await update("vars", { variables: { "bad name!": "x" } }), 400, "bad name!");
   });

@@ -3,6 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { createInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository.js";
+import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { createSystemKey } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
@@ -41,6 +43,8 @@ const raw = (method: "POST" | "PUT" | "DELETE", url: string, body: string, conte
     headers: { "x-apikey": t.adminKey, ...(contentType !== undefined && { "content-type": contentType }) },
     payload: body,
   });
+/** The runtime's reads (templates): sensitive values opened. */
+const runtime = () => createInfrastructureRepository(t.db, loadSecretKeys(t.config).box);
 const ok = (res: { statusCode: number; body: string }) => {
   expect(res.statusCode, res.body).toBe(200);
   expect(res.body).toBe("");
@@ -72,8 +76,12 @@ describe("variables of one entity", () => {
       Token: { value: null, sensitive: true },
       Extra: "x y z",
     });
-    const row = t.db.prepare("SELECT variables FROM servers WHERE name_key = 'web1'").get() as { variables: string };
-    expect(JSON.parse(row.variables)).toMatchObject({ Token: { value: "new-secret", sensitive: true } });
+    const row = t.db.prepare("SELECT id, variables FROM servers WHERE name_key = 'web1'").get() as {
+      id: number;
+      variables: string;
+    };
+    expect(row.variables).not.toContain("new-secret");
+    expect(runtime().serverVariables(row.id).get("Token")).toEqual({ value: "new-secret", sensitive: true });
 
     ok(await json("DELETE", "/api/variables/server/web1/extra"));
     expectText(await json("DELETE", "/api/variables/server/web1/extra"), 404, "extra");
@@ -169,8 +177,11 @@ describe("global and scoped variables", () => {
     expectText(await raw("DELETE", "/api/variables/scoped/single", JSON.stringify({ name: "motd", role: "web" })), 404);
   });
 
-  it("never answers a sensitive value anywhere", async () => {
+  it("never answers a sensitive value anywhere, and stores it sealed", async () => {
     ok(await json("POST", "/api/variables/global", { Api: { value: "global-secret-1", sensitive: true } }));
+    const stored = t.db.prepare("SELECT value FROM global_variables WHERE name_key = 'api'").get() as { value: string };
+    expect(stored.value).not.toContain("global-secret-1");
+    expect(runtime().globalVariables().get("Api")).toEqual({ value: "global-secret-1", sensitive: true });
     const answers = await Promise.all(
       [
         "/api/variables/global",

@@ -74,7 +74,7 @@ export function createConfigurationServices(deps: ConfigurationDeps): Configurat
       infrastructure,
       clock: deps.clock,
     }),
-    variables: createVariablesService(deps.db),
+    variables: createVariablesService(deps.db, deps.secrets),
     agents: createAgentHub({ db: deps.db, clock: deps.clock, config: deps.config }),
     credentials: createCredentialsService({ repository: credentials, secrets: deps.secrets, clock: deps.clock }),
     credentialsStore: createCredentialsStore(credentials, deps.secrets),

@@ -3,7 +3,7 @@ import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { decodeItem } from "./item-codec.js";
 import type { ServerTarget } from "./transport.js";
-import { readVariableColumn, type Variables } from "./variables-model.js";
+import { openVariable, readVariableColumn, type Variables } from "./variables-model.js";
 
 /**
  * Read-only SQL over servers, roles and environments (migration 0011, environments of 0008) for
@@ -147,7 +147,7 @@ export function createInfrastructureRepository(db: Db, secrets: SecretBox): Infr
     ),
   };
   const items = (rows: ItemRow[]) => rows.map((row) => decodeItem(row.definition, row.role_name, secrets));
-  const column = (row: { variables: string } | undefined) => readVariableColumn(row?.variables ?? "{}");
+  const column = (row: { variables: string } | undefined) => readVariableColumn(row?.variables ?? "{}", secrets);
 
   return {
     findServer: (name) => q.server.get(key(name)),
@@ -173,6 +173,11 @@ export function createInfrastructureRepository(db: Db, secrets: SecretBox): Infr
     roleVariables: (roleId) => column(q.roleVariables.get(roleId)),
     environmentVariables: (environmentId) => column(q.environmentVariables.get(environmentId)),
     globalVariables: () =>
-      new Map(q.globalVariables.all().map((row) => [row.name, { value: row.value, sensitive: row.sensitive === 1 }])),
+      new Map(
+        q.globalVariables.all().map((row) => {
+          const sensitive = row.sensitive === 1;
+          return [row.name, { value: sensitive ? openVariable(row.value, secrets) : row.value, sensitive }];
+        }),
+      ),
   };
 }

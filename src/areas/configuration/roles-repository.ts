@@ -88,7 +88,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
     id: row.id,
     name: row.name,
     description: row.description ?? undefined,
-    variables: readVariableColumn(row.variables),
+    variables: readVariableColumn(row.variables, secrets),
     dependsOn: q.dependencies.all(row.id).map((d) => d.name),
     items: q.items.all(row.id).map((i) => decodeItem(i.definition, row.name, secrets)),
   });
@@ -96,7 +96,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
     name: write.name,
     nameKey: key(write.name),
     description: write.description,
-    variables: writeVariableColumn(write.variables),
+    variables: writeVariableColumn(write.variables, secrets),
     now,
   });
   const writeMembers = (id: number, write: RoleWrite) => {

@@ -117,7 +117,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     environments: q.environments.all(row.id).map((e) => e.name),
     items: q.items.all(row.id).map((i) => decodeItem(i.definition, null, secrets)),
     credentialsName: row.credentials_id === null ? undefined : q.credentialName.get(row.credentials_id)?.name,
-    variables: readVariableColumn(row.variables),
+    variables: readVariableColumn(row.variables, secrets),
   });
   const columns = (write: ServerWrite, now: string) => ({
     name: write.name,
@@ -131,7 +131,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     credentialsId: write.credentialsId,
     hostKeySha256: write.hostKeySha256,
     tempPath: write.tempPath,
-    variables: writeVariableColumn(write.variables),
+    variables: writeVariableColumn(write.variables, secrets),
     now,
   });
   const writeMembers = (id: number, write: ServerWrite) => {

@@ -1,12 +1,13 @@
 import { invalid } from "../../domain/errors.js";
+import type { SecretBox } from "../../storage/secrets.js";
 import { isVariableName } from "../releases/params.js";
 
 /**
  * Variables of servers, roles, environments and global (docs/compat.md 8.4). Columns hold Otter's
  * object: `{ "Name": "value" }`, or `{ "Name": { "value": "...", "sensitive": true } }` for a
  * sensitive one. Names keep the letter case they were given and match case-insensitively.
- * Sensitive values are kept as they are (templates need them) and are never answered: the API
- * shows them as `null` (see presentVariables).
+ * A sensitive value is stored sealed with the data directory's secret key (storage/secrets.ts),
+ * opened only for templates, and never answered: the API shows it as `null` (see presentVariables).
  */
 export interface Variable {
   readonly value: string;
@@ -83,8 +84,14 @@ function parseVariable(name: string, raw: unknown, field: string): Variable {
   throw invalid("INVALID_VARIABLES", `'${field}.${name}' must be a string or { value, sensitive }.`);
 }
 
-/** A stored column (trusted JSON) as variables. */
-export function readVariableColumn(text: string): Map<string, Variable> {
+const PURPOSE = "variable";
+
+/** A sensitive value as stored (sealed), and back. */
+export const sealVariable = (value: string, secrets: SecretBox) => secrets.seal(value, PURPOSE);
+export const openVariable = (stored: string, secrets: SecretBox) => secrets.open(stored, PURPOSE);
+
+/** A stored column (trusted JSON) as variables, sensitive values opened. */
+export function readVariableColumn(text: string, secrets: SecretBox): Map<string, Variable> {
   const parsed = JSON.parse(text) as Record<string, string | { value: string; sensitive?: boolean }>;
   const result = new Map<string, Variable>();
   for (const [name, raw] of Object.entries(parsed)) {
@@ -92,15 +99,19 @@ export function readVariableColumn(text: string): Map<string, Variable> {
       name,
       typeof raw === "string"
         ? { value: raw, sensitive: false }
-        : { value: raw.value, sensitive: raw.sensitive === true },
+        : raw.sensitive === true
+          ? { value: openVariable(raw.value, secrets), sensitive: true }
+          : { value: raw.value, sensitive: false },
     );
   }
   return result;
 }
 
-export function writeVariableColumn(variables: Variables): string {
+export function writeVariableColumn(variables: Variables, secrets: SecretBox): string {
   const out: Record<string, string | { value: string; sensitive: true }> = {};
-  for (const [name, { value, sensitive }] of variables) out[name] = sensitive ? { value, sensitive: true } : value;
+  for (const [name, { value, sensitive }] of variables) {
+    out[name] = sensitive ? { value: sealVariable(value, secrets), sensitive: true } : value;
+  }
   return JSON.stringify(out);
 }
 

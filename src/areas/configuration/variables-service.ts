@@ -2,13 +2,16 @@ import type { Statement } from "better-sqlite3";
 import { DomainError, invalid, notFound } from "../../domain/errors.js";
 import { retryWhileBusy } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import type { SecretBox } from "../../storage/secrets.js";
 import {
   checkVariableName,
   findVariable,
   MAX_VARIABLE_BYTES,
+  openVariable,
   parseVariables,
   presentVariables,
   readVariableColumn,
+  sealVariable,
   type Variable,
   type Variables,
   writeVariableColumn,
@@ -74,7 +77,7 @@ const sensitiveEnvironment = (name: string) =>
       "Put a sensitive variable on a server, a role or globally.",
   );
 
-export function createVariablesService(db: Db): VariablesService {
+export function createVariablesService(db: Db, secrets: SecretBox): VariablesService {
   const q = {
     column: Object.fromEntries(
       ENTITY_TYPES.map((type) => [
@@ -109,28 +112,36 @@ export function createVariablesService(db: Db): VariablesService {
           const variables = readGlobals();
           const result = change(variables);
           q.clearGlobals.run();
-          for (const [name, v] of variables) q.putGlobal.run(name, name.toLowerCase(), v.value, v.sensitive ? 1 : 0);
+          for (const [name, v] of variables) {
+            const stored = v.sensitive ? sealVariable(v.value, secrets) : v.value;
+            q.putGlobal.run(name, name.toLowerCase(), stored, v.sensitive ? 1 : 0);
+          }
           return result;
         }
         const statements = q.column[scope.type];
         const row = statements.get.get(scope.name.toLowerCase());
         if (!row) throw entityNotFound(scope);
-        const variables = readVariableColumn(row.variables);
+        const variables = readVariableColumn(row.variables, secrets);
         const result = change(variables);
         if (scope.type === "environment") {
           for (const [name, v] of variables) if (v.sensitive) throw sensitiveEnvironment(name);
         }
-        statements.set.run(writeVariableColumn(variables), row.id);
+        statements.set.run(writeVariableColumn(variables, secrets), row.id);
         return result;
       })(),
     );
   const readGlobals = () =>
-    new Map(q.globals.all().map((row) => [row.name, { value: row.value, sensitive: row.sensitive === 1 }]));
+    new Map(
+      q.globals.all().map((row) => {
+        const sensitive = row.sensitive === 1;
+        return [row.name, { value: sensitive ? openVariable(row.value, secrets) : row.value, sensitive }];
+      }),
+    );
   const read = async (scope: VariableScope): Promise<Variables> => {
     if (scope.type === "global") return readGlobals();
     const row = q.column[scope.type].get.get(scope.name.toLowerCase());
     if (!row) throw entityNotFound(scope);
-    return readVariableColumn(row.variables);
+    return readVariableColumn(row.variables, secrets);
   };
 
   const scopeOf = (input: Record<string, unknown>): VariableScope => {
@@ -210,7 +221,7 @@ export function createVariablesService(db: Db): VariablesService {
       add(readGlobals(), undefined, null);
       for (const type of ENTITY_TYPES) {
         for (const row of q.column[type].all.all()) {
-          add(readVariableColumn(row.variables), type, row.name);
+          add(readVariableColumn(row.variables, secrets), type, row.name);
         }
       }
       return out;
