@@ -369,29 +369,40 @@ async function createExecutor(
 
   /**
    * The bytes of an open file in order, WINDOW reads in flight over the size it had when opened,
-   * then on to the end (a file that grew, or /proc's, whose size is 0).
+   * with one more read past that size sent along (no extra round trip): when it finds more (a file
+   * that grew, or /proc's, whose size is 0), reading goes on to the end.
    */
   async function* chunksOf(handle: Buffer, size: number): AsyncGenerator<Buffer> {
-    const queue: { position: number; length: number; read: Promise<Buffer> }[] = [];
+    const queue: { position: number; length: number; probe: boolean; read: Promise<Buffer> }[] = [];
     let next = 0;
-    const request = (position: number, length: number) => {
+    let probeSent = false;
+    const request = (position: number, length: number, probe = false) => {
       const read = readAt(handle, position, length);
       // Awaited in order; one that fails while an earlier one is awaited is not "unhandled".
       read.catch(() => undefined);
-      return { position, length, read };
+      return { position, length, probe, read };
     };
     try {
       for (;;) {
-        while (queue.length < WINDOW && next < size) {
-          const length = Math.min(CHUNK_BYTES, size - next);
-          queue.push(request(next, length));
-          next += length;
+        while (queue.length < WINDOW && (next < size || !probeSent)) {
+          if (next < size) {
+            const length = Math.min(CHUNK_BYTES, size - next);
+            queue.push(request(next, length));
+            next += length;
+          } else {
+            queue.push(request(next, CHUNK_BYTES, true));
+            probeSent = true;
+          }
         }
         const head = queue.shift();
-        if (head === undefined) break;
+        if (head === undefined) return;
         const data = await head.read;
-        if (data.length === 0) return; // shrank since it was opened
+        if (data.length === 0) return; // the end: where expected (the probe), or it shrank
         yield data;
+        if (head.probe) {
+          next = head.position + data.length;
+          break;
+        }
         // A short read: ask for the rest before anything after it.
         if (data.length < head.length) queue.unshift(request(head.position + data.length, head.length - data.length));
       }
