@@ -93,6 +93,20 @@ export async function role(w: ConfigurationWorld, name: string, body: Record<str
   expect(res.statusCode, res.body).toBe(201);
 }
 
+/** Requests a check as InedoCore does and waits for that check (a new collection) to end; the status. */
+export async function checked(w: ConfigurationWorld, server: string): Promise<Record<string, unknown>> {
+  const count = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_collections").get() as { n: number }).n;
+  const before = count();
+  const res = await w.inedo(`/api/configuration/check?server=${encodeURIComponent(server)}`);
+  expect(res.statusCode, res.body).toBe(200);
+  const deadline = Date.now() + 5_000;
+  while (count() === before) {
+    if (Date.now() > deadline) throw new Error(`the check of ${server} never started`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return w.settled(server);
+}
+
 /** Polls remediate/status until the job is no longer pending or running; the last word. */
 export async function jobEnded(w: ConfigurationWorld, token: string, everyMs = 20): Promise<string> {
   const deadline = Date.now() + 20_000;
