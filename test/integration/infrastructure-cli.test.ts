@@ -56,6 +56,9 @@ describe("infrastructure CLI commands", () => {
     });
     expect(await wharf("roles", "update", "base", "--items-file", "-", "--description", "Base")).toBe(0);
     expect(lines.join("\n")).not.toContain("secret-from-stdin");
+    stdin = JSON.stringify(Array.from({ length: 10_001 }, (_, i) => ({ type: "process", pattern: `p${i}` })));
+    expect(await wharf("roles", "create", "huge", "--items-file", "-")).toBe(1);
+    expect(errors.join("\n")).toContain("10000 at most");
     expect(await wharf("roles", "list")).toBe(0);
     expect(lines[0]).toMatch(/^NAME\s+DEPENDS ON\s+ITEMS\s+DESCRIPTION$/);
     expect(lines[1]).toMatch(/^base\s+1\s+Base$/);

@@ -101,6 +101,11 @@ describe("roles", () => {
   it("validates items naming the field and keeps the order of a server's roles", async () => {
     expectText(await create("bad", { items: [{ type: "file" }] }), 400, "items[0]");
     expectText(await create("bad", { items: "nope" }), 400);
+    // A huge list is refused before any item is looked at: by the JSON body's bounds over HTTP
+    // (20,000 values), by its count (MAX_ITEMS) where no such bound applies (the CLI test).
+    const huge = Array.from({ length: 10_001 }, (_, i) => ({ type: "process", pattern: `p${i}` }));
+    expectText(await create("huge", { items: huge }), 413, "values");
+    expectText(await send("GET", "/api/infrastructure/roles/list?name=huge"), 404);
     await create("r1");
     await create("r2");
     const server = expectJson(
