@@ -8,6 +8,7 @@
  * ctx.signal stops the run between items (the promise rejects with the signal's reason).
  * Nothing sensitive is logged: lines name items and the properties that differ, never content.
  */
+import path from "node:path";
 import { describeError } from "./items/errors.js";
 import type { ItemHandler, ItemRun } from "./items/handler.js";
 import { HANDLERS } from "./items/index.js";
@@ -16,6 +17,8 @@ import type { AppliedChange, DesiredItem, Difference, ItemResult, RunContext } f
 
 /** Items collected at once: reads only, and over SSH or slow disks the waits overlap. */
 const COLLECT_CONCURRENCY = 8;
+/** Changes of independent items (see ItemHandler.independent) made at once. */
+const APPLY_CONCURRENCY = 8;
 
 interface Observation {
   readonly item: DesiredItem;
@@ -50,23 +53,26 @@ export async function remediateItems(
 ): Promise<{ changes: AppliedChange[]; results: ItemResult[] }> {
   const run = createRun(executor, ctx);
   const before = await observe(items, executor, ctx, run);
-  const changes: AppliedChange[] = [];
-  const failures = new Map<number, string>();
-  for (const [index, observation] of before.entries()) {
-    if (observation.result.status !== "drifted" || observation.state === undefined) continue;
-    ctx.signal.throwIfAborted();
-    const { item } = observation;
-    const { handler, desired, actual } = observation.state;
-    if (options.simulate) {
-      const description = `would ${handler.describe(desired, actual)}`;
+  const drifted = [...before.entries()].filter(
+    ([, observation]) => observation.result.status === "drifted" && observation.state !== undefined,
+  );
+  if (options.simulate) {
+    const changes = drifted.map(([, { item, state }]) => {
+      const description = `would ${state?.handler.describe(state.desired, state.actual) ?? "change it"}`;
       ctx.log("info", `${label(item)}: ${description}`);
-      changes.push({ type: item.type, key: item.key, description });
-      continue;
-    }
+      return { type: item.type, key: item.key, description };
+    });
+    ctx.log("info", `Simulated: ${changes.length} of ${items.length} items would change on ${executor.description}.`);
+    return { changes, results: before.map((observation) => observation.result) };
+  }
+  const outcomes = new Map<number, AppliedChange | string>();
+  const applyOne = async ([index, { item, state }]: readonly [number, Observation]) => {
+    ctx.signal.throwIfAborted();
+    if (state === undefined) return;
     try {
-      const applied = await handler.apply(desired, actual, run);
+      const applied = await state.handler.apply(state.desired, state.actual, run);
       ctx.log("info", `${label(item)}: ${applied.description}`);
-      changes.push({
+      outcomes.set(index, {
         type: item.type,
         key: item.key,
         description: applied.description,
@@ -75,13 +81,26 @@ export async function remediateItems(
     } catch (error) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
       const message = describeError(error);
-      failures.set(index, message);
+      outcomes.set(index, message);
       ctx.log("error", `${label(item)}: not remediated: ${message}`);
     }
+  };
+  // In order, except that a run of consecutive items of a type whose changes are independent
+  // (files: one path each, parents created once per pass) is applied a few at a time.
+  for (let at = 0; at < drifted.length;) {
+    const first = drifted[at] as [number, Observation];
+    let end = at + 1;
+    if (first[1].state?.handler.independent === true) {
+      while (end < drifted.length && drifted[end]?.[1].item.type === first[1].item.type) end++;
+    }
+    await runConcurrently(drifted.slice(at, end), APPLY_CONCURRENCY, applyOne);
+    at = end;
   }
-  if (options.simulate) {
-    ctx.log("info", `Simulated: ${changes.length} of ${items.length} items would change on ${executor.description}.`);
-    return { changes, results: before.map((observation) => observation.result) };
+  const changes: AppliedChange[] = [];
+  const failures = new Map<number, string>();
+  for (const [index, outcome] of [...outcomes.entries()].sort(([a], [b]) => a - b)) {
+    if (typeof outcome === "string") failures.set(index, outcome);
+    else changes.push(outcome);
   }
   const after = await observe(items, executor, ctx, createRun(executor, ctx));
   logSummary("Remediated; checked again", after, executor, ctx);
@@ -94,10 +113,25 @@ export async function remediateItems(
 
 function createRun(executor: Executor, ctx: RunContext): ItemRun {
   let processes: Promise<readonly ProcessInfo[] | undefined> | undefined;
+  const directories = new Map<string, Promise<void>>();
+  const ensureDirectory = (directory: string): Promise<void> => {
+    let made = directories.get(directory);
+    if (made === undefined) {
+      made = (async () => {
+        if ((await executor.stat(directory)) !== undefined) return;
+        const parent = path.posix.dirname(directory);
+        if (parent !== directory) await ensureDirectory(parent);
+        await executor.mkdir(directory);
+      })();
+      directories.set(directory, made);
+    }
+    return made;
+  };
   return {
     executor,
     ctx,
     processes: () => (processes ??= executor.processes()),
+    ensureDirectory,
   };
 }
 
@@ -108,16 +142,24 @@ async function observe(
   run: ItemRun = createRun(executor, ctx),
 ): Promise<Observation[]> {
   const observations = new Array<Observation>(items.length);
+  await runConcurrently([...items.entries()], COLLECT_CONCURRENCY, async ([index, item]) => {
+    ctx.signal.throwIfAborted();
+    observations[index] = await observeOne(item, run);
+  });
+  return observations;
+}
+
+/** `work` on every value, at most `limit` at once; rejects with the first failure (the others are let finish). */
+async function runConcurrently<T>(
+  values: readonly T[],
+  limit: number,
+  work: (value: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      ctx.signal.throwIfAborted();
-      observations[index] = await observeOne(items[index] as DesiredItem, run);
-    }
+    while (next < values.length) await work(values[next++] as T);
   };
-  await Promise.all(Array.from({ length: Math.min(COLLECT_CONCURRENCY, items.length) }, worker));
-  return observations;
+  await Promise.all(Array.from({ length: Math.min(limit, values.length) }, worker));
 }
 
 async function observeOne(item: DesiredItem, run: ItemRun): Promise<Observation> {

@@ -240,6 +240,22 @@ describe("file and directory items", () => {
   });
 });
 
+describe("many files at once", () => {
+  it("creates files in shared new directories without racing, in the items' order of results", async () => {
+    const raw = Array.from({ length: 60 }, (_, i) => ({
+      type: "file",
+      path: `/deep/a${i % 4}/b${i % 3}/f${i}.txt`,
+      content: `file ${i}\n`,
+    }));
+    const items = parseItems([{ type: "directory", path: "/deep", mode: "0700" }, ...raw], null);
+    const { changes, results } = await remediateItems(items, executor, context(), { simulate: false });
+    expect(changes.map((change) => change.key)).toEqual(items.map((item) => item.key));
+    expect(results.every((result) => result.status === "current")).toBe(true);
+    expect((await stat(onDisk("/deep"))).mode & 0o7777).toBe(0o700);
+    expect(await readFile(onDisk("/deep/a3/b2/f59.txt"), "utf8")).toBe("file 59\n");
+  });
+});
+
 describe("config-key items", () => {
   const json = '{\n    "server": {\n        "port": 80,\n        "host": "a"\n    },\n    "debug": true\n}\n';
   const ini = "; top comment\nname=app\n\n[db]\n# the host\nhost = old.example\nport = 5432\n\n[cache]\nsize=10\n";

@@ -69,8 +69,7 @@ export const configKeyHandler: ItemHandler<DesiredKey, ActualKey> = {
       throw error;
     }
     if (actual.text === undefined) {
-      const parent = path.posix.dirname(file);
-      if ((await run.executor.stat(parent)) === undefined) await run.executor.mkdir(parent);
+      await run.ensureDirectory(path.posix.dirname(file));
     }
     const mode = actual.text === undefined ? (desired.sensitive ? 0o600 : 0o644) : undefined;
     await run.executor.writeFileAtomic(file, Buffer.from(text, "utf8"), mode);

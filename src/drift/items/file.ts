@@ -75,8 +75,7 @@ export const fileHandler: ItemHandler<DesiredFile, ActualFile> = {
     if (actual.kind === "directory") throw directoryInTheWay(desired.path);
     const contentDiffers = actual.kind !== "file" || actual.sha256 !== desired.sha256;
     if (contentDiffers) {
-      const parent = path.posix.dirname(desired.path);
-      if ((await executor.stat(parent)) === undefined) await executor.mkdir(parent);
+      if (actual.kind === "none") await run.ensureDirectory(path.posix.dirname(desired.path));
       await executor.writeFileAtomic(desired.path, desired.bytes ?? Buffer.alloc(0), targetMode(desired, actual));
     } else if (desired.mode !== undefined) {
       await executor.chmod(desired.path, desired.mode);
@@ -87,6 +86,8 @@ export const fileHandler: ItemHandler<DesiredFile, ActualFile> = {
   describe(desired, actual) {
     return phrase(desired, actual, "present");
   },
+
+  independent: true,
 };
 
 function desiredBytes(properties: FileProperties, run: ItemRun): Buffer {

@@ -17,6 +17,11 @@ export interface ItemHandler<Desired = unknown, Actual = unknown> {
   apply(desired: Desired, actual: Actual, run: ItemRun): Promise<Applied>;
   /** The change apply would make, in the present tense without "would" ("write /etc/app.conf (...)"). */
   describe(desired: Desired, actual: Actual): string;
+  /**
+   * True when items of this type never depend on one another's changes (one path each), so that
+   * the engine may apply consecutive ones a few at a time (over SSH, round trips overlap).
+   */
+  readonly independent?: boolean;
 }
 
 export interface Applied {
@@ -31,6 +36,8 @@ export interface ItemRun {
   readonly ctx: RunContext;
   /** The target's processes, listed once per pass. */
   processes(): Promise<readonly ProcessInfo[] | undefined>;
+  /** Creates a missing directory and its parents (mkdir -p), each at most once per pass, so concurrent changes do not race. */
+  ensureDirectory(path: string): Promise<void>;
 }
 
 /** An item the engine cannot judge, for a reason the user can fix (the message says which). */
