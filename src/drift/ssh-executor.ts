@@ -34,6 +34,8 @@ const NO_SUCH_FILE = 2;
 const PERMISSION_DENIED = 3;
 /** OpenSSH's largest read and write; ssh2 splits bigger requests anyway. */
 const CHUNK_BYTES = 255 * 1024;
+/** Files from this size are hashed by `sha256sum` on the target when it has one (see hashByExec). */
+const EXEC_HASH_MIN_BYTES = 8 * 1024 * 1024;
 /** Requests in flight at once when streaming a file (reads of a hash, writes of a content). */
 const WINDOW = 8;
 const S_IFMT = 0o170000;
@@ -421,7 +423,7 @@ async function createExecutor(
   async function withOpenFile<T>(
     itemPath: string,
     target: string,
-    use: (handle: Buffer, size: number) => Promise<T>,
+    use: (handle: Buffer, size: number, resolved: string) => Promise<T>,
   ): Promise<T> {
     const resolved = await confined(itemPath, target);
     let handle: Buffer;
@@ -433,7 +435,7 @@ async function createExecutor(
     try {
       const stats = await call<Stats>("fstat", (cb) => sftp.fstat(handle, cb));
       if (stats.isDirectory()) throw new ExecutorError("FAILED", `${itemPath} is a directory, not a file`);
-      return await use(handle, stats.size);
+      return await use(handle, stats.size, resolved);
     } catch (error) {
       throw failure(error, itemPath, "reading");
     } finally {
@@ -507,6 +509,46 @@ async function createExecutor(
     }
   }
 
+  /**
+   * `sha256sum` run on the target: for big files about 3 times faster than streaming them over
+   * SFTP (50 MiB: 0.34 s against 1.1 s), for small ones much slower (an exec costs 25 to 170 ms).
+   * undefined when it cannot (no such command, another shell, too slow): SFTP then.
+   */
+  function hashByExec(resolved: string, size: number): Promise<string | undefined> {
+    if (closed) return Promise.resolve(undefined);
+    // The usual timeout, plus the time of reading the file at a slow 20 MB/s.
+    const limitMs = timeoutMs + size / 20_000;
+    return new Promise((resolve) => {
+      let channel: ClientChannel | undefined;
+      const done = (value: string | undefined) => {
+        clearTimeout(timer);
+        resolve(value);
+      };
+      const timer = setTimeout(() => {
+        channel?.close();
+        done(undefined);
+      }, limitMs);
+      try {
+        client.exec(`sha256sum -- ${shellQuoted(resolved)}`, (error, opened) => {
+          if (error) return done(undefined);
+          channel = opened;
+          let output = "";
+          opened.on("data", (chunk: Buffer) => {
+            if (output.length < 4096) output += chunk.toString("utf8");
+          });
+          opened.stderr.resume();
+          opened.on("close", (code: number | null) => {
+            // A name with a backslash or newline makes sha256sum start the line with `\`.
+            const match = /^\\?([0-9a-f]{64}) /m.exec(output);
+            done(code === 0 && match ? match[1] : undefined);
+          });
+        });
+      } catch {
+        done(undefined);
+      }
+    });
+  }
+
   async function processesFromPs(): Promise<ProcessInfo[]> {
     const output = await call<string>("ps", (cb) =>
       client.exec("ps -eo pid=,args=", (error, channel: ClientChannel) => {
@@ -558,7 +600,11 @@ async function createExecutor(
     },
 
     async hashFile(itemPath) {
-      return withOpenFile(itemPath, targetOf(itemPath), async (handle, size) => {
+      return withOpenFile(itemPath, targetOf(itemPath), async (handle, size, resolved) => {
+        if (size >= EXEC_HASH_MIN_BYTES) {
+          const hashed = await hashByExec(resolved, size);
+          if (hashed !== undefined) return hashed;
+        }
         const hash = createHash("sha256");
         for await (const chunk of chunksOf(handle, size)) hash.update(chunk);
         return hash.digest("hex");
@@ -705,6 +751,11 @@ async function createExecutor(
     if (replaces) await call<void>("remove", (cb) => sftp.unlink(to, (error) => cb(error, undefined)));
     await call<void>("rename", (cb) => sftp.rename(from, to, (error) => cb(error, undefined)));
   }
+}
+
+/** One argument for a POSIX shell, whatever it contains. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 function fileStatOf(stats: Stats): FileStat {

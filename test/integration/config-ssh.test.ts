@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { chmod, chown, lstat, mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server, Socket } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,6 +91,18 @@ describe.skipIf(skipSshTests)("ssh executor against OpenSSH", () => {
     expect(await executor.hashFile("/big.bin")).toBe(createHash("sha256").update(big).digest("hex"));
     expect((await executor.readFile("/big.bin", big.length)).equals(big)).toBe(true);
     await expect(executor.readFile("/big.bin", 1024)).rejects.toMatchObject({ code: "TOO_LARGE" });
+  });
+
+  it("hashes big files with sha256sum on the target, a hostile name staying one argument", async () => {
+    const marker = path.join(os.tmpdir(), `wharf-injected-${process.pid}`);
+    const directory = `/x'$(touch ${marker})'; touch ${marker}; '`;
+    const big = Buffer.alloc(9 * 1024 * 1024, 0x5a);
+    big.write("different start");
+    await executor.mkdir(directory);
+    await executor.writeFileAtomic(`${directory}/big file.bin`, big);
+    expect(await executor.hashFile(`${directory}/big file.bin`)).toBe(createHash("sha256").update(big).digest("hex"));
+    await expect(lstat(marker)).rejects.toMatchObject({ code: "ENOENT" });
+    await executor.remove(directory.split("/").slice(0, 2).join("/"), { recursive: true });
   });
 
   it("sees drift made from outside", async () => {
