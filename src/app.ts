@@ -183,6 +183,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     concurrency: Math.max(1, config.deployConcurrency + config.configCheckConcurrency),
     log: app.log,
     stopTimeoutMs: config.deployStopTimeoutMs,
+    // Remediations the CLI enqueues on the same database are taken within a second.
+    pollMs: 1_000,
   });
   app.addHook("onReady", () => jobs.start());
   app.addHook("onClose", () => jobs.stop());

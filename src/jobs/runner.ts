@@ -74,6 +74,12 @@ export interface JobRunnerOptions {
   readonly onFinished?: (job: Job) => void | Promise<void>;
   /** How long stop() waits for executing jobs; default 30 s. */
   readonly stopTimeoutMs?: number;
+  /**
+   * While idle, looks for due jobs at least this often: jobs that other processes on the same
+   * database enqueued (the CLI's remediations), which this runner hears nothing about. Default:
+   * only its own enqueues and deferred jobs wake it.
+   */
+  readonly pollMs?: number;
 }
 
 /** What an area says about one kind of job it adds to the runner (JobRunner.handle). */
@@ -314,9 +320,13 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   function wakeForDeferred(at: string): void {
     clearTimeout(wakeTimer);
     const earliest = sql.nextDeferred.get(at);
-    if (earliest === undefined || earliest === null) return;
+    const poll = options.pollMs ?? Number.POSITIVE_INFINITY;
+    if (earliest === undefined || earliest === null) {
+      if (Number.isFinite(poll)) wakeTimer = setTimeout(pump, poll).unref();
+      return;
+    }
     // Capped, so that a clock that jumps (or a test clock) is looked at again before long.
-    const delay = Math.min(Math.max(Date.parse(earliest) - Date.parse(at), 1), MAX_WAKE_DELAY_MS);
+    const delay = Math.min(Math.max(Date.parse(earliest) - Date.parse(at), 1), MAX_WAKE_DELAY_MS, poll);
     wakeTimer = setTimeout(pump, delay).unref();
   }
 

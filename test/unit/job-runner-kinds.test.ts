@@ -26,11 +26,12 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function runner(concurrency: number): JobRunner {
+function runner(concurrency: number, pollMs?: number): JobRunner {
   const created = createJobRunner({
     db,
     clock: systemClock,
     concurrency,
+    ...(pollMs !== undefined && { pollMs }),
     log: { warn: () => undefined, error: () => undefined },
     stopTimeoutMs: 20,
   });
@@ -115,5 +116,19 @@ describe("job kinds added by areas", () => {
     await second.start();
     expect(finished.map((job) => [job.id, job.status])).toEqual([[id, "failed"]]);
     expect((await second.readLog(id)).map((line) => line.message)).toContain(INTERRUPTED_MESSAGE);
+  });
+
+  it("takes within pollMs a job another process enqueued", async () => {
+    const jobs = runner(1, 20);
+    jobs.handle("remediation", async () => "succeeded");
+    await jobs.start();
+    const other = openDatabase(path.join(dir, "wharf.sqlite"));
+    const id = Number(
+      other
+        .prepare("INSERT INTO jobs (kind, payload, status, created_at) VALUES ('remediation', 'null', 'pending', ?)")
+        .run(new Date().toISOString()).lastInsertRowid,
+    );
+    other.close();
+    await until(async () => (await statusOf(jobs, id)) === "succeeded", "the other process's job");
   });
 });
