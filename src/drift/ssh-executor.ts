@@ -200,6 +200,12 @@ async function createExecutor(
   client.on("close", () => {
     closed = true;
   });
+  // An 'error' event nobody listens to would end the whole process: the pending requests fail
+  // (or time out) on their own, and the connection is done for.
+  sftp.on("error", () => {
+    closed = true;
+    client.end();
+  });
 
   /** One SFTP request, bounded: a request with no answer in time ends the connection (it is wedged). */
   function call<T>(doing: string, start: (callback: Callback<T>) => void): Promise<T> {

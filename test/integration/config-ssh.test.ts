@@ -254,6 +254,15 @@ describe.skipIf(skipSshTests)("ssh executor against OpenSSH", () => {
     } finally {
       await relay.close();
     }
+    // A connection that drops: the next operation says so at once, and nothing crashes.
+    const dropping = await freezableRelay(sshd.port);
+    const dropped = await openSshExecutor(options({ port: dropping.port }));
+    await dropping.close();
+    const started = Date.now();
+    await expect(dropped.stat("/")).rejects.toMatchObject({ code: "UNREACHABLE" });
+    await expect(dropped.processes()).rejects.toMatchObject({ code: "UNREACHABLE" });
+    expect(Date.now() - started).toBeLessThan(1000);
+    await dropped.close();
   });
 });
 
