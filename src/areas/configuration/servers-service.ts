@@ -152,9 +152,14 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
 
   const ids = (what: "role" | "environment", names: readonly string[]) =>
     distinctNames(names).map((name) => {
-      const found = what === "role" ? infrastructure.findRole(name) : infrastructure.findEnvironment(name);
-      if (!found) throw unprocessable(`${what.toUpperCase()}_NOT_FOUND`, `The ${what} '${name}' does not exist.`);
-      return found.id;
+      if (what === "role") {
+        const role = infrastructure.findRole(name);
+        if (!role) throw unprocessable("ROLE_NOT_FOUND", `The role '${name}' does not exist.`);
+        return role.id;
+      }
+      const environment = infrastructure.findEnvironment(name);
+      if (!environment) throw unprocessable("ENVIRONMENT_NOT_FOUND", `The environment '${name}' does not exist.`);
+      return environment.id;
     });
 
   const pinnedKey = async (hostName: string, port: number) => {

@@ -261,7 +261,14 @@ function checkSize(name: string, value: string): void {
 }
 
 function entityNotFound(scope: Exclude<VariableScope, { type: "global" }>) {
-  return notFound(`${scope.type.toUpperCase()}_NOT_FOUND`, `The ${scope.type} '${scope.name}' was not found.`);
+  switch (scope.type) {
+    case "server":
+      return notFound("SERVER_NOT_FOUND", `The server '${scope.name}' was not found.`);
+    case "role":
+      return notFound("ROLE_NOT_FOUND", `The role '${scope.name}' was not found.`);
+    default:
+      return notFound("ENVIRONMENT_NOT_FOUND", `The environment '${scope.name}' was not found.`);
+  }
 }
 
 function variableNotFound(scope: VariableScope, name: string) {
