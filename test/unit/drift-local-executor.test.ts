@@ -82,6 +82,14 @@ describe("local executor", () => {
     expect((await stat(path.join(root, "a.txt"))).mode & 0o7777).toBe(0o640);
   });
 
+  it("hashes a large file streamed, and refuses reading it whole past maxBytes", async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+    await writeFile(path.join(root, "big.bin"), big);
+    expect(await executor.hashFile("/big.bin")).toBe(createHash("sha256").update(big).digest("hex"));
+    expect((await refusal(executor.readFile("/big.bin", 1024 * 1024))).code).toBe("TOO_LARGE");
+    expect((await refusal(executor.hashFile("/"))).message).toBe("/ is not a regular file.");
+  });
+
   it("removes files, links (not their targets) and trees; nothing there is fine", async () => {
     await executor.mkdir("/tree/a/b");
     await executor.writeFileAtomic("/tree/a/b/f", Buffer.from("x"));
