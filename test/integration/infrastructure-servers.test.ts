@@ -221,6 +221,23 @@ describe("agent servers", () => {
     expectText(await send("POST", "/api/infrastructure/servers/agent-key/plain"), 422, "not an agent");
   });
 
+  it("shows when the agent was last seen, its version, and whether it is connected", async () => {
+    expect((await create("seen", { serverType: "agent" })).statusCode).toBe(201);
+    const show = async () => (expectJson(await send("GET", "/api/infrastructure/servers/list?name=seen")) as Json[])[0];
+    const recently = new Date(Date.now() - 5_000).toISOString();
+    t.db
+      .prepare("UPDATE servers SET agent_last_seen_at = ?, agent_version = '1.2.3' WHERE name_key = 'seen'")
+      .run(recently);
+    expect(await show()).toMatchObject({
+      agentConnected: true,
+      agentLastSeen: recently.slice(0, 19),
+      agentVersion: "1.2.3",
+    });
+    const longAgo = new Date(Date.now() - t.config.agentOfflineMs - 60_000).toISOString();
+    t.db.prepare("UPDATE servers SET agent_last_seen_at = ? WHERE name_key = 'seen'").run(longAgo);
+    expect(await show()).toMatchObject({ agentConnected: false, agentLastSeen: longAgo.slice(0, 19) });
+  });
+
   it("an agent key is no API key", async () => {
     const created = expectJson(await create("agent2", { serverType: "agent" }), 201) as Json;
     const res = await send("GET", "/api/infrastructure/servers/list", undefined, created.agentKey as string);
