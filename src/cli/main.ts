@@ -32,6 +32,7 @@ Commands:
   servers <subcommand>       list, get, create, update and delete servers; agent keys
   roles <subcommand>         list, get, create, update and delete roles
   credentials <subcommand>   list, create, update and delete stored SSH credentials (never shown)
+  config <subcommand>        configuration status, checks, remediation jobs and a server's items
   pack <folder> --name --version   make a universal package (.upack) from a folder
   push <file> <feed-url>     upload a .upack to a feed (Wharf or ProGet); key in WHARF_API_KEY
   agent --server <url> --root <dir>   run the configuration agent of an 'agent' server; key in WHARF_AGENT_KEY
@@ -77,6 +78,7 @@ const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
   servers: async () => (await import("./servers.js")).serversCommand,
   roles: async () => (await import("./roles.js")).rolesCommand,
   credentials: async () => (await import("./credentials.js")).credentialsCommand,
+  config: async () => (await import("./config.js")).configCommand,
 };
 
 interface CliIo {
