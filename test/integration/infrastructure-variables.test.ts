@@ -174,6 +174,8 @@ describe("global and scoped variables", () => {
     );
     expectText(await raw("POST", "/api/variables/scoped/single", JSON.stringify({ value: "1" })), 400, "name");
     ok(await raw("DELETE", "/api/variables/scoped/single", JSON.stringify({ name: "motd", role: "web" })));
+    ok(await json("DELETE", "/api/variables/scoped/single", { Name: "Colour" }));
+    expectText(await json("GET", "/api/variables/global/Colour"), 404);
     expectText(await raw("DELETE", "/api/variables/scoped/single", JSON.stringify({ name: "motd", role: "web" })), 404);
   });
 
