@@ -52,14 +52,19 @@ export function sshdUnavailableReason(): string | undefined {
 export const skipSshTests = sshdUnavailableReason() !== undefined && process.env.CI !== "true";
 
 export interface SshdOptions {
-  /** Also allow password authentication (works only where sshd can read the password database, i.e. as root). */
-  readonly passwordAuthentication?: boolean;
+  /**
+   * Also log in with this password. Only sshd run as root can check passwords (it reads the
+   * shadow file), so then sshd runs as root (still only `wharf-ssh` may log in), and the user's
+   * password is set for the run and locked again ('*') by stop(). Needs root.
+   */
+  readonly password?: string;
 }
 
 export async function startSshd(options: SshdOptions = {}): Promise<SshServer> {
   const unavailable = sshdUnavailableReason();
   if (unavailable !== undefined) throw new Error(`The SSH tests need a real OpenSSH server: ${unavailable}`);
   const account = await runAccount();
+  if (options.password !== undefined) await setPassword(account, options.password);
   const base = await mkdtemp(path.join(os.tmpdir(), "wharf-sshd-"));
   try {
     await chmod(base, 0o755);
@@ -92,6 +97,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<SshServer> {
       gid: account.gid,
       async stop() {
         await stopChild(child);
+        if (options.password !== undefined) await run("usermod", ["-p", "*", account.name]);
         await rm(base, { recursive: true, force: true });
       },
     };
@@ -150,6 +156,20 @@ async function runAccount(): Promise<Account> {
   return entry;
 }
 
+/** A password for the test user, for a root sshd; its privilege separation directory too. */
+async function setPassword(account: Account, password: string): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error("sshd checks passwords only when run as root: run the test as root");
+  await mkdir("/run/sshd", { recursive: true, mode: 0o755 });
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn("chpasswd", [], { stdio: ["pipe", "ignore", "pipe"] });
+    let error = "";
+    child.stderr.on("data", (chunk: Buffer) => (error += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`chpasswd failed: ${error}`))));
+    child.stdin.end(`${account.name}:${password}\n`);
+  });
+}
+
 async function passwdEntry(name: string): Promise<Account | undefined> {
   const passwd = await readFile("/etc/passwd", "utf8");
   for (const line of passwd.split("\n")) {
@@ -186,7 +206,7 @@ async function listen(
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const config = path.join(base, "sshd_config");
-    const password = options.passwordAuthentication === true ? "yes" : "no";
+    const password = options.password !== undefined ? "yes" : "no";
     await writeFile(
       config,
       [
@@ -210,9 +230,9 @@ async function listen(
     );
     if (account.uid !== process.getuid?.()) await chown(config, account.uid, account.gid);
     // -D: no daemon, -e: log to stderr, where "Server listening" says it is ready.
+    const asRoot = options.password !== undefined;
     const child = spawn(SSHD, ["-D", "-e", "-f", config], {
-      uid: account.uid,
-      gid: account.gid,
+      ...(!asRoot && { uid: account.uid, gid: account.gid }),
       stdio: ["ignore", "ignore", "pipe"],
     });
     try {

@@ -323,3 +323,38 @@ function listenOnLoopback(server: Server): Promise<number> {
     });
   });
 }
+
+/** Only sshd run as root checks passwords (it reads the shadow file): as root here and in CI. */
+describe.skipIf(skipSshTests || process.getuid?.() !== 0)("ssh executor logging in with a password", () => {
+  let sshd: SshServer;
+  const password = `pw-${Math.random().toString(36).slice(2)}-x`;
+
+  beforeAll(async () => {
+    sshd = await startSshd({ password });
+  });
+  afterAll(async () => {
+    await sshd?.stop();
+  });
+
+  it("logs in with the right password and is refused with a wrong one, never showing either", async () => {
+    const base = {
+      host: sshd.host,
+      port: sshd.port,
+      userName: sshd.userName,
+      hostKeySha256: sshd.hostKeySha256,
+      root: path.join(sshd.root, "pw"),
+      timeoutMs: 5000,
+    };
+    const executor = await openSshExecutor({ ...base, password });
+    try {
+      await executor.writeFileAtomic("/by-password.txt", Buffer.from("ok\n"));
+      expect(await readFile(path.join(sshd.root, "pw", "by-password.txt"), "utf8")).toBe("ok\n");
+      expect((await lstat(path.join(sshd.root, "pw", "by-password.txt"))).uid).toBe(sshd.uid);
+    } finally {
+      await executor.close();
+    }
+    const refused = await openSshExecutor({ ...base, password: `${password}-wrong` }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: "UNREACHABLE" });
+    expect((refused as Error).message).not.toContain(password);
+  });
+});
