@@ -38,7 +38,7 @@ const DEFAULT_DIRECTORY_MODE = 0o755;
 export interface LocalExecutorOptions {
   /** For logs and error texts; default `local <root>`. */
   readonly description?: string;
-  /** Where callers may spool large downloads (packages); default the system's. Not used by the executor itself. */
+  /** Where package items spool the .upack files they install; default the system's temporary directory. */
   readonly tempDir?: string;
 }
 
@@ -47,7 +47,7 @@ export async function createLocalExecutor(root: string, options: LocalExecutorOp
   if (!path.isAbsolute(root)) throw new ExecutorError("FAILED", `The root ${root} is not an absolute path.`);
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
-  return new LocalExecutor(realRoot, options.description ?? `local ${root}`);
+  return new LocalExecutor(realRoot, options.description ?? `local ${root}`, options.tempDir);
 }
 
 /** An existing directory or entry, resolved: `real` is inside the root; `missing` are the names below it that do not exist. */
@@ -60,6 +60,8 @@ class LocalExecutor implements Executor {
   constructor(
     private readonly root: string,
     readonly description: string,
+    /** Read by package items (items/package.ts spoolDirectory) for their downloads. */
+    readonly tempDir: string | undefined,
   ) {}
 
   async stat(itemPath: string): Promise<FileStat | undefined> {

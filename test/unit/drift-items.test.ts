@@ -455,6 +455,22 @@ describe("package items", () => {
     expect(upgraded.changes[0]?.installed?.version).toBe("1.1.0");
   });
 
+  it("spools the package in the executor's tempDir", async () => {
+    const packages = await sourceOf({ "1.0.0": await buildUpack({ name: "web", version: "1.0.0", files }) });
+    const items = parseItems(
+      [{ type: "package", feed: "apps", name: "web", version: "1.0.0", target: "/srv/web" }],
+      null,
+    );
+    const spoolless = await createLocalExecutor(root, { tempDir: path.join(base, "no-such-temp") });
+    const failed = await remediateItems(items, spoolless, context({ packages }), { simulate: false });
+    expect(failed.results[0]?.error).toContain(path.join(base, "no-such-temp"));
+    await mkdir(path.join(base, "spool"));
+    const spooling = await createLocalExecutor(root, { tempDir: path.join(base, "spool") });
+    const done = await remediateItems(items, spooling, context({ packages }), { simulate: false });
+    expect(done.results[0]?.status).toBe("current");
+    expect(await readdir(path.join(base, "spool"))).toEqual([]);
+  });
+
   it("a package missing from its feed is unknown", async () => {
     const items = parseItems(
       [{ type: "package", feed: "apps", name: "web", version: "9.9.9", target: "/srv/web" }],

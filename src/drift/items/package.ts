@@ -135,7 +135,7 @@ function title(properties: Pick<PackageProperties, "group" | "name">): string {
 async function install(desired: DesiredPackage, run: ItemRun): Promise<number> {
   const { executor, ctx } = run;
   const { properties, resolved } = desired;
-  const spool = await mkdtemp(path.join(os.tmpdir(), "wharf-package-"));
+  const spool = await mkdtemp(path.join(spoolDirectory(executor), "wharf-package-"));
   try {
     // Spooled: a ZIP is read from its central directory, at its end, with random access.
     const file = path.join(spool, "package.upack");
@@ -179,6 +179,12 @@ async function install(desired: DesiredPackage, run: ItemRun): Promise<number> {
   } finally {
     await rm(spool, { recursive: true, force: true });
   }
+}
+
+/** The executor's own temporary directory when it has one (the local executor's tempDir option), else the system's. */
+function spoolDirectory(executor: ItemRun["executor"]): string {
+  const { tempDir } = executor as { readonly tempDir?: unknown };
+  return typeof tempDir === "string" && tempDir !== "" ? tempDir : os.tmpdir();
 }
 
 async function readRegistry(run: ItemRun): Promise<RegistryEntry[]> {
