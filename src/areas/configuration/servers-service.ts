@@ -240,7 +240,7 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
       rootPath = remotePath("rootPath", root);
       const moved = !wasSsh || hostName !== row.host_name || port !== row.port;
       const keyText = given("hostKeySha256") ? (input.hostKeySha256 ?? null) : moved ? null : row.host_key_sha256;
-      hostKeySha256 = keyText ? hostKey(keyText) : await pinnedKey(hostName, port);
+      hostKeySha256 = keyText ? hostKey(keyText) : null;
     }
 
     const variables =
@@ -254,6 +254,9 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
         : ids("environment", current?.environments ?? []);
     const items: DesiredItem[] | undefined =
       input.items !== undefined ? parseConfigItems(input.items, null) : undefined;
+
+    // Last, once everything else is valid: reading a host key may wait up to WHARF_SSH_TIMEOUT_SECONDS.
+    if (type === "ssh" && hostKeySha256 === null) hostKeySha256 = await pinnedKey(hostName as string, port as number);
 
     let agentKey: string | undefined;
     let agentKeyHash: string | null | undefined;
