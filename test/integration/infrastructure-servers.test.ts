@@ -238,6 +238,18 @@ describe("agent servers", () => {
     expect(await show()).toMatchObject({ agentConnected: false, agentLastSeen: longAgo.slice(0, 19) });
   });
 
+  it("the agent protocol takes the current key only: an old or revoked one is refused", async () => {
+    const created = expectJson(await create("agent3", { serverType: "agent" }), 201) as Json;
+    const poll = (key: string) =>
+      t.app.inject({ method: "GET", url: "/api/agent/v1/poll?wait=0", headers: { authorization: `Bearer ${key}` } });
+    expect([200, 204]).toContain((await poll(created.agentKey as string)).statusCode);
+    const renewed = (await send("POST", "/api/infrastructure/servers/agent-key/agent3")).body;
+    expect((await poll(created.agentKey as string)).statusCode).toBe(403);
+    expect([200, 204]).toContain((await poll(renewed)).statusCode);
+    await send("POST", "/api/infrastructure/servers/revoke-agent-key/agent3");
+    expect((await poll(renewed)).statusCode).toBe(403);
+  });
+
   it("an agent key is no API key", async () => {
     const created = expectJson(await create("agent2", { serverType: "agent" }), 201) as Json;
     const res = await send("GET", "/api/infrastructure/servers/list", undefined, created.agentKey as string);
