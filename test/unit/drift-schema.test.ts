@@ -85,6 +85,18 @@ describe("parseItems", () => {
       "items[0].version: must be an exact version such as 1.2.0, or latest.",
     ],
     [
+      [{ type: "package", feed: "apps", group: "/acme", name: "web", version: "1.0.0", target: "/srv" }],
+      "items[0].group: must not start or end with '/'.",
+    ],
+    [
+      [{ type: "package", feed: "apps", name: "we b", version: "1.0.0", target: "/srv" }],
+      "items[0].name: may only contain letters, digits, '-', '.' and '_'.",
+    ],
+    [
+      [{ type: "package", feed: "a/b", name: "web", version: "1.0.0", target: "/srv" }],
+      "items[0].feed: must be a feed name (letters, digits, '.', '_', '-', '~').",
+    ],
+    [
       [{ type: "package", feed: "apps", name: "web", version: "1.0.0", target: "/srv/../etc" }],
       "items[0].target: must not contain '..'.",
     ],

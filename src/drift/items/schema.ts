@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
+import { groupProblem, nameProblem } from "../../domain/upack-range.js";
 import { parseVersion } from "../../domain/upack-version.js";
 import { strictTemplateProblem } from "../../domain/variables.js";
 import type { DesiredItem, ItemType } from "../model.js";
@@ -179,18 +180,22 @@ const directorySchema = z
 
 const feedName = z
   .string({ error: typeError("a feed name") })
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be a feed name (letters, digits, '.', '_', '-')");
+  .regex(/^[A-Za-z0-9._~-]{1,100}$/, "must be a feed name (letters, digits, '.', '_', '-', '~')")
+  .refine((value) => value !== "." && value !== "..", { message: "must be a feed name" });
+/** The upack rules for groups and names (domain/upack-range.ts), with their own wording. */
+const problemCheck = (problem: (value: string) => string | undefined) =>
+  function (value: string, context: z.RefinementCtx) {
+    const found = problem(value);
+    if (found !== undefined) context.addIssue({ code: "custom", message: found });
+  };
 const packageSchema = z.strictObject({
   type: z.literal("package"),
   feed: feedName,
   group: z
     .string({ error: typeError("a string") })
-    .regex(/^(?:[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)?$/, "must be a group such as acme or acme/tools")
-    .max(1000)
+    .superRefine(problemCheck(groupProblem))
     .default(""),
-  name: z
-    .string({ error: typeError("a package name") })
-    .regex(/^[A-Za-z0-9._-]{1,200}$/, "must be a package name (letters, digits, '.', '_', '-')"),
+  name: z.string({ error: typeError("a package name") }).superRefine(problemCheck(nameProblem)),
   version: z
     .string({ error: typeError("a version") })
     .refine((value) => value === "latest" || parseVersion(value) !== undefined, {
