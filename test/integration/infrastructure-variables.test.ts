@@ -99,6 +99,7 @@ describe("variables of one entity", () => {
     expectText(await raw("POST", "/api/variables/server/web1/bad!name", "1"), 400, "bad!name");
     expectText(await json("POST", "/api/variables/server/web1", { A: [1] }), 400, "A");
     expectText(await raw("POST", "/api/variables/server/web1", "{not json"), 400, "JSON");
+    expectText(await raw("POST", "/api/variables/server/web1", ""), 400, "{} deletes them all");
   });
 
   it("keeps environment variables plain text, readable by the releases area", async () => {

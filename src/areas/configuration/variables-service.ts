@@ -170,6 +170,10 @@ export function createVariablesService(db: Db, secrets: SecretBox): VariablesSer
   return {
     getAll: async (scope) => presentVariables(await read(scope)),
     async replaceAll(scope, input) {
+      // `{}` deletes every variable, as asked; no body at all is more likely a mistake than that.
+      if (input === undefined || input === null) {
+        throw invalid("MISSING_BODY", "Send the variables as a JSON object ({} deletes them all).");
+      }
       await edit(scope, (variables) => {
         const next = parseVariables(input, "body", variables);
         variables.clear();
