@@ -32,6 +32,8 @@ import { isInside } from "../storage/path-containment.js";
 import { type Executor, ExecutorError, type FileStat, type ProcessInfo } from "./executor.js";
 
 const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+// A FIFO put where a file is expected must not hang the open; regular files ignore the flag.
+const NON_BLOCKING = constants.O_NONBLOCK ?? 0;
 const DEFAULT_FILE_MODE = 0o644;
 const DEFAULT_DIRECTORY_MODE = 0o755;
 
@@ -269,7 +271,7 @@ class LocalExecutor implements Executor {
     const real = await this.#existing(itemPath);
     let handle: FileHandle;
     try {
-      handle = await open(real, constants.O_RDONLY | NO_FOLLOW);
+      handle = await open(real, constants.O_RDONLY | NO_FOLLOW | NON_BLOCKING);
     } catch (error) {
       throw this.#failure(itemPath, error);
     }
@@ -302,7 +304,7 @@ class LocalExecutor implements Executor {
 async function chmodNoFollow(real: string, mode: number): Promise<void> {
   let handle: FileHandle | undefined;
   try {
-    handle = await open(real, constants.O_RDONLY | NO_FOLLOW);
+    handle = await open(real, constants.O_RDONLY | NO_FOLLOW | NON_BLOCKING);
   } catch (error) {
     // No read permission (mode 0000, a directory we may not list): chmod by path once lstat says no link.
     if ((error as NodeJS.ErrnoException).code !== "EACCES") throw error;

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmod,
@@ -88,6 +89,14 @@ describe("local executor", () => {
     expect(await executor.hashFile("/big.bin")).toBe(createHash("sha256").update(big).digest("hex"));
     expect((await refusal(executor.readFile("/big.bin", 1024 * 1024))).code).toBe("TOO_LARGE");
     expect((await refusal(executor.hashFile("/"))).message).toBe("/ is not a regular file.");
+  });
+
+  it("a FIFO where a file is expected does not hang", async () => {
+    execFileSync("mkfifo", [path.join(root, "pipe")]);
+    expect(await executor.stat("/pipe")).toMatchObject({ kind: "other" });
+    expect((await refusal(executor.hashFile("/pipe"))).message).toBe("/pipe is not a regular file.");
+    await executor.chmod("/pipe", 0o600);
+    expect((await stat(path.join(root, "pipe"))).mode & 0o7777).toBe(0o600);
   });
 
   it("removes files, links (not their targets) and trees; nothing there is fine", async () => {
