@@ -5,6 +5,7 @@ import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import { decodeItem, encodeItem } from "./item-codec.js";
+import { refuseCycle } from "./role-cycles.js";
 import { readVariableColumn, type Variables, writeVariableColumn } from "./variables-model.js";
 
 /** SQL of roles (migration 0011): the row, its dependencies, its items. Every method is one transaction. */
@@ -30,11 +31,10 @@ export interface RolesRepository {
   list(): Promise<RoleRecord[]>;
   find(name: string): Promise<RoleRecord | undefined>;
   insert(write: RoleWrite, now: string): Promise<RoleRecord>;
+  /** unprocessable ROLE_CYCLE when the new dependencies would close a cycle (checked in the same transaction). */
   update(id: number, write: RoleWrite, now: string): Promise<RoleRecord>;
   /** Refuses (conflict ROLE_IN_USE naming them) while servers list the role or other roles depend on it. */
   delete(name: string): Promise<boolean>;
-  /** Every dependency edge, for the cycle check: role id -> the ids it depends on, and every role's name. */
-  dependencyGraph(): { edges: Map<number, number[]>; names: Map<number, string> };
 }
 
 interface RoleRow {
@@ -140,6 +140,12 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
           if (q.update.run({ ...columns(write, now), id }).changes === 0) {
             throw notFound("ROLE_NOT_FOUND", `The role '${write.name}' was not found.`);
           }
+          const edges = new Map<number, number[]>();
+          for (const edge of q.edges.all()) {
+            edges.set(edge.role_id, [...(edges.get(edge.role_id) ?? []), edge.depends_on_id]);
+          }
+          const names = new Map(q.names.all().map((row) => [row.id, row.name]));
+          refuseCycle(edges, names, { id, name: write.name }, write.dependsOnIds);
           writeMembers(id, write);
           return record(q.byId.get(id) as RoleRow);
         })(),
@@ -163,11 +169,5 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
         q.delete.run(row.id);
         return true;
       })(),
-    dependencyGraph: () => {
-      const edges = new Map<number, number[]>();
-      for (const edge of q.edges.all())
-        edges.set(edge.role_id, [...(edges.get(edge.role_id) ?? []), edge.depends_on_id]);
-      return { edges, names: new Map(q.names.all().map((row) => [row.id, row.name])) };
-    },
   });
 }

@@ -55,8 +55,11 @@ export function createRolesService(deps: {
     return record;
   };
 
-  /** The ids of `names`, refusing a missing role and any cycle the new edges would close. */
-  const dependencies = (roleName: string, roleId: number | undefined, names: readonly string[]): number[] => {
+  /**
+   * The ids of `names`, refusing a missing role and the role itself; a longer cycle is refused by
+   * the repository, in the transaction that saves the dependencies (role-cycles.ts).
+   */
+  const dependencies = (roleName: string, names: readonly string[]): number[] => {
     const ids: number[] = [];
     for (const name of distinctNames(names)) {
       if (name.toLowerCase() === roleName.toLowerCase()) {
@@ -68,27 +71,6 @@ export function createRolesService(deps: {
       const found = infrastructure.findRole(name);
       if (!found) throw unprocessable("ROLE_NOT_FOUND", `The role '${name}' does not exist.`);
       ids.push(found.id);
-    }
-    if (roleId === undefined) return ids; // nothing can depend on a role not created yet
-    const { edges, names: roleNames } = roles.dependencyGraph();
-    edges.set(roleId, ids);
-    // A path from one of the new dependencies back to the role closes a cycle.
-    const path: number[] = [];
-    const visited = new Set<number>();
-    const reaches = (from: number): boolean => {
-      if (from === roleId) return true;
-      if (visited.has(from)) return false;
-      visited.add(from);
-      path.push(from);
-      for (const next of edges.get(from) ?? []) if (reaches(next)) return true;
-      path.pop();
-      return false;
-    };
-    for (const start of ids) {
-      if (reaches(start)) {
-        const cycle = [roleName, ...path.map((id) => roleNames.get(id) ?? String(id)), roleName].join(" -> ");
-        throw unprocessable("ROLE_CYCLE", `The role dependencies would form a cycle: ${cycle}.`);
-      }
     }
     return ids;
   };
@@ -102,7 +84,7 @@ export function createRolesService(deps: {
         input.variables !== undefined
           ? parseVariables(input.variables, "variables", current?.variables)
           : (current?.variables ?? new Map()),
-      dependsOnIds: dependencies(name, current?.id, input.dependsOn ?? current?.dependsOn ?? []),
+      dependsOnIds: dependencies(name, input.dependsOn ?? current?.dependsOn ?? []),
       items: input.items !== undefined ? parseConfigItems(input.items, name) : current ? undefined : [],
     };
   };
