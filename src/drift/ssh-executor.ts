@@ -129,22 +129,27 @@ async function connect(options: SshExecutorOptions, where: string): Promise<Clie
     // acknowledgements made every round trip (handshake and SFTP) take 40 ms.
     client.once("connect", () => client.setNoDelay(true));
     client.once("ready", () => resolve());
-    // `on`: an error after this promise settled (a reset connection) must not be an unhandled event.
-    client.on("error", (error) => {
+    /** Why the login failed: the pinned key first (whatever ssh2 reports after refusing it). */
+    const refusal = (error: unknown): ExecutorError => {
       if (seen !== undefined && seen !== pinned) {
-        reject(
-          new ExecutorError(
-            "UNREACHABLE",
-            `the host key of ${where} changed: it is now SHA256:${seen}, but SHA256:${pinned} is pinned for this server ` +
-              "(a reinstalled machine, or someone in the middle: if the change is expected, pin the new key)",
-          ),
+        return new ExecutorError(
+          "UNREACHABLE",
+          `the host key of ${where} changed: it is now SHA256:${seen}, but SHA256:${pinned} is pinned for this server ` +
+            "(a reinstalled machine, or someone in the middle: if the change is expected, pin the new key)",
         );
-      } else if ((error as { level?: string }).level === "client-authentication") {
-        reject(new ExecutorError("UNREACHABLE", `${where} refused the credential of user '${options.userName}'`));
-      } else {
-        reject(unreachable(where, error, options.timeoutMs));
       }
-    });
+      if ((error as { level?: string } | undefined)?.level === "client-authentication") {
+        return new ExecutorError("UNREACHABLE", `${where} refused the credential of user '${options.userName}'`);
+      }
+      if (error === undefined) {
+        return new ExecutorError("UNREACHABLE", `${where} closed the connection before the login completed`);
+      }
+      return unreachable(where, error, options.timeoutMs);
+    };
+    // `on`: an error after this promise settled (a reset connection) must not be an unhandled event.
+    client.on("error", (error) => reject(refusal(error)));
+    // A server that hangs up during the handshake may do so without an error (a no-op once settled).
+    client.once("close", () => reject(refusal(undefined)));
     try {
       client.connect(config);
     } catch (error) {

@@ -240,6 +240,17 @@ describe.skipIf(skipSshTests)("ssh executor against OpenSSH", () => {
     } finally {
       await silent.close();
     }
+    // A port that hangs up at once.
+    const rude = createServer((socket) => socket.destroy());
+    const rudePort = await listenOnLoopback(rude);
+    try {
+      const started = Date.now();
+      const error = await openSshExecutor(options({ port: rudePort })).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "UNREACHABLE" });
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await new Promise<void>((resolve) => rude.close(() => resolve()));
+    }
     // A connection that stops answering once established.
     const relay = await freezableRelay(sshd.port);
     try {
