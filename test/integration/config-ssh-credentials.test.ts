@@ -1,4 +1,6 @@
-import { writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { utils } from "ssh2";
@@ -7,9 +9,14 @@ import {
   createCredentialsRepository,
   createCredentialsStore,
 } from "../../src/areas/configuration/credentials-repository.js";
+import { buildApp } from "../../src/app.js";
+import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { credentialsCommand } from "../../src/cli/credentials.js";
+import { loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import { loggerOptions } from "../../src/http/logging.js";
+import { type Db, openDatabase } from "../../src/storage/database.js";
+import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { openSshExecutor } from "../../src/drift/ssh-executor.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
@@ -286,5 +293,67 @@ describe.skipIf(skipSshTests)("stored credentials reaching a real OpenSSH server
     const inUse = await t.app.inject({ method: "POST", url: `${BASE}/delete/test-sshd`, headers });
     expect(inUse.statusCode).toBe(409);
     expect(inUse.body).toContain("ssh-box");
+  });
+});
+
+describe("stored credentials across a secret key rotation", () => {
+  const newKey = () => randomBytes(32).toString("base64");
+  const secretOf = (db: Db) =>
+    (db.prepare("SELECT secret FROM credentials WHERE name_key = 'rotated'").get() as { secret: string }).secret;
+  const keyIdOf = (sealed: string) => sealed.split(":")[1];
+
+  /** A Wharf on `dataDir` as a restart builds it: the data stays. */
+  async function started(dataDir: string, env: Record<string, string>) {
+    const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...env });
+    const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
+    const adminKey = `admin-${randomBytes(8).toString("hex")}`;
+    bootstrapAdminKey(db, dataDir, adminKey, systemClock);
+    const app = await buildApp(config, { db, blobs: createFileBlobStore(dataDir), logger: false });
+    await app.ready();
+    const store = createCredentialsStore(createCredentialsRepository(db), loadSecretKeys(config).box);
+    return {
+      app,
+      db,
+      store,
+      adminKey,
+      async close() {
+        await app.close();
+        db.close();
+      },
+    };
+  }
+
+  it("re-seals under the new key at start (the old one given as previous), and still opens", async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), "wharf-cred-rotation-"));
+    try {
+      const [a, b] = [newKey(), newKey()];
+      const first = await started(dataDir, { WHARF_SECRET_KEY: a });
+      const created = await first.app.inject({
+        method: "POST",
+        url: `${BASE}/create/rotated`,
+        headers: { "x-apikey": first.adminKey },
+        payload: { userName: "ops", password: PASSWORD },
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const underA = keyIdOf(secretOf(first.db));
+      await first.close();
+
+      const rotated = await started(dataDir, { WHARF_SECRET_KEY: b, WHARF_SECRET_KEY_PREVIOUS: a });
+      const underB = keyIdOf(secretOf(rotated.db));
+      expect(underB).not.toBe(underA);
+      const { id } = (await rotated.store.findByName("rotated")) as { id: number };
+      expect(await rotated.store.open(id)).toEqual({ userName: "ops", password: PASSWORD });
+      await rotated.close();
+
+      // Without any key that sealed it, opening says so (503 CREDENTIAL_UNREADABLE), naming no secret.
+      const lost = await started(dataDir, { WHARF_SECRET_KEY: newKey() });
+      const failure = await lost.store.open(id).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: "CREDENTIAL_UNREADABLE" });
+      expect((failure as Error).message).toContain("'rotated'");
+      expect((failure as Error).message).not.toContain(PASSWORD);
+      await lost.close();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
