@@ -1,4 +1,5 @@
 import { CI_BADGES_SCENARIOS } from "./ci-badges-scenarios.js";
+import { CONFIGURATION_SCENARIOS } from "./configuration-status.js";
 import { ENDPOINTS_SCENARIOS } from "./endpoints-scenarios.js";
 import { UPACK_SCENARIOS } from "./upack-scenarios.js";
 import { createFeed } from "./upack-seed.js";
@@ -49,6 +50,7 @@ export const SCENARIOS: readonly Scenario[] = [
   ...UPACK_SCENARIOS,
   ...ENDPOINTS_SCENARIOS,
   ...CI_BADGES_SCENARIOS,
+  ...CONFIGURATION_SCENARIOS,
 ];
 
 /** Creates `count` universal feeds through the feed management API, 10 requests at a time. */

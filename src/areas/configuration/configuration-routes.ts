@@ -127,7 +127,9 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
     async (request, reply) => {
       const entity = entityOf(argumentsOf(request), ENTITY_TYPES);
       reply.header("Cache-Control", "no-store");
-      return entity === undefined ? status.statusOfAll() : status.statusOf(entity.type, entity.name);
+      if (entity !== undefined) return status.statusOf(entity.type, entity.name);
+      // Already JSON (kept while nothing changed): a thousand servers are not serialised again per request.
+      return reply.header("Content-Type", "application/json; charset=utf-8").send(status.statusOfAllJson());
     },
   );
 

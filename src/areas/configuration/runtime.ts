@@ -2,6 +2,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { PackageSource } from "../../drift/model.js";
 import type { JobRunner } from "../../jobs/runner.js";
+import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
@@ -83,7 +84,15 @@ export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): Conf
     transportOf,
     deployments: deps.deployments,
   });
-  const status = createStatusService({ db, clock, config, infrastructure, collections, remediations });
+  const status = createStatusService({
+    db,
+    clock,
+    config,
+    infrastructure,
+    collections,
+    remediations,
+    watch: changeWatchOf(db),
+  });
   return {
     checker,
     remediation,

@@ -1,6 +1,7 @@
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
+import type { ChangeWatch } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import type { CollectionsRepository } from "./collections-repository.js";
 import type { InfrastructureRepository } from "./infrastructure-repository.js";
@@ -73,6 +74,8 @@ export interface StatusService {
   statusOf(type: EntityType, name: string): StatusObject;
   /** Every server, role and environment, each kind by name. */
   statusOfAll(): StatusObject[];
+  /** statusOfAll as UTF-8 JSON, kept while nothing changed (what the API sends). */
+  statusOfAllJson(): Buffer;
   /** The items of a server's last completed check; 404 for an unknown server. */
   itemsOf(serverName: string): ItemObject[];
   /** The servers whose roles include the role, directly or through dependencies. */
@@ -86,7 +89,12 @@ export interface StatusDeps {
   readonly infrastructure: InfrastructureRepository;
   readonly collections: CollectionsRepository;
   readonly remediations: RemediationRepository;
+  /** The database's change watch: what was read is kept while nothing was written. Absent: read every time. */
+  readonly watch?: ChangeWatch | undefined;
 }
+
+/** How long a snapshot of every server's facts may be kept at most, even with no write (agents go offline with time). */
+const SNAPSHOT_MAX_AGE_MS = 1_000;
 
 /** ISO 8601 without fraction or zone, as the seed and InedoCore's DateTime parsing want. */
 export const seedDate = (iso: string) => new Date(iso).toISOString().slice(0, 19);
@@ -118,29 +126,25 @@ const SERVER_SQL = `SELECT s.id, s.name, s.server_type, s.drift_mode, s.active, 
     ON c.id = (SELECT max(id) FROM config_collections WHERE server_id = s.id)`;
 
 export function createStatusService(deps: StatusDeps): StatusService {
-  const { db, clock, config, infrastructure, collections, remediations } = deps;
+  const { db, clock, config, infrastructure, collections, remediations, watch } = deps;
+  let snapshot: { version: string; at: number; loaded: Loaded; allJson: Buffer | undefined } | undefined;
   const q = {
     all: db.prepare<[], ServerRow>(`${SERVER_SQL} ORDER BY s.name_key`),
     one: db.prepare<[number], ServerRow>(`${SERVER_SQL} WHERE s.id = ?`),
     roles: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM roles ORDER BY name_key"),
     environments: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM environments ORDER BY name_key"),
-    // Roles reach servers directly and through the roles that depend on them.
-    members: db.prepare<[], { server_id: number; role_id: number }>(
-      `WITH RECURSIVE member(server_id, role_id) AS (
-         SELECT server_id, role_id FROM server_roles
-         UNION SELECT m.server_id, d.depends_on_id FROM member m JOIN role_dependencies d ON d.role_id = m.role_id)
-       SELECT server_id, role_id FROM member`,
+    serverRoles: db.prepare<[], { server_id: number; role_id: number }>("SELECT server_id, role_id FROM server_roles"),
+    dependencies: db.prepare<[], { role_id: number; depends_on_id: number }>(
+      "SELECT role_id, depends_on_id FROM role_dependencies",
     ),
     environmentMembers: db.prepare<[], { server_id: number; environment_id: number }>(
       "SELECT server_id, environment_id FROM server_environments",
     ),
-    // Drifted items per role in each server's last check (only checks that completed count).
-    roleDrift: db.prepare<[], { server_id: number; role_id: number; drifted: number }>(
-      `SELECT c.server_id, i.role_id, count(*) AS drifted
-         FROM servers s JOIN config_collections c ON c.id = (SELECT max(id) FROM config_collections WHERE server_id = s.id)
-         JOIN config_collected_items i ON i.collection_id = c.id
-        WHERE c.status = 'completed' AND c.drifted > 0 AND i.status = 'drifted' AND i.role_id IS NOT NULL
-        GROUP BY c.server_id, i.role_id`,
+    // Drifted items per role in the given collections (the last checks that found drift).
+    roleDrift: db.prepare<[string], { collection_id: number; role_id: number; drifted: number }>(
+      `SELECT collection_id, role_id, count(*) AS drifted FROM config_collected_items
+        WHERE collection_id IN (SELECT value FROM json_each(?)) AND status = 'drifted' AND role_id IS NOT NULL
+        GROUP BY collection_id, role_id`,
     ),
   };
 
@@ -236,18 +240,56 @@ export function createStatusService(deps: StatusDeps): StatusService {
     return byServer;
   }
 
-  /** Everything the roles' and environments' objects need, in a handful of statements. */
+  /** Server ids by role: the servers that list it, and those that list a role depending on it (at any depth). */
+  function membersByRole(): Map<number, number[]> {
+    const dependsOn = new Map<number, number[]>();
+    for (const d of q.dependencies.all()) {
+      const list = dependsOn.get(d.role_id);
+      if (list) list.push(d.depends_on_id);
+      else dependsOn.set(d.role_id, [d.depends_on_id]);
+    }
+    const members = new Map<number, Set<number>>();
+    const add = (roleId: number, serverId: number, seen: Set<number>) => {
+      if (seen.has(roleId)) return; // a cycle slipped in by hand must not loop
+      seen.add(roleId);
+      let set = members.get(roleId);
+      if (set === undefined) members.set(roleId, (set = new Set()));
+      set.add(serverId);
+      for (const dependency of dependsOn.get(roleId) ?? []) add(dependency, serverId, seen);
+    };
+    for (const m of q.serverRoles.all()) add(m.role_id, m.server_id, new Set());
+    return new Map([...members].map(([roleId, servers]) => [roleId, [...servers]]));
+  }
+
+  /**
+   * Everything the roles' and environments' objects need, in a handful of statements; kept while
+   * the database has not changed (and at most SNAPSHOT_MAX_AGE_MS, for the agents' offline rule).
+   */
   function load() {
+    const version = watch?.version();
+    const at = clock.now().getTime();
+    const kept = snapshot;
+    if (kept !== undefined && kept.version === version && at >= kept.at && at - kept.at < SNAPSHOT_MAX_AGE_MS) {
+      return kept.loaded;
+    }
+    const loaded = read();
+    snapshot = version === undefined ? undefined : { version, at, loaded, allJson: undefined };
+    return loaded;
+  }
+
+  function read() {
     const rows = q.all.all();
     const byId = new Map(rows.map((row) => [row.id, row]));
     const open = openByServer();
+    const serverOfCollection = new Map<number, number>();
+    for (const row of rows) {
+      if (row.collection_status === "completed" && (row.drifted ?? 0) > 0 && row.collection_id !== null) {
+        serverOfCollection.set(row.collection_id, row.id);
+      }
+    }
     const roleDrift = new Map<string, number>();
-    for (const r of q.roleDrift.all()) roleDrift.set(`${r.server_id}:${r.role_id}`, r.drifted);
-    const roleMembers = new Map<number, number[]>();
-    for (const m of q.members.all()) {
-      const list = roleMembers.get(m.role_id);
-      if (list) list.push(m.server_id);
-      else roleMembers.set(m.role_id, [m.server_id]);
+    for (const r of q.roleDrift.all(JSON.stringify([...serverOfCollection.keys()]))) {
+      roleDrift.set(`${serverOfCollection.get(r.collection_id)}:${r.role_id}`, r.drifted);
     }
     const environmentMembers = new Map<number, number[]>();
     for (const m of q.environmentMembers.all()) {
@@ -255,9 +297,9 @@ export function createStatusService(deps: StatusDeps): StatusService {
       if (list) list.push(m.server_id);
       else environmentMembers.set(m.environment_id, [m.server_id]);
     }
-    return { rows, byId, open, roleDrift, roleMembers, environmentMembers };
+    return { rows, byId, open, roleDrift, roleMembers: membersByRole(), environmentMembers };
   }
-  type Loaded = ReturnType<typeof load>;
+  type Loaded = ReturnType<typeof read>;
 
   function roleObject(loaded: Loaded, role: { id: number; name: string }): StatusObject {
     const members: ServerFacts[] = [];
@@ -283,15 +325,20 @@ export function createStatusService(deps: StatusDeps): StatusService {
     return aggregate("environment", environment.name, members);
   }
 
+  function statusOfAll(): StatusObject[] {
+    const loaded = load();
+    return [
+      ...loaded.rows.map((row) => serverObject(row, loaded.open.get(row.id) ?? [])),
+      ...q.roles.all().map((role) => roleObject(loaded, role)),
+      ...q.environments.all().map((environment) => environmentObject(loaded, environment)),
+    ];
+  }
+
   const missing = (type: EntityType, name: string) =>
     notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${type} named '${name}'.`);
 
   return {
-    serversOfRole: (roleId) =>
-      q.members
-        .all()
-        .filter((m) => m.role_id === roleId)
-        .map((m) => m.server_id),
+    serversOfRole: (roleId) => membersByRole().get(roleId) ?? [],
 
     statusOf(type, name) {
       if (type === "server") {
@@ -313,13 +360,15 @@ export function createStatusService(deps: StatusDeps): StatusService {
       throw invalid("INVALID_ENTITY_TYPE", `'${String(type)}' is not an entity type: use server, role or environment.`);
     },
 
-    statusOfAll() {
+    statusOfAll,
+
+    statusOfAllJson() {
       const loaded = load();
-      return [
-        ...loaded.rows.map((row) => serverObject(row, loaded.open.get(row.id) ?? [])),
-        ...q.roles.all().map((role) => roleObject(loaded, role)),
-        ...q.environments.all().map((environment) => environmentObject(loaded, environment)),
-      ];
+      const kept = snapshot;
+      if (kept?.loaded === loaded && kept.allJson !== undefined) return kept.allJson;
+      const json = Buffer.from(JSON.stringify(statusOfAll()));
+      if (kept?.loaded === loaded) kept.allJson = json;
+      return json;
     },
 
     itemsOf(serverName) {
