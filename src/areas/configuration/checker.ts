@@ -1,5 +1,6 @@
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
+import { DomainError } from "../../domain/errors.js";
 import type { LogLevel } from "../../drift/model.js";
 import { retryWhileBusy } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
@@ -55,7 +56,7 @@ export interface Checker {
   /**
    * Checks the server (or joins the check already running); resolves with the ended collection,
    * undefined for a deleted or inactive server. Never rejects for an unreachable server: that
-   * collection ends `error`.
+   * collection ends `error`. Rejects (unavailable) when stopping or `signal` aborted before it began.
    */
   check(serverId: number, options?: CheckOptions): Promise<Collection | undefined>;
   /** Starts checks of these servers in the background (the API's `check`). */
@@ -75,6 +76,7 @@ export interface CheckerDeps {
   readonly random?: () => number;
 }
 
+const stopped = () => new DomainError("unavailable", "CHECK_NOT_RUN", "The check did not run: Wharf is stopping.");
 const message = (error: unknown) => (error instanceof Error ? error.message || error.name : String(error));
 
 /** A counting semaphore: acquire() resolves with the release of one slot. */
@@ -131,7 +133,8 @@ export function createChecker(deps: CheckerDeps): Checker {
     const signal = options.signal ? AbortSignal.any([stopping.signal, options.signal]) : stopping.signal;
     const release = options.jobId === undefined ? await pool.acquire() : () => undefined;
     try {
-      if (signal.aborted) return undefined;
+      // Stopping (or the job was canceled): a remediation must not take "no check" for "nothing to do".
+      if (signal.aborted) throw stopped();
       let id = await write(() => collections.begin(serverId, options.jobId, now()));
       while (id === undefined) {
         const foreign = await awaitForeign(serverId, signal);
@@ -195,7 +198,9 @@ export function createChecker(deps: CheckerDeps): Checker {
   function request(serverIds: readonly number[]): void {
     if (state === "stopped") return;
     for (const id of serverIds) {
-      check(id).catch((error: unknown) => log.error({ serverId: id, err: error }, "a configuration check failed"));
+      check(id).catch((error: unknown) => {
+        if (state !== "stopped") log.error({ serverId: id, err: error }, "a configuration check failed");
+      });
     }
   }
 
