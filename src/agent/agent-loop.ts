@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { AgentHttpError, type AgentConnection } from "./connection.js";
+import { releaseMemory } from "./memory.js";
 import { MAX_POLL_WAIT_SECONDS } from "./protocol.js";
 import { runWork } from "./run-work.js";
 
@@ -73,6 +74,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<number> {
         note(`wharf agent: could not report ${work.kind} ${work.id}: ${describe(error)}`);
       }
     }
+    if (answer.work.length > 0) releaseMemory();
   }
   return 0;
 }

@@ -1,5 +1,6 @@
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
 import type { Readable } from "node:stream";
-import { Agent, type Dispatcher } from "undici";
 import type { ResolvedPackage } from "../drift/model.js";
 import {
   AGENT_API_PREFIX,
@@ -12,8 +13,10 @@ import {
 import { parsePollAnswer } from "./work-shape.js";
 
 /**
- * The agent's side of the HTTP protocol (protocol.ts), over one undici pool kept alive between
- * polls: an idle agent holds one connection with one long-poll open.
+ * The agent's side of the HTTP protocol (protocol.ts), over one keep-alive connection pool: an
+ * idle agent holds one connection with one long-poll open. Node's own http/https client, not the
+ * undici package: importing undici alone costs some 30 MB of resident memory, half of what an idle
+ * agent may use (bench/agent.ts).
  */
 export interface AgentConnection {
   /** Work the server has (empty after `waitSeconds` without any), and the server's name as Wharf knows it. */
@@ -47,38 +50,60 @@ export interface ConnectionOptions {
 
 /** An error's text is read up to this many bytes. */
 const MAX_ERROR_TEXT = 4096;
-/** A poll's answer is held by Wharf for `wait` seconds: headers may take that long, plus this. */
+/** A poll's answer is at most this large (10,000 items with their content, which Wharf bounds). */
+const MAX_JSON_ANSWER = 512 * 1024 * 1024;
+/** A poll is held by Wharf for `wait` seconds: its connection may be silent that long, plus this. */
 const POLL_SLACK_MS = 15_000;
-const REQUEST_TIMEOUT_MS = 60_000;
+/** Longest silence of a connection (no byte either way) before the request fails. */
+const IDLE_TIMEOUT_MS = 60_000;
 
 export function openConnection(options: ConnectionOptions): AgentConnection {
-  const dispatcher = new Agent({
-    connections: 4,
-    keepAliveTimeout: 60_000,
-    ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
-  });
-  const base = options.serverUrl.pathname.replace(/\/+$/, "");
+  const { serverUrl } = options;
+  const secure = serverUrl.protocol === "https:";
+  const pool = secure
+    ? new https.Agent({ keepAlive: true, maxSockets: 4, ...(options.ca === undefined ? {} : { ca: options.ca }) })
+    : new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const base = serverUrl.pathname.replace(/\/+$/, "");
+  const host = serverUrl.hostname.replace(/^\[|\]$/g, "");
+  const port = serverUrl.port === "" ? (secure ? 443 : 80) : Number(serverUrl.port);
   const headers = { authorization: `Bearer ${options.key}`, "user-agent": agentUserAgent(options.version) };
 
-  async function send(
+  /** Sends one request; resolves with a 2xx response (its body unread), rejects with AgentHttpError otherwise. */
+  function send(
     method: "GET" | "POST",
     path: string,
     signal: AbortSignal,
-    extra: { body?: unknown; timeoutMs?: number } = {},
-  ): Promise<Dispatcher.ResponseData> {
-    const timeoutMs = extra.timeoutMs ?? REQUEST_TIMEOUT_MS;
-    const response = await dispatcher.request({
-      origin: options.serverUrl.origin,
-      path: `${base}${AGENT_API_PREFIX}${path}`,
-      method,
-      headers: extra.body === undefined ? headers : { ...headers, "content-type": AGENT_JSON_TYPE },
-      ...(extra.body === undefined ? {} : { body: JSON.stringify(extra.body) }),
-      signal,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
+    extra: { body?: unknown; idleMs?: number } = {},
+  ): Promise<IncomingMessage> {
+    const payload = extra.body === undefined ? undefined : Buffer.from(JSON.stringify(extra.body));
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const request = (secure ? https : http).request(
+        {
+          host,
+          port,
+          method,
+          path: `${base}${AGENT_API_PREFIX}${path}`,
+          agent: pool,
+          signal,
+          timeout: extra.idleMs ?? IDLE_TIMEOUT_MS,
+          headers:
+            payload === undefined
+              ? headers
+              : { ...headers, "content-type": AGENT_JSON_TYPE, "content-length": String(payload.length) },
+        },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          if (status >= 200 && status < 300) return resolve(response);
+          void readText(response, MAX_ERROR_TEXT).then(
+            (text) => reject(new AgentHttpError(status, text.trim() || `HTTP ${status}`)),
+            () => reject(new AgentHttpError(status, `HTTP ${status}`)),
+          );
+        },
+      );
+      request.on("timeout", () => request.destroy(new Error(`no answer from ${serverUrl.host} in time`)));
+      request.on("error", reject);
+      request.end(payload);
     });
-    if (response.statusCode >= 400) throw new AgentHttpError(response.statusCode, await errorText(response));
-    return response;
   }
 
   const work = (id: string, what: string) => `/work/${encodeURIComponent(id)}/${what}`;
@@ -86,26 +111,26 @@ export function openConnection(options: ConnectionOptions): AgentConnection {
   return {
     async poll(waitSeconds, signal) {
       const response = await send("GET", `/poll?wait=${waitSeconds}`, signal, {
-        timeoutMs: waitSeconds * 1000 + POLL_SLACK_MS,
+        idleMs: waitSeconds * 1000 + POLL_SLACK_MS,
       });
       const named = response.headers["x-wharf-agent-server"];
       const serverName = typeof named === "string" ? decodeURIComponent(named) : undefined;
       if (response.statusCode === 204) {
-        await response.body.dump();
+        response.resume();
         return { work: [], serverName };
       }
-      return { work: parsePollAnswer(await response.body.json()).work, serverName };
+      return { work: parsePollAnswer(JSON.parse(await readText(response, MAX_JSON_ANSWER, true))).work, serverName };
     },
     async postLog(id, lines, signal) {
-      await (await send("POST", work(id, "log"), signal, { body: { lines } })).body.dump();
+      (await send("POST", work(id, "log"), signal, { body: { lines } })).resume();
     },
     async postResult(id, result, signal) {
-      await (await send("POST", work(id, "result"), signal, { body: result })).body.dump();
+      (await send("POST", work(id, "result"), signal, { body: result })).resume();
     },
     async resolvePackage(id, itemKey, signal) {
       try {
         const response = await send("GET", `${work(id, "resolve")}?item=${encodeURIComponent(itemKey)}`, signal);
-        return (await response.body.json()) as ResolvedPackage;
+        return JSON.parse(await readText(response, MAX_JSON_ANSWER, true)) as ResolvedPackage;
       } catch (error) {
         if (error instanceof AgentHttpError && error.status === 404) return undefined;
         throw error;
@@ -113,22 +138,29 @@ export function openConnection(options: ConnectionOptions): AgentConnection {
     },
     async openPackage(id, itemKey, version, signal) {
       const query = `item=${encodeURIComponent(itemKey)}&version=${encodeURIComponent(version)}`;
-      return (await send("GET", `${work(id, "package")}?${query}`, signal)).body;
+      return send("GET", `${work(id, "package")}?${query}`, signal);
     },
-    close: () => dispatcher.close(),
+    close() {
+      pool.destroy();
+      return Promise.resolve();
+    },
   };
 }
 
-async function errorText(response: Dispatcher.ResponseData): Promise<string> {
-  let text = "";
-  try {
-    for await (const chunk of response.body) {
-      text += Buffer.from(chunk as Buffer).toString("utf8");
-      if (text.length >= MAX_ERROR_TEXT) break;
+/** The body as UTF-8 text, up to `max` bytes: cut there, or (`strict`) refused. */
+async function readText(response: IncomingMessage, max: number, strict = false): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > max) {
+      response.destroy();
+      if (strict) throw new Error(`Wharf's answer is larger than ${max} bytes.`);
+      chunks.push(buffer.subarray(0, buffer.length - (size - max)));
+      break;
     }
-  } catch {
-    // the text is a courtesy: the status says what happened
+    chunks.push(buffer);
   }
-  response.body.destroy();
-  return text.slice(0, MAX_ERROR_TEXT).trim() || `HTTP ${response.statusCode}`;
+  return Buffer.concat(chunks).toString("utf8");
 }

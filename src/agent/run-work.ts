@@ -80,10 +80,12 @@ function createLogBatcher(workId: string, connection: AgentConnection, controlle
   const pending: LogLine[] = [];
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<void> = Promise.resolve();
+  let flushedAt = performance.now();
 
   function flush(evenEmpty: boolean): Promise<void> {
     clearTimeout(timer);
     timer = undefined;
+    flushedAt = performance.now();
     if (pending.length === 0 && !evenEmpty) return chain;
     const lines = pending.splice(0, AGENT_LIMITS.logLines);
     chain = chain.then(async () => {
@@ -106,7 +108,9 @@ function createLogBatcher(workId: string, connection: AgentConnection, controlle
   return {
     add(level: LogLevel, message: string): void {
       pending.push({ level, message: message.slice(0, AGENT_LIMITS.logLineChars) });
-      if (pending.length >= AGENT_LIMITS.logLines) void flush(false);
+      // By the clock as well as by a timer: a busy engine may keep timers waiting, and these
+      // posts are also what keeps the work's lease alive.
+      if (pending.length >= AGENT_LIMITS.logLines || performance.now() - flushedAt >= LOG_FLUSH_MS) void flush(false);
       else timer ??= setTimeout(() => void flush(false), LOG_FLUSH_MS);
     },
     flush,

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { runAgentLoop } from "../agent/agent-loop.js";
+import { keepHeapSmall } from "../agent/memory.js";
 import { parseAgentServerUrl } from "../agent/agent-url.js";
 import { openConnection } from "../agent/connection.js";
 import { WHARF_VERSION } from "../version.js";
@@ -58,6 +58,9 @@ async function run({ values, positionals }: CommandLine<typeof OPTIONS>, ctx: Ag
   const ca = values.ca === undefined ? undefined : readCa(values.ca);
   const root = path.resolve(values.root);
 
+  // Before the engine's modules load (and would grow the heap for good).
+  keepHeapSmall();
+  const { runAgentLoop } = await import("../agent/agent-loop.js");
   const connection = openConnection({ serverUrl, key: key.trim(), version: WHARF_VERSION, ca });
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
