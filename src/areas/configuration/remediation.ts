@@ -67,7 +67,8 @@ interface Payload {
   readonly entityType: EntityType;
   readonly entityName: string;
   readonly simulate: boolean;
-  readonly targets: readonly { readonly serverId: number; readonly roleName: string | null }[];
+  /** `roleId`: a role target (by id: the role may be renamed before the job runs); null: all items. */
+  readonly targets: readonly { readonly serverId: number; readonly roleId: number | null }[];
 }
 
 const itemId = (item: { type: string; key: string }) => `${item.type}\u0000${item.key}`;
@@ -86,20 +87,20 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
     if (type === "server") {
       const server = infrastructure.findServer(name);
       if (server === undefined) throw entityNotFound(type, name);
-      return { canonical: server.name, targets: [{ serverId: server.id, roleName: null }] };
+      return { canonical: server.name, targets: [{ serverId: server.id, roleId: null }] };
     }
     if (type === "environment") {
       const environment = infrastructure.findEnvironment(name);
       if (environment === undefined) throw entityNotFound(type, name);
       const servers = infrastructure.environmentServers(environment.id);
-      return { canonical: environment.name, targets: servers.map((s) => ({ serverId: s.id, roleName: null })) };
+      return { canonical: environment.name, targets: servers.map((s) => ({ serverId: s.id, roleId: null })) };
     }
     const role = infrastructure.findRole(name);
     if (role === undefined) throw entityNotFound(type, name);
     const servers = infrastructure
       .listServers()
       .filter((server) => expandRoles(infrastructure, server.id).some((r) => r.id === role.id));
-    return { canonical: role.name, targets: servers.map((s) => ({ serverId: s.id, roleName: role.name })) };
+    return { canonical: role.name, targets: servers.map((s) => ({ serverId: s.id, roleId: role.id })) };
   }
 
   async function request(input: RemediationRequest): Promise<number> {
@@ -113,7 +114,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
     const jobId = await jobs.enqueue(REMEDIATION_JOB, payload, input.start ? { notBefore: input.start } : {});
     const rows: RemediationTarget[] = targets.map((target) => ({
       serverId: target.serverId,
-      roleId: target.roleName === null ? undefined : infrastructure.findRole(target.roleName)?.id,
+      roleId: target.roleId ?? undefined,
     }));
     remediations.record(
       {
@@ -188,12 +189,17 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
   /** Remediates one server; false when it could not be reached or an item could not be fixed. */
   async function remediateServer(
     server: ServerSummary,
-    roleName: string | null,
+    roleId: number | null,
     simulate: boolean,
     job: Job,
     context: JobContext,
   ): Promise<boolean> {
     const desired = desiredStateOf(infrastructure, server.id, (text) => context.log("info", text));
+    const roleName = roleId === null ? null : desired.roles.find((role) => role.id === roleId)?.name;
+    if (roleName === undefined) {
+      context.log("warn", `${server.name} no longer has the role this job remediates; skipped.`);
+      return true;
+    }
     const scope: DesiredItem[] = roleName === null ? [...desired.items] : itemsOfRole(desired.items, roleName);
     const collection = await startingCollection(
       server,
@@ -284,7 +290,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
         context.log("warn", `The server ${target.serverId} was deleted or is inactive; skipped.`);
         continue;
       }
-      if (!(await remediateServer(server, target.roleName, payload.simulate, job, context))) ok = false;
+      if (!(await remediateServer(server, target.roleId, payload.simulate, job, context))) ok = false;
     }
     return ok ? "succeeded" : "failed";
   };
