@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_JSON_TYPE } from "../../src/agent/protocol.js";
 import { type AgentProcess, type CompiledCli, compileCli, runCli, startAgent } from "../helpers/agent-process.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildUpack } from "../helpers/upack-fixtures.js";
 
 /**
  * The agent (issue 13 sections 3 and 5): real `wharf agent` child processes, each with its own
@@ -98,6 +99,38 @@ async function remediate(t: TestApp, server: string, timeoutMs = 10_000): Promis
     timeoutMs,
   );
 }
+
+/** A universal feed `apps` with acme/site 1.0.0 and 1.1.0, and acme/other 1.0.0 (no item names it). */
+async function publishPackages(t: TestApp): Promise<void> {
+  const feed = await t.app.inject({
+    method: "POST",
+    url: "/api/management/feeds/create",
+    headers: { "x-apikey": t.adminKey },
+    payload: { name: "apps", feedType: "universal" },
+  });
+  expect(feed.statusCode, feed.body).toBe(201);
+  for (const [name, version] of [
+    ["site", "1.0.0"],
+    ["site", "1.1.0"],
+    ["other", "1.0.0"],
+  ] as const) {
+    const bytes = await buildUpack({
+      group: "acme",
+      name,
+      version,
+      files: { "index.html": `<h1>${name} ${version}</h1>`, "css/app.css": "body{}" },
+    });
+    const upload = await t.app.inject({
+      method: "PUT",
+      url: "/upack/apps/upload",
+      headers: { "x-apikey": t.adminKey, "content-type": "application/zip" },
+      payload: bytes,
+    });
+    expect(upload.statusCode, upload.body).toBe(201);
+  }
+}
+
+const SITE = { type: "package", feed: "apps", group: "acme", name: "site", version: "latest", target: "/srv/site" };
 
 const APP_CONF = "port=8080\nname=web\n";
 const MOTD = "Managed by Wharf\n";
@@ -217,6 +250,90 @@ describe("the agent protocol's refusals", () => {
     expect(unknownWork.statusCode).toBe(404);
     expect(unknownWork.headers["x-wharf-error"]).toBe("AGENT_WORK_NOT_FOUND");
     expect((await post("log", JSON.stringify({ lines: [] }))).statusCode).toBe(404);
+  });
+
+  it("takes results and serves packages of its own work only", async () => {
+    await publishPackages(t);
+    const workKey = await createAgentServer(t, "refusals-4", [...ITEMS, SITE]);
+    const otherKey = await createAgentServer(t, "refusals-5", ITEMS);
+    const auth = { authorization: `Bearer ${workKey}` };
+    // Seen once (else the check fails at once: never connected); then a check asked through the
+    // API waits for this "agent" (inject) to poll.
+    expect((await poll(auth)).statusCode).toBe(204);
+    expect((await api(t, "/api/configuration/check?server=refusals-4")).status).toBe(200);
+    const polled = await waitFor(
+      () => poll(auth, 1),
+      (response) => response.statusCode === 200,
+      5000,
+    );
+    const [work] = (polled.json() as { work: { id: string; kind: string; items: { type: string; key: string }[] }[] })
+      .work;
+    expect(work?.kind).toBe("check");
+    expect(work?.items.map((item) => item.key)).toContain("apps/acme/site::/srv/site");
+    const id = work?.id ?? "";
+    const get = (url: string, headers = auth) => t.app.inject({ method: "GET", url, headers });
+
+    const resolved = await get(
+      `/api/agent/v1/work/${id}/resolve?item=${encodeURIComponent("apps/acme/site::/srv/site")}`,
+    );
+    expect(resolved.statusCode, resolved.body).toBe(200);
+    expect(resolved.json()).toMatchObject({ version: "1.1.0" });
+    const upack = await get(
+      `/api/agent/v1/work/${id}/package?item=${encodeURIComponent("apps/acme/site::/srv/site")}&version=1.0.0`,
+    );
+    expect(upack.statusCode).toBe(200);
+    expect(upack.rawPayload.subarray(0, 2).toString("latin1")).toBe("PK");
+    // No item names acme/other; another server's key sees none of this work.
+    expect(
+      (await get(`/api/agent/v1/work/${id}/package?item=${encodeURIComponent("apps/acme/other::/srv/site")}`))
+        .statusCode,
+    ).toBe(404);
+    expect((await get(`/api/agent/v1/work/${id}/resolve?item=/etc/app.conf`)).statusCode).toBe(404);
+    const stranger = { authorization: `Bearer ${otherKey}` };
+    expect(
+      (await get(`/api/agent/v1/work/${id}/resolve?item=${encodeURIComponent("apps/acme/site::/srv/site")}`, stranger))
+        .statusCode,
+    ).toBe(404);
+
+    const post = (body: unknown, headers = auth) =>
+      t.app.inject({
+        method: "POST",
+        url: `/api/agent/v1/work/${id}/result`,
+        headers: { ...headers, "content-type": AGENT_JSON_TYPE },
+        payload: JSON.stringify(body),
+      });
+    const foreign = await post({
+      results: [{ type: "file", key: "/etc/shadow", role: null, status: "current", differences: [] }],
+      changes: [],
+    });
+    expect(foreign.statusCode).toBe(400);
+    expect(foreign.body).toMatch(/no file item '\/etc\/shadow'/);
+    expect((await post({ results: [], changes: [] }, stranger)).statusCode).toBe(404);
+    // One item reported drifted, the others not at all: unknown, "reported no result".
+    const done = await post({
+      results: [
+        {
+          type: "file",
+          key: "/etc/app.conf",
+          role: null,
+          status: "drifted",
+          differences: [{ property: "exists", desired: true, actual: false }],
+        },
+      ],
+      changes: [],
+    });
+    expect(done.statusCode, done.body).toBe(204);
+    const status = await waitFor(
+      () => statusOf(t, "refusals-4"),
+      (s) => s.status !== "executing" && s.latestCollectionId !== undefined,
+      5000,
+    );
+    expect(status.status).toBe("drifted");
+    const items = await itemsOf(t, "refusals-4");
+    expect(items.find((item) => item.key === "/etc/app.conf")?.status).toBe("drifted");
+    expect(items.find((item) => item.key === "/etc/motd")?.status).toBe("unknown");
+    // Reported once: the work is gone.
+    expect((await post({ results: [], changes: [] })).statusCode).toBe(404);
   });
 
   it("refuses a revoked key, and its server's checks fail at once saying so", async () => {
@@ -355,6 +472,22 @@ describe("wharf agent processes", () => {
     const stopping = performance.now();
     expect(await started[2]?.stop()).toEqual({ code: 0, signal: null });
     expect(performance.now() - stopping).toBeLessThan(2000);
+  });
+
+  it("installs a package item from Wharf's feed into the agent's root", async () => {
+    await publishPackages(t);
+    const key = await createAgentServer(t, "pkg-1", [SITE]);
+    const agent = start("pkg-1", key);
+    await agent.waitForOutput(/connected to .* as server pkg-1/);
+    expect((await check(t, "pkg-1")).status.status).toBe("drifted");
+    expect(await remediate(t, "pkg-1")).toBe("completed");
+    const root = path.join(scratch, "pkg-1");
+    expect(await fs.readFile(path.join(root, "srv/site/index.html"), "utf8")).toBe("<h1>site 1.1.0</h1>");
+    expect(await fs.readFile(path.join(root, "srv/site/css/app.css"), "utf8")).toBe("body{}");
+    expect((await check(t, "pkg-1")).status.status).toBe("current");
+    await fs.writeFile(path.join(root, "srv/site/index.html"), "defaced");
+    expect((await check(t, "pkg-1")).status.status).toBe("drifted");
+    await agent.stop();
   });
 
   it("fails the work of an agent killed in the middle of a remediation after the lease, and shows since when", async () => {
