@@ -474,6 +474,46 @@ describe("wharf agent processes", () => {
     expect(performance.now() - stopping).toBeLessThan(2000);
   });
 
+  it("answers InedoCore's Remediate drift flow for an agent server: drifted after 3 s, remediated, current", async () => {
+    const key = await createAgentServer(t, "inedo-1", [
+      ...ITEMS,
+      { type: "file", path: "/etc/secret.env", content: "TOKEN=s3cr3t-value\n", mode: "0600", sensitive: true },
+    ]);
+    const agent = start("inedo-1", key);
+    await agent.waitForOutput(/connected to .* as server inedo-1/);
+    const inedo = (url: string) =>
+      t.app.inject({ method: "GET", url, headers: { "x-apikey": t.adminKey, "user-agent": "InedoCore/2.0" } });
+
+    expect((await inedo("/api/configuration/check?server=inedo-1")).statusCode).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const status = (await inedo("/api/configuration/status?server=inedo-1")).json() as ServerStatus;
+    expect(status).toMatchObject({ status: "drifted" });
+    const token = (await inedo("/api/configuration/remediate/server/inedo-1")).body;
+    expect(token).toMatch(/^\d+$/);
+    let word = "";
+    for (let polls = 0; polls < 100; polls++) {
+      word = (await inedo(`/api/configuration/remediate/status?token=${token}`)).body;
+      if (word !== "pending" && word !== "running") break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(word).toBe("completed");
+    expect(((await inedo("/api/configuration/status?server=inedo-1")).json() as ServerStatus).status).toBe("current");
+    const root = path.join(scratch, "inedo-1");
+    expect(await fs.readFile(path.join(root, "etc/secret.env"), "utf8")).toBe("TOKEN=s3cr3t-value\n");
+    expect((await fs.stat(path.join(root, "etc/secret.env"))).mode & 0o7777).toBe(0o600);
+    // The agent's log lines reached the job's log; the sensitive content did not, nor the agent's output.
+    const log = (
+      t.db.prepare("SELECT message FROM job_log WHERE job_id = ?").all(Number(token)) as { message: string }[]
+    )
+      .map((line) => line.message)
+      .join("\n");
+    expect(log).toContain("/etc/secret.env");
+    expect(log).not.toContain("s3cr3t");
+    expect(agent.output()).not.toContain("s3cr3t");
+    expect(agent.output()).not.toContain(key);
+    await agent.stop();
+  });
+
   it("installs a package item from Wharf's feed into the agent's root", async () => {
     await publishPackages(t);
     const key = await createAgentServer(t, "pkg-1", [SITE]);
