@@ -97,7 +97,11 @@ export interface StatusDeps {
 const SNAPSHOT_MAX_AGE_MS = 1_000;
 
 /** ISO 8601 without fraction or zone, as the seed and InedoCore's DateTime parsing want. */
-export const seedDate = (iso: string) => new Date(iso).toISOString().slice(0, 19);
+export const seedDate = (iso: string) =>
+  // Stored dates are toISOString() text already (UTC, Z): cut, without parsing a thousand of them.
+  iso.length === 24 && iso.endsWith("Z") && iso[10] === "T"
+    ? iso.slice(0, 19)
+    : new Date(iso).toISOString().slice(0, 19);
 
 interface ServerRow {
   id: number;
