@@ -1,4 +1,6 @@
 import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSystemKey } from "../helpers/fixtures.js";
 import {
@@ -253,5 +255,21 @@ describe("a remediation that starts later", () => {
     expect(after.status).toBe("current");
     expect(after).not.toHaveProperty("remediationDate");
     expect(after).not.toHaveProperty("remediationId");
+  });
+});
+
+describe("a local server's root", () => {
+  it("is checked again at every check: a root swapped for a link out of WHARF_DEPLOY_ROOT is refused", async () => {
+    const outside = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-config-outside-"));
+    try {
+      await localServer(w, "swapped", { roles: ["web"] });
+      await fs.symlink(outside, w.onDisk("swapped", ""));
+      const status = await checked(w, "swapped");
+      expect(status.status).toBe("error");
+      expect(status.errorText).toContain("WHARF_DEPLOY_ROOT");
+      expect(await fs.readdir(outside)).toEqual([]);
+    } finally {
+      await fs.rm(outside, { recursive: true, force: true });
+    }
   });
 });
