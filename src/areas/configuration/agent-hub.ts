@@ -22,7 +22,8 @@ import type { ServerTarget, ServerTransport, TransportRun } from "./transport.js
  * - An agent not seen for `agentOfflineMs` (no poll held, none within that time) gets no work:
  *   the check fails at once with "has not been seen since <date>".
  * - Work not finished within `agentLeaseMs` of the agent's last sign of life about it (handed out,
- *   a log post, a package download) fails: the agent died or lost its connection.
+ *   a log post, a package download) fails: the agent died or lost its connection. Work not handed
+ *   out yet (the agent is busy with other work, one item at a time) lives as long as the agent does.
  * - A revoked key finds no server (403); an inactive server's work is refused at once.
  */
 export interface AgentHubDeps {
@@ -143,6 +144,8 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     const entry = presence.get(server.id) ?? { lastSeenMs: 0, writtenMs: 0, version: undefined };
     presence.set(server.id, entry);
     entry.lastSeenMs = now;
+    // Work waiting for the agent to finish other work first is not lost while the agent lives.
+    for (const work of queued.get(server.id) ?? []) renewLease(work);
     const versionChanged = version !== undefined && version !== entry.version;
     if (now - entry.writtenMs < writeEveryMs && !versionChanged) return;
     repository.recordSeen(server.id, new Date(now).toISOString(), version);
