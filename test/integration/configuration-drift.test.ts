@@ -137,6 +137,16 @@ describe("drift found by a real check", () => {
     });
   });
 
+  it("remediates drift made after the last check: the job looks again before it changes anything", async () => {
+    expect((await check()).status).toBe("current");
+    await fs.writeFile(file("/srv/site/a.txt"), "changed after the check\n");
+    const { token, word } = await remediate("/api/configuration/remediate/server/drift1");
+    expect(word, jobLog(w, Number(token)).join("\n")).toBe("completed");
+    expect(await fs.readFile(file("/srv/site/a.txt"), "utf8")).toBe("alpha\n");
+    expect(jobLog(w, Number(token)).join("\n")).toMatch(/\/srv\/site\/a\.txt/);
+    expect((await w.settled("drift1")).status).toBe("current");
+  });
+
   it("remediates on its own a server whose drift mode is automaticallyRedmediate", async () => {
     await role(w, "auto", { items: [{ type: "file", path: "/auto.txt", content: "auto\n" }] });
     await localServer(w, "auto1", { roles: ["auto"], drift: "automaticallyRedmediate" });

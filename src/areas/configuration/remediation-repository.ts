@@ -38,8 +38,6 @@ export interface RemediationRepository {
   find(jobId: number): RemediationRecord | undefined;
   /** Pending and executing remediation jobs of every server (or of one). */
   open(serverId?: number): OpenRemediation[];
-  /** When the server's desired configuration last changed: the server or any of these roles (ISO). */
-  desiredChangedAt(serverId: number, roleIds: readonly number[]): string | undefined;
 }
 
 interface OpenRow {
@@ -75,12 +73,6 @@ export function createRemediationRepository(db: Db): RemediationRepository {
     find: db.prepare<[number], RecordRow>("SELECT * FROM config_remediations WHERE job_id = ?"),
     openAll: db.prepare<[], OpenRow>(`${OPEN_SQL} ORDER BY at, t.job_id`),
     openOf: db.prepare<[number], OpenRow>(`${OPEN_SQL} AND t.server_id = ? ORDER BY at, t.job_id`),
-    serverChanged: db.prepare<[number], string | null>("SELECT modified_at FROM servers WHERE id = ?").pluck(),
-    rolesChanged: db
-      .prepare<[string], string | null>(
-        "SELECT max(modified_at) FROM roles WHERE id IN (SELECT value FROM json_each(?))",
-      )
-      .pluck(),
   };
   const record = db.transaction((remediation: RemediationRecord, targets: readonly RemediationTarget[]) => {
     q.insert.run(
@@ -117,10 +109,5 @@ export function createRemediationRepository(db: Db): RemediationRepository {
       );
     },
     open: (serverId) => (serverId === undefined ? q.openAll.all() : q.openOf.all(serverId)).map(toOpen),
-    desiredChangedAt(serverId, roleIds) {
-      const dates = [q.serverChanged.get(serverId), q.rolesChanged.get(JSON.stringify(roleIds))];
-      const known = dates.filter((date): date is string => typeof date === "string");
-      return known.length === 0 ? undefined : known.sort().at(-1);
-    },
   };
 }

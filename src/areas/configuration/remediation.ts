@@ -5,7 +5,6 @@ import type { AppliedChange, DesiredItem } from "../../drift/model.js";
 import type { Job, JobContext, JobOutcome, JobRunner } from "../../jobs/runner.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
 import type { Checker } from "./checker.js";
-import type { CollectionsRepository } from "./collections-repository.js";
 import { desiredStateOf, expandRoles, itemsOfRole } from "./desired-state.js";
 import type { InfrastructureRepository, ServerSummary } from "./infrastructure-repository.js";
 import type { EntityType, RemediationRepository, RemediationTarget } from "./remediation-repository.js";
@@ -55,7 +54,6 @@ export interface RemediationDeps {
   /** Remediation jobs executing at once (configCheckConcurrency). */
   readonly concurrency: number;
   readonly infrastructure: InfrastructureRepository;
-  readonly collections: CollectionsRepository;
   readonly remediations: RemediationRepository;
   readonly checker: Checker;
   readonly transportOf: (server: ServerSummary) => ServerTransport;
@@ -71,12 +69,11 @@ interface Payload {
   readonly targets: readonly { readonly serverId: number; readonly roleId: number | null }[];
 }
 
-const itemId = (item: { type: string; key: string }) => `${item.type}\u0000${item.key}`;
 const message = (error: unknown) => (error instanceof Error ? error.message || error.name : String(error));
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`;
 
 export function createRemediationService(deps: RemediationDeps): RemediationService {
-  const { clock, jobs, infrastructure, collections, remediations, checker } = deps;
+  const { clock, jobs, infrastructure, remediations, checker } = deps;
 
   function entityNotFound(type: EntityType, name: string) {
     return notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${type} named '${name}'.`);
@@ -144,19 +141,6 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
     return request({ entityType: "server", entityName: server.name, name: "Automatic remediation", simulate: false });
   }
 
-  /** The collection a remediation works from: the last one, unless it is missing, failed or older than the desired configuration. */
-  async function startingCollection(server: ServerSummary, roleIds: readonly number[], job: Job, context: JobContext) {
-    const last = collections.latestOf(server.id);
-    const changedAt = remediations.desiredChangedAt(server.id, roleIds);
-    const fresh =
-      last !== undefined &&
-      last.status === "completed" &&
-      (changedAt === undefined || Date.parse(last.startedAt) >= Date.parse(changedAt));
-    if (fresh) return last;
-    context.log("info", `Checking ${server.name} first: its last check is missing or older than its configuration.`);
-    return checker.check(server.id, { jobId: job.id, fresh: true, signal: context.signal, log: context.log });
-  }
-
   async function recordInstalled(server: ServerSummary, changes: readonly AppliedChange[], context: JobContext) {
     if (deps.deployments === undefined) return;
     for (const { installed } of changes) {
@@ -201,37 +185,16 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
       return true;
     }
     const scope: DesiredItem[] = roleName === null ? [...desired.items] : itemsOfRole(desired.items, roleName);
-    const collection = await startingCollection(
-      server,
-      desired.roles.map((role) => role.id),
-      job,
-      context,
-    );
-    if (collection === undefined) {
-      context.log("warn", `${server.name} is inactive or was deleted; skipped.`);
-      return true;
-    }
-    if (collection.status === "error") {
-      context.log("error", `${server.name} could not be checked: ${collection.errorText ?? "unknown error"}`);
-      return false;
-    }
-    const drifted = new Set(
-      collections
-        .items(collection.id)
-        .filter((item) => item.status === "drifted")
-        .map(itemId),
-    );
-    const items = scope.filter((item) => drifted.has(itemId(item)));
+    // The engine collects these items first and changes only those it finds drifted then: drift made
+    // since the last check is remediated too, and a change to the desired state or a variable counts.
+    const items = scope;
     if (items.length === 0) {
-      context.log(
-        "info",
-        `${server.name}: nothing drifted${roleName === null ? "" : ` among the items of ${roleName}`}.`,
-      );
+      context.log("info", `${server.name}: no items${roleName === null ? "" : ` of ${roleName}`} to remediate.`);
       return true;
     }
     context.log(
       "info",
-      `${server.name}: ${simulate ? "simulating the remediation of" : "remediating"} ${plural(items.length, "drifted item")}.`,
+      `${server.name}: ${simulate ? "simulating the remediation of" : "remediating"} ${plural(items.length, "item")} (those found drifted now).`,
     );
     let outcome;
     try {
@@ -251,8 +214,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
       return true;
     }
     await recordInstalled(server, outcome.changes, context);
-    const remediated = new Set(items.map(itemId));
-    const notFixed = outcome.results.filter((result) => remediated.has(itemId(result)) && result.status !== "current");
+    const notFixed = outcome.results.filter((result) => result.status === "drifted");
     for (const result of notFixed) {
       context.log(
         "error",

@@ -78,7 +78,6 @@ export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): Conf
     jobs: deps.jobs,
     concurrency: config.configCheckConcurrency,
     infrastructure,
-    collections,
     remediations,
     checker,
     transportOf,
