@@ -66,6 +66,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<number> {
       failures = 0;
       const as = answer.serverName === undefined ? "" : ` as server ${answer.serverName}`;
       note(`wharf agent ${options.version}: connected to ${options.serverUrl.href}${as}, root ${options.root}`);
+      // What loading the modules left behind goes before the agent settles into its polls.
+      releaseMemory();
     }
     for (const work of answer.work) {
       try {
