@@ -220,7 +220,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     agentPackages: configurationPackages,
   });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
-  await app.register(nativeArea, { releases });
+  await app.register(nativeArea, { services: { releases } });
   await registerOpenApiRoutes(app);
   return app;
 }

@@ -1,16 +1,15 @@
 import type { FastifyPluginAsync } from "fastify";
-import type { ReleasesServices } from "../releases/index.js";
 import { NATIVE_METHODS } from "./methods.js";
-import { createNativeRegistry } from "./registry.js";
+import { createNativeRegistry, type NativeServices } from "./registry.js";
 import { nativeRoutes } from "./routes.js";
 
 export { NATIVE_METHODS } from "./methods.js";
-export type { NativeMethod, NativeParameter, NativeRegistry } from "./registry.js";
+export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } from "./registry.js";
 
 /**
  * Native API (docs/seed-api.md area H; docs/compat.md 7.7): one method table (registry.ts, methods.ts)
  * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
  */
-export const nativeArea: FastifyPluginAsync<{ releases: ReleasesServices }> = async (app, { releases }) => {
-  await app.register(nativeRoutes, { services: releases, registry: createNativeRegistry(NATIVE_METHODS) });
+export const nativeArea: FastifyPluginAsync<{ services: NativeServices }> = async (app, { services }) => {
+  await app.register(nativeRoutes, { services, registry: createNativeRegistry(NATIVE_METHODS) });
 };

@@ -36,7 +36,7 @@ const getApplications = defineNativeMethod({
   ],
   attribute: "Applications_View",
   result: applicationsResultSchema,
-  async run(args, { services }) {
+  async run(args, { services: { releases: services } }) {
     const all = await services.catalog.listApplications();
     const shown = all
       .filter((app) => app.active || args.IncludeInactive_Indicator !== false)
@@ -52,7 +52,7 @@ const getApplication = defineNativeMethod({
   parameters: [applicationId],
   attribute: "Applications_View",
   result: applicationDetailsResultSchema,
-  async run(args, { services }) {
+  async run(args, { services: { releases: services } }) {
     const app = await services.catalog.findApplication(args.Application_Id);
     if (!app) return { Applications_Extended: [], Deployables_Extended: [] };
     const active = await services.releases.countActiveReleases(app.id);
@@ -66,7 +66,7 @@ const getRelease = defineNativeMethod({
   parameters: [applicationId, releaseNumber],
   attribute: "Applications_View",
   result: releaseDetailsResultSchema,
-  async run(args, { services }) {
+  async run(args, { services: { releases: services } }) {
     const releases = await services.releases.listReleases({
       applicationId: args.Application_Id,
       releaseNumber: args.Release_Number,
@@ -91,7 +91,7 @@ const cancelRelease = defineNativeMethod({
   ],
   attribute: "Releases_Manage",
   result: undefined,
-  async run(args, { services, actor }) {
+  async run(args, { services: { releases: services }, actor }) {
     await services.releases.cancelRelease(
       { applicationId: args.Application_Id, releaseNumber: args.Release_Number },
       args.CancelledReason_Text,

@@ -36,9 +36,17 @@ export type NativeArgumentsOf<P extends readonly NativeParameter[]> = {
 /** Bound arguments by canonical parameter name (arguments.ts guarantees they match the parameters). */
 export type NativeArguments = Readonly<Record<string, string | number | boolean | undefined>>;
 
+/**
+ * The services methods read, one field per area (each area's methods live in their own
+ * methods-<area>.ts file and add their services here).
+ */
+export interface NativeServices {
+  readonly releases: ReleasesServices;
+}
+
 /** What every transport hands a method: the services it reads and who is calling. */
 export interface NativeContext {
-  readonly services: ReleasesServices;
+  readonly services: NativeServices;
   /** Display name recorded on changes (releases/actor.ts: `API` for System keys). */
   readonly actor: string;
 }

@@ -3,11 +3,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { forbidden, notFound } from "../../domain/errors.js";
 import { queryDoc } from "../../http/query-doc.js";
-import type { ReleasesServices } from "../releases/index.js";
 import { actorName } from "../releases/actor.js";
 import { collectPairs } from "../releases/params.js";
 import { bindArguments } from "./arguments.js";
-import type { NativeRegistry } from "./registry.js";
+import type { NativeRegistry, NativeServices } from "./registry.js";
 import { errorText } from "../../http/errors.js";
 
 /**
@@ -19,7 +18,7 @@ import { errorText } from "../../http/errors.js";
  * publishes it at /reference/api), so an unknown method is 404 before any access check.
  */
 export interface NativeRoutesOptions {
-  readonly services: ReleasesServices;
+  readonly services: NativeServices;
   readonly registry: NativeRegistry;
 }
 
