@@ -588,6 +588,36 @@ describe("wharf agent processes", () => {
     if (idle.status === 200) expect((JSON.parse(idle.body) as ServerStatus).status).toBe("current");
   });
 
+  it("stopped by SIGTERM in the middle of a remediation, reports the work as stopped at once and exits 0", async () => {
+    const many = Array.from({ length: 2000 }, (_, i) => ({
+      type: "file",
+      path: `/files/f${i}.txt`,
+      content: `${i}\n`,
+    }));
+    const key = await createAgentServer(t, "stopped-1", [{ type: "directory", path: "/files" }, ...many]);
+    const agent = start("stopped-1", key);
+    await agent.waitForOutput(/connected to .* as server stopped-1/);
+    expect((await check(t, "stopped-1")).status.status).toBe("drifted");
+    const asked = await api(t, "/api/configuration/remediate/server/stopped-1");
+    expect(asked.status, asked.body).toBe(200);
+    const stopper = await killWhenWritten(path.join(scratch, "stopped-1/files"), agent.pid, "SIGTERM");
+    const stoppedAt = Date.now();
+    expect(stopper.written).toBeGreaterThan(0);
+    expect(await agent.exited).toEqual({ code: 0, signal: null });
+    const word = await waitFor(
+      async () => (await api(t, `/api/configuration/remediate/status?token=${asked.body}`)).body,
+      (w) => w !== "pending" && w !== "running",
+      10_000,
+    );
+    expect(word).toBe("faulted");
+    // Told by the agent, not found out by the lease (4 s).
+    expect(Date.now() - stoppedAt).toBeLessThan(3000);
+    const logged = t.db.prepare("SELECT message FROM job_log WHERE job_id = ?").all(Number(asked.body)) as {
+      message: string;
+    }[];
+    expect(logged.map((line) => line.message).join("\n")).toMatch(/The agent was stopped before it finished this work/);
+  });
+
   it("stops an agent whose key is revoked, with its message, and gives its server no more work", async () => {
     const key = await createAgentServer(t, "revoked-1", ITEMS);
     const agent = start("revoked-1", key);
@@ -639,20 +669,26 @@ describe("wharf agent processes", () => {
   });
 });
 
-/** SIGKILLs `pid` from a separate process once `dir` has an entry; answers how many it had then. */
-async function killWhenWritten(dir: string, pid: number): Promise<{ written: number }> {
+/** Signals `pid` (SIGKILL) from a separate process once `dir` has an entry; answers how many it had then. */
+async function killWhenWritten(
+  dir: string,
+  pid: number,
+  signal: NodeJS.Signals = "SIGKILL",
+): Promise<{ written: number }> {
   const script = `
     const fs = require("node:fs");
-    const [dir, pid] = process.argv.slice(1);
+    const [dir, pid, signal] = process.argv.slice(1);
     const deadline = Date.now() + 20000;
     for (;;) {
       let names = [];
       try { names = fs.readdirSync(dir); } catch {}
-      if (names.length > 0) { process.kill(Number(pid), "SIGKILL"); console.log(names.length); break; }
+      if (names.length > 0) { process.kill(Number(pid), signal); console.log(names.length); break; }
       if (Date.now() > deadline) { console.log(-1); break; }
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
     }`;
-  const child = spawn(process.execPath, ["-e", script, dir, String(pid)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["-e", script, dir, String(pid), signal], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
   await new Promise((resolve) => child.once("close", resolve));
