@@ -3,6 +3,8 @@ import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
 import { applicationRoutes } from "./application-routes.js";
 import { buildRoutes } from "./build-routes.js";
+import { createChangeScriptRepository } from "./change-script-repository.js";
+import { type ChangeScriptService, createChangeScriptService } from "./change-script-service.js";
 import { createCatalogRepository } from "./catalog-repository.js";
 import { type CatalogService, createCatalogService } from "./catalog-service.js";
 import { createDeploymentRunner, type DeploymentRunner, type DeploymentRunnerDeps } from "./deployment-runner.js";
@@ -17,11 +19,15 @@ import { viewRoutes } from "./view-routes.js";
 export type { Build, Deployment, Release } from "./model.js";
 export type { BuildFilter } from "./release-repository.js";
 export type { ReleaseService } from "./release-service.js";
+export type { ChangeScript, ChangeScriptDraft, ChangeScriptFilter } from "./change-script-model.js";
+export type { ChangeScriptService } from "./change-script-service.js";
 export { packageOpener } from "./deployment-runner.js";
 
 export interface ReleasesServices {
   readonly releases: ReleaseService;
   readonly catalog: CatalogService;
+  /** Database change scripts per release (native methods DatabaseChangeScripts_*). */
+  readonly changeScripts: ChangeScriptService;
   /** Runs deployments; absent when the caller gave no runner deps (tests that drive deployments by hand). */
   readonly runner?: DeploymentRunner;
 }
@@ -43,6 +49,7 @@ export function createReleasesServices(deps: {
   return {
     releases,
     catalog: createCatalogService({ catalog, clock: deps.clock }),
+    changeScripts: createChangeScriptService({ scripts: createChangeScriptRepository(deps.db), clock: deps.clock }),
     ...(runner && { runner }),
   };
 }
