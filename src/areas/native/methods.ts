@@ -1,4 +1,5 @@
 import { applicationRow, releaseRow } from "./rows.js";
+import { CHANGE_SCRIPT_METHODS } from "./methods-change-scripts.js";
 import { defineNativeMethod, type NativeMethod } from "./registry.js";
 import { applicationDetailsResultSchema, applicationsResultSchema, releaseDetailsResultSchema } from "./schemas.js";
 
@@ -101,4 +102,10 @@ const cancelRelease = defineNativeMethod({
 });
 
 /** Every native method Wharf implements, in reference-page order. */
-export const NATIVE_METHODS: readonly NativeMethod[] = [getApplications, getApplication, getRelease, cancelRelease];
+export const NATIVE_METHODS: readonly NativeMethod[] = [
+  getApplications,
+  getApplication,
+  getRelease,
+  cancelRelease,
+  ...CHANGE_SCRIPT_METHODS,
+];
