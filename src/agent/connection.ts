@@ -1,5 +1,4 @@
-import http, { type IncomingMessage } from "node:http";
-import https from "node:https";
+import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { ResolvedPackage } from "../drift/model.js";
 import {
@@ -17,6 +16,12 @@ import { parsePollAnswer } from "./work-shape.js";
  * idle agent holds one connection with one long-poll open. Node's own http/https client, not the
  * undici package: importing undici alone costs some 30 MB of resident memory, half of what an idle
  * agent may use (bench/agent.ts).
+ *
+ * Neither is imported as an ES module: `import "node:http"` builds the module's named exports by
+ * reading every property, and three of them (WebSocket, CloseEvent, MessageEvent) are getters
+ * that load Node's own copy of undici, some 13 MB that the agent never uses.
+ * process.getBuiltinModule hands over the CommonJS exports as they are; node:https (TLS) loads
+ * only when the URL is https.
  */
 export interface AgentConnection {
   /** Work the server has (empty after `waitSeconds` without any), and the server's name as Wharf knows it. */
@@ -60,9 +65,12 @@ const IDLE_TIMEOUT_MS = 60_000;
 export function openConnection(options: ConnectionOptions): AgentConnection {
   const { serverUrl } = options;
   const secure = serverUrl.protocol === "https:";
-  const pool = secure
-    ? new https.Agent({ keepAlive: true, maxSockets: 4, ...(options.ca === undefined ? {} : { ca: options.ca }) })
-    : new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const https = secure ? process.getBuiltinModule("node:https") : undefined;
+  const client = https ?? process.getBuiltinModule("node:http");
+  const pool =
+    https !== undefined
+      ? new https.Agent({ keepAlive: true, maxSockets: 4, ...(options.ca === undefined ? {} : { ca: options.ca }) })
+      : new client.Agent({ keepAlive: true, maxSockets: 4 });
   const base = serverUrl.pathname.replace(/\/+$/, "");
   const host = serverUrl.hostname.replace(/^\[|\]$/g, "");
   const port = serverUrl.port === "" ? (secure ? 443 : 80) : Number(serverUrl.port);
@@ -77,7 +85,7 @@ export function openConnection(options: ConnectionOptions): AgentConnection {
   ): Promise<IncomingMessage> {
     const payload = extra.body === undefined ? undefined : Buffer.from(JSON.stringify(extra.body));
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const request = (secure ? https : http).request(
+      const request = client.request(
         {
           host,
           port,

@@ -3,7 +3,7 @@
 import "../supported-node.js";
 import fs from "node:fs";
 import type { FeedService } from "../areas/management/index.js";
-import { type Config, ConfigError, loadConfig } from "../config.js";
+import type { Config } from "../config.js";
 import { type Clock, systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { assertWritableDataDir } from "../storage/data-dir-access.js";
@@ -66,6 +66,14 @@ interface DataCommandContext {
 
 type DataCommand = (args: string[], ctx: DataCommandContext) => Promise<number>;
 
+/**
+ * The configuration module is loaded by the commands that read it: its zod schemas cost some
+ * 19 MB of resident memory, which `wharf agent` (configured by its arguments) must not carry.
+ */
+async function loadConfig(env: NodeJS.ProcessEnv): Promise<Config> {
+  return (await import("../config.js")).loadConfig(env);
+}
+
 /** Loaded on demand, so that `wharf --help` does not load the server. */
 const DATA_COMMANDS: Record<string, () => Promise<DataCommand>> = {
   feeds: async () => (await import("./feeds.js")).feedsCommand,
@@ -121,7 +129,7 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
         io.err(`wharf serve takes no arguments (configure it with WHARF_* variables)\n\n${USAGE}`);
         return 2;
       }
-      const config = loadConfig(io.env);
+      const config = await loadConfig(io.env);
       const { serve } = await import("../main.js");
       await serve(config);
       return 0;
@@ -130,7 +138,7 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     if (loadClient !== undefined) return await (await loadClient())(args, { ...io, progressOutput: process.stderr });
     if (command === "healthcheck") {
       const { healthcheckCommand } = await import("./healthcheck.js");
-      return await healthcheckCommand(args, loadConfig(io.env), io);
+      return await healthcheckCommand(args, await loadConfig(io.env), io);
     }
     const load = DATA_COMMANDS[command];
     if (load === undefined) {
@@ -139,7 +147,8 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     }
     return await runDataCommand(await load(), args, io);
   } catch (error) {
-    if (error instanceof ConfigError) {
+    // By name: config.ts (the class) is not loaded by every command.
+    if (error instanceof Error && error.name === "ConfigError") {
       io.err(error.message);
       return 2;
     }
@@ -153,7 +162,7 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
 }
 
 async function runDataCommand(command: DataCommand, args: string[], io: CliIo): Promise<number> {
-  const config = loadConfig(io.env);
+  const config = await loadConfig(io.env);
   // Asking for usage must not create a database (in ./data, if WHARF_DATA_DIR is not set):
   // the subcommand gets a throw-away in-memory one instead.
   const usageOnly = args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h");

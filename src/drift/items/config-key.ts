@@ -3,7 +3,8 @@ import path from "node:path";
 import type { DesiredItem, Difference } from "../model.js";
 import { ConfigFormatError, type Lookup, readKey, writeKey } from "./config-formats.js";
 import { type Applied, type ItemHandler, type ItemRun, ItemUnknownError, shortHash } from "./handler.js";
-import { type ConfigKeyProperties, type ConfigKeyValue, MAX_CONTENT_BYTES } from "./schema.js";
+import { MAX_CONTENT_BYTES } from "./modes.js";
+import type { ConfigKeyProperties, ConfigKeyValue } from "./schema.js";
 
 /**
  * `config-key` items: one key of a JSON, INI or `.env` file has this value (or is absent), the

@@ -2,7 +2,8 @@ import type { FileStat } from "../executor.js";
 import { ExecutorError } from "../executor.js";
 import type { DesiredItem, Difference } from "../model.js";
 import type { Applied, ItemHandler, ItemRun } from "./handler.js";
-import { type DirectoryProperties, formatMode } from "./schema.js";
+import { formatMode } from "./modes.js";
+import type { DirectoryProperties } from "./schema.js";
 
 /** `directory` items: a directory exists (with this mode, when declared), or nothing is at the path. */
 interface DesiredDirectory {

@@ -4,7 +4,8 @@ import { expandVariables } from "../../domain/variables.js";
 import { ExecutorError, type FileStat } from "../executor.js";
 import type { DesiredItem, Difference } from "../model.js";
 import { type Applied, type ItemHandler, type ItemRun, ItemUnknownError, shortHash } from "./handler.js";
-import { type FileProperties, formatMode } from "./schema.js";
+import { formatMode } from "./modes.js";
+import type { FileProperties } from "./schema.js";
 
 /**
  * `file` items: a file exists with these bytes (text, base64 or a template over the run's

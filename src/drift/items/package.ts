@@ -4,7 +4,6 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { literalPathProblem } from "../../domain/relative-path.js";
-import { openZip } from "../../storage/zip.js";
 import type { DesiredItem, Difference, InstalledPackage, ResolvedPackage } from "../model.js";
 import { type Applied, type ItemHandler, type ItemRun, ItemUnknownError } from "./handler.js";
 import type { PackageProperties } from "./schema.js";
@@ -148,6 +147,8 @@ async function install(desired: DesiredPackage, run: ItemRun): Promise<number> {
     );
     await pipeline(source, createWriteStream(file, { flags: "wx", mode: 0o600 }), { signal: ctx.signal });
     // openZip refuses unsafe names (zip-slip), links, encryption, bombs; then the local headers.
+    // Loaded here, not with the item types: an agent that installs no package never needs the ZIP code.
+    const { openZip } = await import("../../storage/zip.js");
     const reader = await openZip(file);
     try {
       await reader.verifyLocalHeaders();

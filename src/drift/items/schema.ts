@@ -16,12 +16,13 @@ import { groupProblem, nameProblem } from "../../domain/upack-range.js";
 import { parseVersion } from "../../domain/upack-version.js";
 import { strictTemplateProblem } from "../../domain/variables.js";
 import type { DesiredItem, ItemType } from "../model.js";
+import { formatMode, MAX_CONTENT_BYTES, parseMode } from "./modes.js";
+
+export { formatMode, MAX_CONTENT_BYTES, parseMode };
 
 /** Per role or per server; a longer list is refused (400 CONFIG_TOO_MANY_ITEMS). */
 export const MAX_ITEMS = 10_000;
 export const MAX_PATH_LENGTH = 4096;
-/** A file's content (decoded), template or a config key's value. */
-export const MAX_CONTENT_BYTES = 4 * 1024 * 1024;
 const MAX_PATTERN_LENGTH = 500;
 const MAX_KEY_LENGTH = 500;
 
@@ -82,22 +83,6 @@ const itemPath = (options: { allowRoot: boolean }) =>
       itemPathProblem(value) ?? (!options.allowRoot && value === "/" ? "must not be / itself" : undefined);
     if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
   });
-
-/** "0644", "644", "0o644" or a number written with octal digits (644 means 0644). */
-export function parseMode(value: unknown): number | undefined {
-  let digits: string;
-  if (typeof value === "string") digits = value.replace(/^0o/i, "");
-  else if (typeof value === "number" && Number.isInteger(value) && value >= 0) digits = String(value);
-  else return undefined;
-  if (!/^[0-7]{1,5}$/.test(digits)) return undefined;
-  const mode = parseInt(digits, 8);
-  return mode <= 0o7777 ? mode : undefined;
-}
-
-/** Permission bits as four octal digits: 420 -> "0644". */
-export function formatMode(mode: number): string {
-  return mode.toString(8).padStart(4, "0");
-}
 
 const mode = z.unknown().transform((value, context) => {
   const parsed = parseMode(value);
