@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { queryDoc } from "../../http/query-doc.js";
 import { actorName } from "./actor.js";
+import { isJenkinsBuildMasterPlugin, JENKINS_FIRST_STAGE_WINDOW_MS } from "./jenkins-plugin.js";
 import { BUILD_STATUSES, DEPLOYMENT_STATUSES } from "./model.js";
 import { LEGACY_PACKAGE_ALIASES, readInputs } from "./params.js";
 import type { ReleaseService } from "./release-service.js";
@@ -117,7 +118,10 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
         description:
           "Creates a pending deployment of the build to `toStage` (default: the stage after the furthest one it was " +
           "deployed to successfully). Without force=true, stages cannot be skipped. Answers an ARRAY of the " +
-          `deployments created (the Jenkins plugin parses an array; docs/compat.md 7.3). ${INPUT_NOTE}`,
+          "deployments created (the Jenkins plugin parses an array; docs/compat.md 7.3). A bare deploy (no toStage, " +
+          "force, startTime or $variables) of a build whose only deployment is the first-stage one its creation " +
+          "queued answers that deployment while it runs, and, from the Jenkins BuildMaster plugin, up to 60 s " +
+          `after it ended (its "deploy to first stage"; README). ${INPUT_NOTE}`,
         tags: TAGS,
         querystring: queryDoc({
           ...addressing,
@@ -142,6 +146,9 @@ export const buildRoutes: FastifyPluginAsync<{ service: ReleaseService }> = asyn
             ...(startTime !== undefined && { startTime }),
             force,
             variables: inputs.variables,
+            ...(isJenkinsBuildMasterPlugin(request) && {
+              followEndedFirstStageWithinMs: JENKINS_FIRST_STAGE_WINDOW_MS,
+            }),
           },
           actorName(request.principal),
         );

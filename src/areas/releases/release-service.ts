@@ -53,9 +53,22 @@ export interface ReleaseService {
     input: ReleaseRef & { pipelineName?: string; buildNumber?: string; variables: Variables },
     by: string,
   ): Promise<{ build: Build; deployments: Deployment[] }>;
-  /** Creates a pending deployment to `toStage` (default: the stage after the furthest one that succeeded). */
+  /**
+   * Creates a pending deployment to `toStage` (default: the stage after the furthest one that
+   * succeeded). A bare deploy (no `toStage`, `force`, `startTime` or variables) of a build whose only
+   * deployment is the automatic first-stage one its creation queued answers that deployment instead
+   * of creating another while it is pending or executing, and also, when
+   * `followEndedFirstStageWithinMs` is given (the Jenkins plugin, jenkins-plugin.ts), up to that
+   * long after it ended.
+   */
   deployBuild(
-    input: BuildRef & { toStage?: string; force: boolean; startTime?: string; variables: Variables },
+    input: BuildRef & {
+      toStage?: string;
+      force: boolean;
+      startTime?: string;
+      variables: Variables;
+      followEndedFirstStageWithinMs?: number;
+    },
     by: string,
   ): Promise<Deployment[]>;
   rejectBuild(ref: BuildRef, by: string): Promise<Build>;
@@ -158,6 +171,29 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
     });
     if (!build || (!release && build.releaseId !== undefined)) throw buildNotFound();
     return build;
+  }
+
+  /**
+   * The deployment a bare deploy means when the build's only deployment is the one its creation
+   * queued to the first stage (same instant, position 0): that one while it runs, and within the
+   * caller's window after it ended (README "Releases, builds and CI badges" states the rule).
+   */
+  async function automaticFirstStage(
+    build: Build,
+    input: Parameters<ReleaseService["deployBuild"]>[0],
+  ): Promise<Deployment | undefined> {
+    const bare =
+      input.toStage === undefined && !input.force && input.startTime === undefined && input.variables.size === 0;
+    if (!bare) return undefined;
+    const deployments = await releases.listDeployments({ buildId: build.id, limit: 2 });
+    const [only] = deployments;
+    if (deployments.length !== 1 || only === undefined) return undefined;
+    if (only.stagePosition !== 0 || only.createdOn !== build.createdOn) return undefined;
+    if (only.status === "pending" || only.status === "executing") return only;
+    const window = input.followEndedFirstStageWithinMs;
+    if (window === undefined || only.ended === undefined) return undefined;
+    const since = clock.now().getTime() - Date.parse(only.ended);
+    return since >= 0 && since <= window ? only : undefined;
   }
 
   async function pipelineNamed(name: string): Promise<Pipeline> {
@@ -287,6 +323,8 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
         if (release?.status === "canceled")
           throw conflict("RELEASE_CANCELED", `The release '${release.number}' is canceled.`);
       }
+      const automatic = await automaticFirstStage(build, input);
+      if (automatic) return [automatic];
       const pipeline = build.pipelineId !== undefined ? await catalog.findPipeline(build.pipelineId) : undefined;
       if (!pipeline || pipeline.stages.length === 0) {
         throw conflict("NO_PIPELINE", `The build '${build.number}' has no pipeline stages to deploy to.`);
