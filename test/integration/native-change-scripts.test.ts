@@ -145,6 +145,18 @@ describe("DatabaseChangeScripts_CreateOrUpdateChangeScript", () => {
     expect(await one(id)).toMatchObject({ Application_Name: "Api", Script_Name: "init", Script_Text: "SELECT 1;" });
   });
 
+  it("keeps a multi-line script's lines and a name with quotes as given (trimmed at both ends only)", async () => {
+    const text = "CREATE TABLE a (id INT);\r\nGO\n\n  CREATE TABLE b (name NVARCHAR(50) DEFAULT 'x');";
+    const name = '003 it\'s "quoted"; DROP TABLE change_scripts; --';
+    const id = await save({
+      Application_Id: apiId,
+      Release_Number: "1.0",
+      Script_Name: name,
+      Script_Text: `\n${text}\n\n`,
+    });
+    expect(await one(id)).toMatchObject({ Script_Name: name, Script_Text: text });
+  });
+
   it("updates the script of that name (any case): modified by/on change, created by/on do not", async () => {
     const viewer = await createUser(t.db, "dba-alice");
     grant(t.db, { user: viewer, attributes: ["Applications_View", "Releases_Manage"] });
