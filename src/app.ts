@@ -220,7 +220,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     agentPackages: configurationPackages,
   });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
-  await app.register(nativeArea, { services: { releases } });
+  await app.register(nativeArea, {
+    services: {
+      releases,
+      feeds,
+      upack: upackServices,
+      configuration: { ...configuration, status: configurationRuntime.status },
+    },
+  });
   await registerOpenApiRoutes(app);
   return app;
 }

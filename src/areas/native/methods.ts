@@ -1,3 +1,6 @@
+import { BUILDMASTER_METHODS } from "./methods-buildmaster.js";
+import { OTTER_METHODS } from "./methods-otter.js";
+import { PROGET_METHODS } from "./methods-proget.js";
 import { applicationRow, releaseRow } from "./rows.js";
 import { CHANGE_SCRIPT_METHODS } from "./methods-change-scripts.js";
 import { defineNativeMethod, type NativeMethod } from "./registry.js";
@@ -108,4 +111,7 @@ export const NATIVE_METHODS: readonly NativeMethod[] = [
   getRelease,
   cancelRelease,
   ...CHANGE_SCRIPT_METHODS,
+  ...BUILDMASTER_METHODS,
+  ...PROGET_METHODS,
+  ...OTTER_METHODS,
 ];

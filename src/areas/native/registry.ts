@@ -1,6 +1,10 @@
 import type { z } from "zod";
 import type { Attribute } from "../../domain/attributes.js";
+import type { AccessNeed } from "../../domain/principal.js";
+import type { FeedService } from "../management/index.js";
 import type { ReleasesServices } from "../releases/index.js";
+import type { NativeConfigurationServices } from "./methods-otter.js";
+import type { NativeUpackServices } from "./methods-proget.js";
 
 /**
  * The native API method table (docs/seed-api.md area H; docs/compat.md 7.7). A method is data first: its
@@ -42,6 +46,10 @@ export type NativeArguments = Readonly<Record<string, string | number | boolean 
  */
 export interface NativeServices {
   readonly releases: ReleasesServices;
+  /** Every feed (universal, asset and the others), for the ProGet feed methods. */
+  readonly feeds: FeedService;
+  readonly upack: NativeUpackServices;
+  readonly configuration: NativeConfigurationServices;
 }
 
 /** What every transport hands a method: the services it reads and who is calling. */
@@ -49,6 +57,11 @@ export interface NativeContext {
   readonly services: NativeServices;
   /** Display name recorded on changes (releases/actor.ts: `API` for System keys). */
   readonly actor: string;
+  /**
+   * Whether the caller meets a need beyond the method's own attribute (request.can): a feed
+   * method checks the caller's privilege on each feed it shows or changes, as the feed's own API does.
+   */
+  can(need: AccessNeed): Promise<boolean>;
 }
 
 export interface NativeMethod {

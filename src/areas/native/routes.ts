@@ -51,7 +51,11 @@ export const nativeRoutes: FastifyPluginAsync<NativeRoutesOptions> = async (app,
       }
       if (!(await request.can({ api: "native", attribute: method.attribute }))) throw forbidden();
       const args = bindArguments(method, collectPairs(request));
-      const result = await method.invoke(args, { services, actor: actorName(request.principal) });
+      const result = await method.invoke(args, {
+        services,
+        actor: actorName(request.principal),
+        can: (need) => request.can(need),
+      });
       if (method.result === undefined) return reply.code(200).send();
       return reply.code(200).type("application/json; charset=utf-8").send(result);
     },

@@ -11,6 +11,9 @@ import { upackWriteRoutes } from "./write/routes.js";
 
 export { createUpackServices, type UpackServices } from "./services.js";
 export type { UpackDownloadService } from "./download/service.js";
+export type { PackageRow, VersionRow } from "./read/query-repository.js";
+export { isoMillis } from "./present.js";
+export { versionKeyOf } from "./read/query-service.js";
 
 /** What the universal feed area (docs/seed-api.md area A) is built from. */
 export interface UpackAreaOptions extends ContentAreaDeps {

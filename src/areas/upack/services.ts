@@ -10,7 +10,7 @@ import { cacheDownloadLookups } from "./download/cache.js";
 import { createUpackDownloadService, type UpackDownloadService } from "./download/service.js";
 import { createUpackImportService, type UpackImportService } from "./import/service.js";
 import type { UpackAreaOptions } from "./index.js";
-import { createUpackQueryRepository } from "./read/query-repository.js";
+import { createUpackQueryRepository, type UpackQueryRepository } from "./read/query-repository.js";
 import { createUpackQueryService, type UpackQueryService } from "./read/query-service.js";
 import { createUpackWriteRepository } from "./repository.js";
 import { createRemoteDownloads, type RemoteDownloads } from "./remote/downloads.js";
@@ -35,6 +35,8 @@ export interface UpackServices {
   readonly downloadBlobs: BlobStore;
   /** Downloads of versions feeds' connectors serve; undefined without `upstreams`. */
   readonly remote: RemoteDownloads | undefined;
+  /** Typed reads of stored packages and versions (the native API's ProGetPackages_* methods). */
+  readonly queries: UpackQueryRepository;
 }
 
 export function createUpackServices(options: UpackAreaOptions): UpackServices {
@@ -96,7 +98,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       maxBytes: config.maxUploadBytes,
     });
   const downloadBlobs = withSmallBlobCache(options.blobs);
-  return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote };
+  return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote, queries };
 }
 
 /**

@@ -12,6 +12,8 @@ import { downloadCounterOf, flushDownloadCounts } from "../download/counts.js";
 
 /** One package with its latest version, as listed by `packages` and `search`. */
 export interface PackageRow {
+  /** Internal id (the native API's ProGetPackage_Id). */
+  readonly package_id: number;
   readonly group_name: string;
   readonly name: string;
   readonly latest_version: string;
@@ -26,6 +28,7 @@ export interface PackageRow {
 
 /** One version, as listed by `versions`. */
 export interface VersionRow {
+  readonly package_id: number;
   readonly group_name: string;
   readonly name: string;
   readonly version: string;
@@ -106,10 +109,10 @@ export interface UpackQueryRepository {
   generation(feedId: number): string;
 }
 
-const PACKAGE_COLUMNS = `p.group_name, p.name, v.version AS latest_version, p.versions_desc, p.downloads,
+const PACKAGE_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version AS latest_version, p.versions_desc, p.downloads,
   v.manifest, v.is_cached, v.is_virtual`;
 const PACKAGES_FROM = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
-const VERSION_COLUMNS = `p.group_name, p.name, v.version, v.manifest, v.downloads, v.published_at, v.size, v.sha1,
+const VERSION_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version, v.manifest, v.downloads, v.published_at, v.size, v.sha1,
   v.is_cached, v.is_virtual`;
 const VERSIONS_FROM = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
 
