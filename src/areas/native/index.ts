@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { NATIVE_METHODS } from "./methods.js";
 import { createNativeRegistry, type NativeServices } from "./registry.js";
+import { referenceRoutes } from "./reference-routes.js";
 import { nativeRoutes } from "./routes.js";
 
 export { NATIVE_METHODS } from "./methods.js";
@@ -11,5 +12,7 @@ export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } fr
  * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
  */
 export const nativeArea: FastifyPluginAsync<{ services: NativeServices }> = async (app, { services }) => {
-  await app.register(nativeRoutes, { services, registry: createNativeRegistry(NATIVE_METHODS) });
+  const registry = createNativeRegistry(NATIVE_METHODS);
+  await app.register(nativeRoutes, { services, registry });
+  await app.register(referenceRoutes, { registry });
 };
