@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { notFound } from "../../domain/errors.js";
 import type { CatalogService } from "./catalog-service.js";
+import { executionLogRoutes } from "./execution-log-routes.js";
 import type { Deployment } from "./model.js";
 import { WHOLE_NUMBER } from "./params.js";
 import type { ReleaseService } from "./release-service.js";
@@ -39,6 +40,7 @@ export interface ViewRoutesOptions {
 export const viewRoutes: FastifyPluginAsync<ViewRoutesOptions> = async (app, { service, catalog, logOf }) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const config = { access: { inHandler: true } } as const;
+  await app.register(executionLogRoutes, { service, logOf });
 
   api.get("/applications/:applicationId", {
     schema: {
