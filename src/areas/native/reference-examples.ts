@@ -48,11 +48,16 @@ export function curlCommand(method: NativeMethod): string {
   return lines.join(" \\\n");
 }
 
-/** A SOAP 1.1 request: key first, then every parameter in declaration order, optional ones marked. */
+/**
+ * A SOAP 1.1 request: key first, then every parameter in declaration order. Optional ones are
+ * shown commented out: where they go, without a made-up value the method might refuse (a status
+ * name, say), so the envelope works as written, like the JSON example with its required ones.
+ */
 export function soapRequest(method: NativeMethod): string {
   const parameters = method.parameters.map((p) => {
     const element = `<${p.name}>${escapeXml(exampleValue(p))}</${p.name}>`;
-    return `      ${p.required ? "" : "<!-- optional -->"}${element}`;
+    // "--" may not appear inside an XML comment.
+    return p.required ? `      ${element}` : `      <!-- optional: ${element.replace(/--/g, "- -")} -->`;
   });
   return [
     "POST /api/soap HTTP/1.1",
