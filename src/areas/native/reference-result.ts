@@ -47,6 +47,7 @@ export function resultOutline(schema: z.ZodType | undefined): ResultOutline {
   if (schema === undefined) return { shape: "none", description: undefined, fields: [] };
   let root: JsonSchema;
   try {
+    // "input": methods return z.input of their schema and the transports send it as is.
     root = z.toJSONSchema(schema, { io: "input", unrepresentable: "any", cycles: "ref" }) as JsonSchema;
   } catch {
     return { shape: "any", description: undefined, fields: [] };
