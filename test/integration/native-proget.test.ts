@@ -101,6 +101,16 @@ describe("the Jenkins ProGet plugin's calls (docs/clients.md 3.7)", () => {
     expect(res.json()).toMatchObject({ Feed_Id: bowerId, Feed_Name: "bower", FeedType_Name: "ProGet" });
   });
 
+  it("Feeds_GetFeed with FeedType_Name (ProGetAutomation's Test-ProGetFeed) answers only a feed of that type", async () => {
+    for (const type of ["ProGet", "universal"]) {
+      const res = await get(`/api/json/Feeds_GetFeed?API_Key=${nativeKey}&Feed_Name=bower&FeedType_Name=${type}`);
+      expect(res.body).toContain('"Feed_Id"');
+    }
+    const other = await get(`/api/json/Feeds_GetFeed?API_Key=${nativeKey}&Feed_Name=bower&FeedType_Name=NuGet`);
+    expect(other.statusCode).toBe(200);
+    expect(other.body).toBe("");
+  });
+
   it("package picker: ProGetPackages_GetPackages?API_Key=..&Feed_Id=..&IncludeVersions_Indicator=Y", async () => {
     const res = await get(
       `/api/json/ProGetPackages_GetPackages?API_Key=${nativeKey}&Feed_Id=${upackId}&IncludeVersions_Indicator=Y`,

@@ -3,7 +3,15 @@ import { forbidden, invalid, notFound } from "../../domain/errors.js";
 import type { FeedAttribute, FeedScope } from "../../domain/principal.js";
 import type { Feed } from "../management/index.js";
 import { type UpackServices, versionKeyOf } from "../upack/index.js";
-import { feedRow, feedRowSchema, packageRow, packageRowSchema, versionRow, versionRowSchema } from "./proget-rows.js";
+import {
+  feedRow,
+  feedRowSchema,
+  isFeedTypeName,
+  packageRow,
+  packageRowSchema,
+  versionRow,
+  versionRowSchema,
+} from "./proget-rows.js";
 import { defineNativeMethod, type NativeContext, type NativeMethod } from "./registry.js";
 
 /**
@@ -90,6 +98,12 @@ const getFeed = defineNativeMethod({
   parameters: [
     { name: "Feed_Id", type: "integer", required: false, description: "Id of the feed (or give Feed_Name)" },
     { name: "Feed_Name", type: "string", required: false, description: "Name of the feed (or give Feed_Id)" },
+    {
+      name: "FeedType_Name",
+      type: "string",
+      required: false,
+      description: "Only a feed of this type (ProGet's name, e.g. ProGet or NuGet, or Wharf's, e.g. universal)",
+    },
   ],
   attribute: "Feeds_ViewFeed",
   result: feedRowSchema.optional().describe("The feed, or nothing (an empty 200) when there is none"),
@@ -102,6 +116,8 @@ const getFeed = defineNativeMethod({
     const feed = args.Feed_Id === undefined ? byName : (await feeds.listFeeds()).find((f) => f.id === args.Feed_Id);
     // Both given: they must name the same feed.
     if (!feed || (args.Feed_Name !== undefined && byName?.id !== feed.id)) return undefined;
+    // ProGetAutomation's Test-ProGetFeed asks with the type: a feed of another type is not the one.
+    if (args.FeedType_Name !== undefined && !isFeedTypeName(feed, args.FeedType_Name)) return undefined;
     return (await mayOnFeed(context, "Feeds_ViewFeed", feed)) ? feedRow(feed) : undefined;
   },
 });

@@ -92,6 +92,12 @@ const FEED_TYPE_NAMES: Record<FeedType, string> = {
   conan: "Conan",
 };
 
+/** Whether `name` names the feed's type: ProGet's spelling or Wharf's (`universal`), any letter case. */
+export function isFeedTypeName(feed: Feed, name: string): boolean {
+  const wanted = name.toLowerCase();
+  return wanted === feed.feedType || wanted === FEED_TYPE_NAMES[feed.feedType].toLowerCase();
+}
+
 export function feedRow(feed: Feed): FeedRow {
   return {
     Feed_Id: feed.id,
