@@ -49,20 +49,39 @@ function credentialsFromQuery(request: FastifyRequest): Credentials | undefined 
   return undefined;
 }
 
-/** Whether the body may carry a key (form field `key`, JSON root `API_Key`): only then is auth deferred to after parsing. */
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /**
+     * The route reads a key from the `API_Key` element of an XML body (the SOAP envelopes of
+     * `/api/soap`): such a body is then bounded and parsed before the key is known, like a JSON or
+     * form body, and its parser puts the key at the parsed body's root for takeCredentialsFromBody.
+     */
+    keyInXmlBody?: boolean;
+  }
+}
+
+/** Whether the body may carry a key (form field `key`, JSON root `API_Key`, SOAP `API_Key`): only then is auth deferred to after parsing. */
 export function bodyMayCarryKey(request: FastifyRequest): boolean {
   const type = request.headers["content-type"]?.toLowerCase() ?? "";
-  return type.startsWith("application/x-www-form-urlencoded") || type.startsWith("application/json");
+  if (type.startsWith("application/x-www-form-urlencoded") || type.startsWith("application/json")) return true;
+  return (
+    request.routeOptions.config?.keyInXmlBody === true &&
+    (type.startsWith("text/xml") || type.startsWith("application/soap+xml"))
+  );
 }
 
 /**
  * Takes a key out of a parsed body and removes it, so that it is never stored as data: a form's
- * `key` or `API_Key` field, a JSON body's root `API_Key` (names matched case-insensitively). A JSON
- * member named `key` stays data (ApiKeyInfo's `key` is the key a client chooses).
+ * `key` or `API_Key` field, a JSON body's or a parsed SOAP call's root `API_Key` (names matched
+ * case-insensitively). A JSON member named `key` stays data (ApiKeyInfo's `key` is the key a client
+ * chooses).
  */
 export function takeCredentialsFromBody(body: unknown, contentType: string | undefined): Credentials | undefined {
   if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
-  const names = contentType?.toLowerCase().startsWith("application/json") ? JSON_KEY_NAMES : QUERY_KEY_NAMES;
+  // A form's fields are named like the query string's; JSON and SOAP bodies name the key API_Key only.
+  const names = contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")
+    ? QUERY_KEY_NAMES
+    : JSON_KEY_NAMES;
   const record = body as Record<string, unknown>;
   let found: Credentials | undefined;
   for (const name of Object.keys(record)) {

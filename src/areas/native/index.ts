@@ -3,6 +3,7 @@ import { NATIVE_METHODS } from "./methods.js";
 import { createNativeRegistry, type NativeServices } from "./registry.js";
 import { referenceRoutes } from "./reference-routes.js";
 import { nativeRoutes } from "./routes.js";
+import { soapRoutes, type SoapRoutesOptions } from "./soap-routes.js";
 
 export { NATIVE_METHODS } from "./methods.js";
 export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } from "./registry.js";
@@ -11,8 +12,13 @@ export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } fr
  * Native API (docs/seed-api.md area H; docs/compat.md 7.7): one method table (registry.ts, methods.ts)
  * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
  */
-export const nativeArea: FastifyPluginAsync<{ services: NativeServices }> = async (app, { services }) => {
+export const nativeArea: FastifyPluginAsync<{
+  services: NativeServices;
+  /** WHARF_BASE_URL and the port, for absolute URLs (the SOAP service address in its WSDL). */
+  config?: SoapRoutesOptions["config"];
+}> = async (app, { services, config }) => {
   const registry = createNativeRegistry(NATIVE_METHODS);
   await app.register(nativeRoutes, { services, registry });
+  await app.register(soapRoutes, { services, registry, ...(config && { config }) });
   await app.register(referenceRoutes, { registry });
 };

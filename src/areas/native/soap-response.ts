@@ -1,0 +1,115 @@
+import { XMLBuilder } from "fast-xml-parser";
+import type { NativeMethod } from "./registry.js";
+import { SOAP_NAMESPACE } from "./soap-namespace.js";
+import type { SoapProtocol } from "./soap-protocol.js";
+import { ROW_ELEMENT, resultShapeOf, type Shape } from "./soap-shapes.js";
+
+/**
+ * The envelopes `/api/soap` answers, written with fast-xml-parser's builder (which escapes text and
+ * attributes): a method's result as `<MethodResponse><MethodResult>...</MethodResult></MethodResponse>`
+ * following the result's shape (soap-shapes.ts, the WSDL's types), or a Fault.
+ */
+
+const XSI = "http://www.w3.org/2001/XMLSchema-instance";
+const DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
+const builder = new XMLBuilder({ ignoreAttributes: false, suppressBooleanAttributes: false, suppressEmptyNode: true });
+
+type Node = Record<string, unknown>;
+
+const NIL: Node = { "@_xsi:nil": "true" };
+
+export function resultEnvelope(protocol: SoapProtocol, method: NativeMethod, result: unknown): string {
+  const shape = resultShapeOf(method);
+  const response: Node = { "@_xmlns": SOAP_NAMESPACE };
+  if (shape !== undefined && result !== undefined) {
+    response[`${method.name}Result`] = result === null ? NIL : valueNode(shape, result);
+  }
+  return envelope(protocol, { [`${method.name}Response`]: response });
+}
+
+export interface FaultDescription {
+  /** The fault code's local name: Client/Server (1.1), Sender/Receiver (1.2), VersionMismatch, MustUnderstand. */
+  readonly code: string;
+  readonly message: string;
+  /** Wharf's stable error code (X-Wharf-Error), in the fault's detail. */
+  readonly errorCode: string;
+}
+
+export function faultEnvelope(protocol: SoapProtocol, fault: FaultDescription): string {
+  const detail = { ErrorCode: { "@_xmlns": SOAP_NAMESPACE, "#text": fault.errorCode } };
+  const body =
+    protocol.version === "1.1"
+      ? {
+          faultcode: `soap:${fault.code}`,
+          faultstring: xmlText(fault.message),
+          detail,
+        }
+      : {
+          "soap:Code": { "soap:Value": `soap:${fault.code}` },
+          "soap:Reason": { "soap:Text": { "@_xml:lang": "en", "#text": xmlText(fault.message) } },
+          "soap:Detail": detail,
+        };
+  return envelope(protocol, { "soap:Fault": body });
+}
+
+function envelope(protocol: SoapProtocol, body: Node): string {
+  const document = {
+    "soap:Envelope": { "@_xmlns:soap": protocol.envelopeNamespace, "@_xmlns:xsi": XSI, "soap:Body": body },
+  };
+  return DECLARATION + builder.build(document);
+}
+
+/** `value` as the builder's node for `shape`; a value the schema did not foresee is written as text, never dropped. */
+function valueNode(shape: Shape, value: unknown): unknown {
+  switch (shape.kind) {
+    case "object": {
+      if (!isRecord(value)) return anyText(value);
+      const node: Node = {};
+      for (const field of shape.fields) {
+        const member = value[field.name];
+        if (member !== undefined) node[field.element] = member === null ? NIL : valueNode(field.shape, member);
+      }
+      return node;
+    }
+    case "array":
+      if (!Array.isArray(value)) return anyText(value);
+      return { [ROW_ELEMENT]: value.map((row: unknown) => (row === null ? NIL : valueNode(shape.row, row))) };
+    case "map":
+      if (!isRecord(value)) return anyText(value);
+      return {
+        Entry: Object.entries(value).map(([key, member]) => ({
+          Key: xmlText(key),
+          Value: member === null || member === undefined ? NIL : valueNode(shape.value, member),
+        })),
+      };
+    case "scalar":
+      return scalarText(shape.xsd, value);
+    case "any":
+      return anyText(value);
+  }
+}
+
+function scalarText(xsd: string, value: unknown): string {
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number") {
+    if (Number.isFinite(value)) return String(value);
+    if (xsd !== "double") return anyText(value);
+    return Number.isNaN(value) ? "NaN" : value > 0 ? "INF" : "-INF";
+  }
+  return anyText(value);
+}
+
+function anyText(value: unknown): string {
+  if (typeof value === "string") return xmlText(value);
+  if (typeof value === "object" && value !== null) return xmlText(JSON.stringify(value));
+  return xmlText(String(value));
+}
+
+/** Characters XML 1.0 cannot carry at all (control characters, lone surrogates) become U+FFFD. */
+function xmlText(text: string): string {
+  return text.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, "\uFFFD");
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
