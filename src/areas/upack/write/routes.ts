@@ -54,8 +54,9 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
         "Body: the package file (any or no Content-Type, chunked or not), or JSON/form metadata with `content-b64` " +
         "or `content-url`, or a multipart/form-data form (curl -F file=@pkg.upack) whose file parts are packages, " +
         "its text fields metadata as in a urlencoded form; several files are stored all or none and answered " +
-        "with a list. A .upack is stored byte for byte; a plain ZIP or TGZ becomes a package from `name`, " +
-        "`version` and other metadata. Replacing a version needs Feeds_OverwritePackage (else 409). " +
+        "with a list. A .upack is stored byte for byte unless the query string (or a form's fields, a JSON body) " +
+        "adds metadata its upack.json lacks, which is then written into it (a differing value is 400); a plain " +
+        "ZIP or TGZ becomes a package from `name`, `version` and other metadata. Replacing a version needs Feeds_OverwritePackage (else 409). " +
         "Digests in X-Checksum-Sha1/-Sha256, Digest or Content-Digest are verified before anything is kept. " +
         "Also answered on `upload/<group...>/<name>[/<version>]` and on the feed URL itself (docs/compat.md 2.7).",
       tags: TAGS,

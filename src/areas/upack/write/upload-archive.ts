@@ -51,8 +51,12 @@ const CONTENT_PREFIX = "package/";
  *   with the content under `package/` (new bytes, so a second blob);
  * - a JSON text with `contents` is a plain .vpack (docs/compat.md 1.6), wrapped as upack.json in a ZIP
  *   the way InedoCore does before uploading.
- * upack.json always wins over the request: a disagreeing name, group or version is refused, and
- * other metadata parameters are ignored for a complete .upack, whose bytes are served unchanged.
+ * A package file's identity is its upack.json's: a disagreeing name, group or version is refused.
+ * Other metadata parameters add to it (docs/seed-api.md A: "if it is already a package file,
+ * additional metadata may be given in the query string"; also a form's fields or a JSON body's
+ * properties): a property upack.json lacks is written into a new upack.json (new bytes), one it has
+ * with another value is refused (400, as a parameter given twice). Without such additions a
+ * complete .upack is stored byte for byte.
  */
 export async function packageFromUpload(
   deps: PackageFileDeps,
@@ -69,12 +73,19 @@ export async function packageFromUpload(
     // the central directory (checked when opening) says. A plain ZIP is checked too: same archive.
     await reader.verifyLocalHeaders();
     if (reader.findEntry("upack.json") !== undefined) {
-      const manifest = await readManifest(reader);
+      const json = await readManifestJson(reader);
+      const manifest = validate(json, "upack.json");
       checkIdentity(params, manifest);
-      return { blob: uploaded, manifest, fileList: fileListOf(reader) };
+      const merged = withAdditionalMetadata(json, params);
+      if (merged === undefined) return { blob: uploaded, manifest, fileList: fileListOf(reader) };
+      const built = builtManifest(validate(merged, "upack.json"));
+      const blob = await deps.store(
+        rewriteZip(reader, built, limits, (name) => (name === "upack.json" ? undefined : name)),
+      );
+      return withFileList(deps, { blob, manifest: built.manifest });
     }
     const built = manifestFromParams(params);
-    const blob = await deps.store(repackZip(reader, built, limits));
+    const blob = await deps.store(rewriteZip(reader, built, limits, (name) => CONTENT_PREFIX + name));
     return withFileList(deps, { blob, manifest: built.manifest });
   } finally {
     await reader.close();
@@ -110,15 +121,63 @@ async function readRange(blobs: BlobStore, sha256: string, start: number, end: n
   return Buffer.concat(chunks);
 }
 
-async function readManifest(reader: ZipReader): Promise<UpackManifest> {
+async function readManifestJson(reader: ZipReader): Promise<unknown> {
   const text = await reader.readText("upack.json", MAX_MANIFEST_BYTES);
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
     throw invalid("INVALID_MANIFEST", "upack.json: the manifest is not valid JSON");
   }
-  return validate(json, "upack.json");
+}
+
+const IDENTITY_PARAMS = new Set(["group", "name", "version"]);
+const LIST_PARAMS = new Set(["tags", "dependencies"]);
+
+/** A list as query strings and forms carry it (comma-separated) or as JSON does (an array), for comparing and storing. */
+function listOf(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value;
+  return String(value)
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+function sameValue(name: string, inFile: unknown, given: unknown): boolean {
+  if (LIST_PARAMS.has(name)) return JSON.stringify(listOf(inFile)) === JSON.stringify(listOf(given));
+  if (typeof given === "string" && (typeof inFile === "number" || typeof inFile === "boolean")) {
+    return String(inFile) === given;
+  }
+  return JSON.stringify(inFile) === JSON.stringify(given);
+}
+
+/**
+ * The package's upack.json with the request's metadata added, or undefined when the request adds
+ * nothing (no parameter beyond the identity, or only values upack.json already has). Names match
+ * case-insensitively (`Title=` is `title`); a value that differs from upack.json's is refused.
+ */
+function withAdditionalMetadata(json: unknown, params: UploadParams): Record<string, unknown> | undefined {
+  if (!isRecord(json)) return undefined;
+  const additions: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(params.metadata)) {
+    if (IDENTITY_PARAMS.has(name.toLowerCase())) continue;
+    const inFile = Object.keys(json).find((key) => key.toLowerCase() === name.toLowerCase());
+    if (inFile === undefined) {
+      additions[name] = name === "tags" ? listOf(value) : value;
+      continue;
+    }
+    if (sameValue(name, json[inFile], value)) continue;
+    const shown = typeof value === "string" ? value : JSON.stringify(value);
+    throw invalid(
+      "CONFLICTING_PARAMETERS",
+      `The parameter ${quote(name)} was given as ${quote(shown ?? "")} but the package's upack.json has ` +
+        `${quote(JSON.stringify(json[inFile]) ?? "")}; leave it out, or give the same value.`,
+    );
+  }
+  return Object.keys(additions).length === 0 ? undefined : { ...json, ...additions };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A manifest with `contents` is a virtual package (docs/compat.md 1.6): its entries are checked too. */
@@ -168,7 +227,10 @@ function manifestFromParams(params: UploadParams): BuiltManifest {
       .split(",")
       .map((tag) => tag.trim())
       .filter(Boolean);
-  const manifest = validate(json, "package metadata");
+  return builtManifest(validate(json, "package metadata"));
+}
+
+function builtManifest(manifest: UpackManifest): BuiltManifest {
   return { manifest, bytes: manifestBytes(manifest) };
 }
 
@@ -189,18 +251,28 @@ function manifestBytes(manifest: UpackManifest): Buffer {
   return bytes;
 }
 
-/** The plain ZIP's entries under `package/`, upack.json first, streamed straight into the store. */
-function repackZip(reader: ZipReader, built: BuiltManifest, limits: ArchiveLimits): Readable {
+/**
+ * A new ZIP, streamed straight into the store: `built`'s upack.json first, then the entries of
+ * `reader` at the path `pathOf` gives (undefined leaves one out): under `package/` for a plain ZIP,
+ * as they were (but the old upack.json) for a package whose metadata the request added to.
+ */
+function rewriteZip(
+  reader: ZipReader,
+  built: BuiltManifest,
+  limits: ArchiveLimits,
+  pathOf: (name: string) => string | undefined,
+): Readable {
   const extra = { name: "upack.json", content: built.bytes };
   const budget = new EntryBudget(limits);
-  checkRepackOptions({ prefix: CONTENT_PREFIX, extraEntries: [extra] }, budget);
+  checkRepackOptions({ prefix: "", extraEntries: [extra] }, budget);
   const zip = new yazl.ZipFile();
   const out = new PassThrough();
   const fail = (error: Error) => out.destroy(error);
   zip.on("error", fail);
   zip.addBuffer(extra.content, extra.name);
   for (const entry of reader.entries()) {
-    const target = CONTENT_PREFIX + entry.name;
+    const target = pathOf(entry.name);
+    if (target === undefined) continue;
     budget.add(target, entry.size);
     addZipEntry(zip, reader, entry, target, fail);
   }
@@ -235,9 +307,14 @@ async function vpackToZip(
   if (uploaded.size > MAX_MANIFEST_BYTES) {
     throw invalid("INVALID_MANIFEST", `.vpack: a virtual package manifest must be under ${MAX_MANIFEST_BYTES} bytes`);
   }
-  const bytes = await readRange(deps.blobs, uploaded.sha256, 0, uploaded.size - 1);
-  const manifest = parseVirtualManifest(new Uint8Array(bytes), { label: ".vpack" });
+  let bytes = await readRange(deps.blobs, uploaded.sha256, 0, uploaded.size - 1);
+  let manifest = parseVirtualManifest(new Uint8Array(bytes), { label: ".vpack" });
   checkIdentity(params, manifest);
+  const merged = withAdditionalMetadata(JSON.parse(bytes.toString("utf8").replace(/^\uFEFF/, "")), params);
+  if (merged !== undefined) {
+    bytes = Buffer.from(JSON.stringify(merged, null, 2), "utf8");
+    manifest = parseVirtualManifest(new Uint8Array(bytes), { label: ".vpack" });
+  }
   const zip = new yazl.ZipFile();
   zip.addBuffer(bytes, "upack.json");
   zip.end();
