@@ -355,3 +355,100 @@ describe("faults", () => {
     expect(json.headers["x-wharf-error"]).toBe("SOAP_MEDIA_TYPE");
   });
 });
+
+describe("hostile XML: refused fast, as a fault or 413, never a 500", () => {
+  const getApplications = call("Applications_GetApplications", { API_Key: nativeKey });
+
+  async function refusedFast(payload: string, headers: Record<string, string> = {}) {
+    const started = performance.now();
+    const res = await post11(payload, headers);
+    const elapsed = performance.now() - started;
+    expect(elapsed, `${elapsed} ms`).toBeLessThan(500);
+    return res;
+  }
+
+  it("billion laughs: the DOCTYPE is refused before any entity is read", async () => {
+    const entities = Array.from({ length: 10 }, (_, i) =>
+      i === 0 ? '<!ENTITY lol0 "lol">' : `<!ENTITY lol${i} "${`&lol${i - 1};`.repeat(10)}">`,
+    ).join("");
+    const payload = `<?xml version="1.0"?><!DOCTYPE lolz [${entities}]>${envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&lol9;" })).replace(/^<\?xml[^>]*>/, "")}`;
+    const res = await refusedFast(payload);
+    expect(fault11(res, "Client")).toMatch(/^The envelope holds a document type declaration/);
+    expect(res.headers["x-wharf-error"]).toBe("SOAP_DTD_REFUSED");
+  });
+
+  it("external entities: refused, nothing read from disk", async () => {
+    const payload = `<!DOCTYPE x [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>${envelope11(call("Releases_GetRelease", { API_Key: nativeKey, Application_Id: String(webId), Release_Number: "&xxe;" }))}`;
+    const res = await refusedFast(payload);
+    expect(res.headers["x-wharf-error"]).toBe("SOAP_DTD_REFUSED");
+    expect(res.body).not.toContain("root:");
+  });
+
+  it("an entity never declared, a character XML does not allow, a processing instruction", async () => {
+    const undeclared = await refusedFast(
+      envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&xxe;" })),
+    );
+    expect(fault11(undeclared, "Client")).toMatch(/^The envelope refers to the entity &xxe; which is not declared/);
+    const control = await refusedFast(
+      envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&#1;" })),
+    );
+    expect(control.headers["x-wharf-error"]).toBe("SOAP_MALFORMED");
+    const pi = await refusedFast(envelope11(`<?php system("id"); ?>${getApplications}`));
+    expect(pi.headers["x-wharf-error"]).toBe("SOAP_PI_REFUSED");
+  });
+
+  it("deep nesting and many elements, within the pre-auth size and with the key in a header (up to 1 MiB)", async () => {
+    const nested = (levels: number) => envelope11(`${"<a>".repeat(levels)}${"</a>".repeat(levels)}`);
+    const deep = await refusedFast(nested(5_000));
+    expect(fault11(deep, "Client")).toBe("The envelope nests elements more than 32 levels deep.");
+    const deeper = await refusedFast(nested(140_000), { "x-apikey": nativeKey });
+    expect(fault11(deeper, "Client")).toBe("The envelope nests elements more than 32 levels deep.");
+    const elements = (count: number) =>
+      envelope11(getApplications.replace("</Applications_", `${"<x/>".repeat(count)}</Applications_`));
+    const wide = await refusedFast(elements(5_000));
+    expect(fault11(wide, "Client")).toBe("The envelope holds more than 1000 elements.");
+    const wider = await refusedFast(elements(250_000), { "x-apikey": nativeKey });
+    expect(fault11(wider, "Client")).toBe("The envelope holds more than 1000 elements.");
+  });
+
+  it("names the parser refuses (__proto__) are a fault too", async () => {
+    const res = await refusedFast(
+      envelope11(
+        getApplications.replace(
+          "</Applications_GetApplications>",
+          "<__proto__>1</__proto__></Applications_GetApplications>",
+        ),
+      ),
+    );
+    expect(res.headers["x-wharf-error"]).toBe("SOAP_MALFORMED");
+  });
+
+  it("a huge envelope from a sender not yet known: 413 before the key inside is looked for", async () => {
+    const huge = envelope11(
+      call("Applications_GetApplications", { API_Key: nativeKey, Padding: "x".repeat(2 * 1024 * 1024) }),
+    );
+    const res = await refusedFast(huge);
+    expect(res.statusCode).toBe(413);
+    expect(res.headers["x-wharf-error"]).toBe("PRE_AUTH_BODY_TOO_LARGE");
+    expect(res.headers["content-type"]).toBe("text/xml; charset=utf-8");
+    expect((bodyOf(res).Fault as Xml).faultcode).toBe("soap:Client");
+  });
+
+  it("a key in a header allows a larger envelope, up to 1 MiB", async () => {
+    const padded = (bytes: number) =>
+      envelope11(
+        getApplications.replace(
+          "</Applications_GetApplications>",
+          `<Padding>${"x".repeat(bytes)}</Padding></Applications_GetApplications>`,
+        ),
+      );
+    const fits = await refusedFast(padded(512 * 1024), { "x-apikey": nativeKey });
+    expect(fits.statusCode, fits.body.slice(0, 300)).toBe(200);
+    const tooLarge = await refusedFast(padded(2 * 1024 * 1024), { "x-apikey": nativeKey });
+    expect(tooLarge.statusCode).toBe(413);
+    expect(tooLarge.headers["x-wharf-error"]).toBe("BODY_TOO_LARGE");
+    expect((bodyOf(tooLarge).Fault as Xml).faultstring).toBe(
+      "The envelope is larger than the 1048576 bytes this service reads.",
+    );
+  });
+});
