@@ -4,6 +4,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import {
+  checked,
+  type ConfigurationWorld,
+  configurationWorld,
+  localServer,
+  role,
+  SEED_DATE,
+} from "../helpers/configuration.js";
 import { basic, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 
 /**
@@ -192,5 +200,47 @@ describe("privileges", () => {
       headers: basic("ops", "Ops-pass-123"),
     });
     expect(allowed.statusCode).toBe(200);
+  });
+});
+
+describe("configuration status and items after a real check", () => {
+  let w: ConfigurationWorld;
+  beforeAll(async () => {
+    w = await configurationWorld();
+    await role(w, "site", { items: [{ type: "file", path: "/index.html", content: "<h1>hi</h1>\n" }] });
+    await localServer(w, "alpha", { roles: ["site"] });
+    await checked(w, "alpha");
+  });
+  afterAll(async () => w?.close());
+
+  it("ServerConfiguration_GetStatus and _GetItems show the drift the check found", async () => {
+    const key = createSystemKey(w.t.db, ["native"]);
+    const get = (method: string, query: string) =>
+      w.t.app.inject({ method: "GET", url: `/api/json/${method}?API_Key=${key}${query}` });
+    const status = (await get("ServerConfiguration_GetStatus", "&Server_Name=alpha")).json<Row[]>();
+    expect(status).toEqual([
+      {
+        Entity_Type: "server",
+        Entity_Name: "alpha",
+        Status_Code: "drifted",
+        Collection_Date: expect.stringMatching(SEED_DATE),
+        LatestCollection_Id: expect.any(Number),
+      },
+    ]);
+    const items = (await get("ServerConfiguration_GetItems", "&Server_Name=ALPHA")).json<Row[]>();
+    expect(items).toEqual([
+      {
+        Item_Type: "file",
+        Item_Key: "/index.html",
+        Status_Code: "drifted",
+        Collection_Date: status[0]?.Collection_Date,
+        Collection_Id: status[0]?.LatestCollection_Id,
+        CollectionRole_Name: "site",
+      },
+    ]);
+    expect((await get("ServerConfiguration_GetItems", "&Server_Name=nope")).json()).toEqual([]);
+    const missing = await get("ServerConfiguration_GetItems", "");
+    expect(missing.statusCode).toBe(400);
+    expect(missing.body).toContain("'Server_Name'");
   });
 });

@@ -16,7 +16,7 @@ import { defineNativeMethod, type NativeMethod } from "./registry.js";
 export interface NativeConfigurationServices {
   readonly infrastructure: ConfigurationServices["infrastructure"];
   readonly roles: Pick<ConfigurationServices["roles"], "list">;
-  readonly status: Pick<ConfigurationRuntime["status"], "statusOf" | "statusOfAll">;
+  readonly status: Pick<ConfigurationRuntime["status"], "statusOf" | "statusOfAll" | "itemsOf">;
 }
 
 const id = z.number().int();
@@ -59,6 +59,20 @@ const statusRowSchema = z
     Remediation_Id: id.optional(),
   })
   .describe("Configuration status row (docs/compat.md 8.1)");
+
+const itemRowSchema = z
+  .object({
+    Item_Type: text.describe("file, directory, package, ..."),
+    Item_Key: text,
+    Status_Code: text.describe("current, drifted or unknown"),
+    Collection_Date: text.describe("yyyy-MM-ddTHH:mm:ss UTC"),
+    Collection_Id: id,
+    CollectionRole_Name: text.optional().describe("The role the item comes from; absent for the server's own"),
+    Remediation_Date: text.optional(),
+    Remediation_Id: id.optional(),
+    Error_Text: text.optional().describe("Why an item is unknown"),
+  })
+  .describe("Configuration item row (docs/compat.md 8.1); what differs is in /api/configuration/server/<name>");
 
 type ServerRow = z.input<typeof serverRowSchema>;
 type Infrastructure = NativeConfigurationServices["infrastructure"];
@@ -208,5 +222,41 @@ const getConfigurationStatus = defineNativeMethod({
   },
 });
 
+const getConfigurationItems = defineNativeMethod({
+  name: "ServerConfiguration_GetItems",
+  summary:
+    "The configuration items of a server's last check, with their status; empty for an unknown server or one " +
+    "never checked.",
+  parameters: [{ name: "Server_Name", type: "string", required: true, description: "The server" }],
+  attribute: "Infrastructure_View",
+  result: z.array(itemRowSchema),
+  async run(args, { services: { configuration } }) {
+    let items;
+    try {
+      items = configuration.status.itemsOf(args.Server_Name);
+    } catch (error) {
+      if (error instanceof DomainError && error.kind === "not_found") return [];
+      throw error;
+    }
+    return items.map((item) => ({
+      Item_Type: item.type,
+      Item_Key: item.key,
+      Status_Code: item.status,
+      Collection_Date: item.collectionDate,
+      Collection_Id: item.collectionId,
+      ...(item.collectionRole !== null && { CollectionRole_Name: item.collectionRole }),
+      ...(item.remediationDate !== undefined && { Remediation_Date: item.remediationDate }),
+      ...(item.remediationId !== undefined && { Remediation_Id: item.remediationId }),
+      ...(item.errorText !== undefined && { Error_Text: item.errorText }),
+    }));
+  },
+});
+
 /** The Otter methods, in reference-page order (Environments_GetEnvironments is BuildMaster's, shared). */
-export const OTTER_METHODS: readonly NativeMethod[] = [getServers, getServer, getServerRoles, getConfigurationStatus];
+export const OTTER_METHODS: readonly NativeMethod[] = [
+  getServers,
+  getServer,
+  getServerRoles,
+  getConfigurationStatus,
+  getConfigurationItems,
+];
