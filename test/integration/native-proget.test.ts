@@ -174,6 +174,22 @@ describe("the Jenkins ProGet plugin's calls (docs/clients.md 3.7)", () => {
   });
 });
 
+describe("download counts", () => {
+  it("a download through the feed shows in Download_Count of the version and the package", async () => {
+    await createFeed("counted", "universal");
+    const counted = feedIdOf(t.db, "counted");
+    await upload("counted", await buildUpack({ name: "lib", version: "1.0.0" }));
+    const download = await get("/upack/counted/download/lib/1.0.0", { "x-apikey": t.adminKey });
+    expect(download.statusCode).toBe(200);
+    const versions = json(
+      await get(`/api/json/ProGetPackages_GetPackageVersions?API_Key=${nativeKey}&Feed_Id=${counted}&Package_Name=lib`),
+    );
+    expect(versions.map((v) => v.Download_Count)).toEqual([1]);
+    const packages = json(await get(`/api/json/ProGetPackages_GetPackages?API_Key=${nativeKey}&Feed_Id=${counted}`));
+    expect(packages.map((p) => p.Download_Count)).toEqual([1]);
+  });
+});
+
 describe("the bower resolver's short-name install (docs/clients.md 3.12)", () => {
   it("POST Feeds_GetFeed?Feed_Name=bower&API_Key=.. with an empty body, then the versions by Feed_Id", async () => {
     const feed = await t.app.inject({
