@@ -192,8 +192,8 @@ export function createReleaseService(deps: ReleaseServiceDeps): ReleaseService {
     if (only.status === "pending" || only.status === "executing") return only;
     const window = input.followEndedFirstStageWithinMs;
     if (window === undefined || only.ended === undefined) return undefined;
-    const since = clock.now().getTime() - Date.parse(only.ended);
-    return since >= 0 && since <= window ? only : undefined;
+    // A clock a little behind the runner's makes `since` negative: that is "just ended" too.
+    return clock.now().getTime() - Date.parse(only.ended) <= window ? only : undefined;
   }
 
   async function pipelineNamed(name: string): Promise<Pipeline> {
