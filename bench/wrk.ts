@@ -1,4 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -59,13 +60,30 @@ function scriptFile(): string {
   return script;
 }
 
-/** One wrk run of `seconds` with one thread (the other core is the server's) and `connections` connections. */
+/** A script that sends `body` with POST, then reports like REPORT_SCRIPT; removed when the bench process exits. */
+function postScriptFile(body: string): string {
+  const file = path.join(os.tmpdir(), `wharf-bench-wrk-${process.pid}-${randomUUID()}.lua`);
+  // A Lua long bracket whose level the body cannot close.
+  let level = "=";
+  while (body.includes(`]${level}]`)) level += "=";
+  fs.writeFileSync(file, `wrk.method = "POST"\nwrk.body = [${level}[${body}]${level}]\n${REPORT_SCRIPT}`);
+  process.once("exit", () => fs.rmSync(file, { force: true }));
+  return file;
+}
+
+/**
+ * One wrk run of `seconds` with one thread (the other core is the server's) and `connections`
+ * connections: GET, or POST of `body`.
+ */
 export async function runWrkOnce(
-  options: Omit<LoadOptions, "duration" | "warmup">,
+  options: Omit<LoadOptions, "duration" | "warmup"> & { readonly body?: string },
   seconds: number,
 ): Promise<WrkResult> {
-  if ((options.method ?? "GET") !== "GET") throw new Error("the wrk client only sends GET");
-  const args = ["-t1", `-c${options.connections}`, `-d${seconds}s`, "-s", scriptFile()];
+  const method = options.method ?? "GET";
+  if ((method === "POST") !== (options.body !== undefined))
+    throw new Error("the wrk client sends GET, or POST with a body");
+  const script = options.body === undefined ? scriptFile() : postScriptFile(options.body);
+  const args = ["-t1", `-c${options.connections}`, `-d${seconds}s`, "-s", script];
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push("-H", `${name}: ${value}`);
   args.push(options.url);
   const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "inherit"] });

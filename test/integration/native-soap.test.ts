@@ -211,7 +211,7 @@ describe("the npm soap client, reading the WSDL from the live server", () => {
       body?: string;
     };
     expect(error.response?.status).toBe(400);
-    expect(error.body).toContain("The parameter &apos;Application_Id&apos; is required.");
+    expect(error.body).toContain("The parameter 'Application_Id' is required.");
   });
 });
 
@@ -226,9 +226,7 @@ describe("hand-written envelopes", () => {
     const response = bodyOf(res).Applications_GetApplicationsResponse as Xml;
     const rows = (response.Applications_GetApplicationsResult as Xml).Row as Xml[];
     expect(rows.map((row) => row.Application_Name)).toEqual(["Api", "Web"]);
-    expect(res.body).toContain(
-      "<Application_Description>Tom &amp; &quot;Jerry&quot; &lt;b&gt;</Application_Description>",
-    );
+    expect(res.body).toContain('<Application_Description>Tom &amp; "Jerry" &lt;b&gt;</Application_Description>');
   });
 
   it("SOAP 1.2 with the action parameter", async () => {

@@ -37,6 +37,8 @@ const parser = new XMLParser({
   trimValues: true,
   cdataPropName: "#cdata",
   maxNestedTags: MAX_DEPTH + 1,
+  // No callback here reads the path: spares the parser a path string per element.
+  jPath: false,
   isArray: (_name, _path, _isLeaf, isAttribute) => !isAttribute,
 });
 

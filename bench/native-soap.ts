@@ -1,0 +1,139 @@
+import os from "node:os";
+import { cpuSeconds, round } from "./load.js";
+import type { Scenario, ScenarioContext } from "./scenarios.js";
+import { runWrkOnce, wrkAvailable } from "./wrk.js";
+
+/**
+ * The same native method over JSON and over SOAP (issue 14 section 6): `Applications_GetApplications`
+ * listing 20 applications, at 32 connections, one after the other in one run. Both carry the key in
+ * the body (JSON `API_Key`, the envelope's `API_Key`), so both take the path of a sender known only
+ * once the body is read. The figure that matters is the server's CPU time per request (what a call
+ * costs, whatever the client); the target is SOAP at most 2x JSON. wrk drives both (POST with a
+ * body); requests/s and latencies are reported beside it.
+ *
+ * `npm run bench -- native-soap-vs-json`
+ */
+const CONNECTIONS = 32;
+const APPLICATIONS = 20;
+const TARGET_RATIO = 2;
+const METHOD = "Applications_GetApplications";
+const NAMESPACE = "http://inedo.com/";
+
+let key: string | undefined;
+
+async function nativeKey(ctx: ScenarioContext): Promise<string> {
+  const res = await fetch(`${ctx.url}/api/api-keys/create`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
+    body: JSON.stringify({ type: "System", systemApis: ["native"], displayName: "bench native" }),
+  });
+  const body = (await res.json()) as { key?: string };
+  if (res.status !== 201 || body.key === undefined) throw new Error(`no API key: ${res.status}`);
+  return body.key;
+}
+
+async function createApplications(ctx: ScenarioContext): Promise<void> {
+  for (let i = 0; i < APPLICATIONS; i++) {
+    const res = await fetch(`${ctx.url}/api/applications/create`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
+      body: JSON.stringify({ name: `bench-app-${String(i).padStart(2, "0")}`, description: "Bench & <co>" }),
+    });
+    if (!res.ok) throw new Error(`application ${i}: ${res.status} ${await res.text()}`);
+  }
+}
+
+interface Call {
+  readonly name: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** Whether an answer holds every application. */
+  complete(text: string): boolean;
+}
+
+function calls(apiKey: string): Call[] {
+  const rows = (text: string, marker: string) => text.split(marker).length - 1;
+  return [
+    {
+      name: "json",
+      path: `/api/json/${METHOD}`,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ API_Key: apiKey }),
+      complete: (text) => rows(text, '"Application_Id"') === APPLICATIONS,
+    },
+    {
+      name: "soap",
+      path: "/api/soap",
+      headers: { "Content-Type": "text/xml; charset=utf-8", SOAPAction: `"${NAMESPACE}${METHOD}"` },
+      body:
+        '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">' +
+        `<soap:Body><${METHOD} xmlns="${NAMESPACE}"><API_Key>${apiKey}</API_Key></${METHOD}></soap:Body></soap:Envelope>`,
+      complete: (text) => rows(text, "<Row>") === APPLICATIONS,
+    },
+  ];
+}
+
+async function measure(ctx: ScenarioContext, call: Call) {
+  const probe = await fetch(`${ctx.url}${call.path}`, { method: "POST", headers: call.headers, body: call.body });
+  const text = await probe.text();
+  if (probe.status !== 200 || !call.complete(text)) {
+    throw new Error(`${call.name} answered ${probe.status}: ${text.slice(0, 300)}`);
+  }
+  const load = { url: `${ctx.url}${call.path}`, method: "POST" as const, headers: call.headers, body: call.body };
+  if (ctx.warmup > 0) await runWrkOnce({ ...load, connections: CONNECTIONS }, ctx.warmup);
+  ctx.log(`native-soap-vs-json ${call.name}: ${ctx.duration} s with ${CONNECTIONS} connections (wrk)`);
+  const before = cpuSeconds(ctx.serverPid);
+  const result = await runWrkOnce({ ...load, connections: CONNECTIONS }, ctx.duration);
+  const after = cpuSeconds(ctx.serverPid);
+  return {
+    path: call.path,
+    requestBytes: Buffer.byteLength(call.body),
+    responseBytes: Buffer.byteLength(text),
+    requestsPerSec: result.requestsPerSec,
+    latencyP50Ms: result.latencyP50Ms,
+    latencyP99Ms: result.latencyP99Ms,
+    requests: result.requests,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    serverCpuMicrosPerRequest:
+      before === undefined || after === undefined || result.requests === 0
+        ? null
+        : round(((after - before) * 1e6) / result.requests, 1),
+  };
+}
+
+const soapVersusJson: Scenario = {
+  name: "native-soap-vs-json",
+  async setup(ctx) {
+    if (!wrkAvailable()) throw new Error("native-soap-vs-json needs wrk (apt-get install wrk): it POSTs bodies");
+    key = await nativeKey(ctx);
+    await createApplications(ctx);
+  },
+  async run(ctx) {
+    if (key === undefined) throw new Error("setup did not run");
+    const [json, soap] = calls(key);
+    if (json === undefined || soap === undefined) throw new Error("no calls");
+    const overJson = await measure(ctx, json);
+    const overSoap = await measure(ctx, soap);
+    const cpuRatio =
+      overJson.serverCpuMicrosPerRequest && overSoap.serverCpuMicrosPerRequest
+        ? round(overSoap.serverCpuMicrosPerRequest / overJson.serverCpuMicrosPerRequest)
+        : null;
+    return {
+      method: METHOD,
+      applications: APPLICATIONS,
+      connections: CONNECTIONS,
+      client: "wrk",
+      loadAverage: os.loadavg().map((value) => round(value)),
+      json: overJson,
+      soap: overSoap,
+      soapOverJsonCpuPerRequest: cpuRatio,
+      soapOverJsonTimePerRequest: round(overJson.requestsPerSec / overSoap.requestsPerSec),
+      targetRatio: TARGET_RATIO,
+      withinTarget: cpuRatio !== null && cpuRatio <= TARGET_RATIO,
+    };
+  },
+};
+
+export const NATIVE_SOAP_SCENARIOS: readonly Scenario[] = [soapVersusJson];
