@@ -227,6 +227,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       upack: upackServices,
       configuration: { ...configuration, status: configurationRuntime.status },
     },
+    config,
   });
   await registerOpenApiRoutes(app);
   return app;

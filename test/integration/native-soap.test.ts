@@ -450,3 +450,48 @@ describe("hostile XML: refused fast, as a fault or 413, never a 500", () => {
     );
   });
 });
+
+describe("every method in the registry, whoever declared it", () => {
+  const placeholder = { integer: "999999", string: "none", indicator: "N" } as const;
+
+  it.each(NATIVE_METHODS.map((method) => [method.name, method] as const))(
+    "%s: answers over SOAP what JSON answers (reads), never a server fault",
+    async (name, method) => {
+      const args = Object.fromEntries(
+        method.parameters.filter((p) => p.required).map((p) => [p.name, placeholder[p.type]]),
+      );
+      const res = await post11(envelope11(call(name, { API_Key: nativeKey, ...args })));
+      expect(XMLValidator.validate(res.body), res.body).toBe(true);
+      if (res.statusCode === 200) {
+        expect(bodyOf(res)).toHaveProperty(`${name}Response`);
+      } else {
+        fault11(res, "Client");
+      }
+      if (!/_Get/.test(name)) return;
+      const query = new URLSearchParams({ key: nativeKey, ...args });
+      const json = await t.app.inject({ method: "GET", url: `/api/json/${name}?${query.toString()}` });
+      expect(res.statusCode === 200, res.body).toBe(json.statusCode === 200);
+      if (json.statusCode !== 200) expect((bodyOf(res).Fault as Xml).faultstring).toBe(json.body);
+    },
+  );
+
+  it("the npm soap client sees every method in the WSDL", async () => {
+    const client = await createClientAsync(`${url}/api/soap?wsdl`, { disableCache: true });
+    const described = client.describe() as Record<string, Record<string, Record<string, unknown>>>;
+    const operations = Object.keys(described.NativeApi?.NativeApiSoap ?? {});
+    expect(operations).toEqual(NATIVE_METHODS.map((method) => method.name));
+  });
+});
+
+describe("WHARF_BASE_URL", () => {
+  it("is the service address in the WSDL when set", async () => {
+    const configured = await buildTestApp({ env: { WHARF_BASE_URL: "https://wharf.example/base/" } });
+    try {
+      const res = await configured.app.inject({ method: "GET", url: "/api/soap?wsdl", headers: { host: "other:1" } });
+      expect(res.body).toContain('location="https://wharf.example/base/api/soap"');
+      expect(res.body).not.toContain("other:1");
+    } finally {
+      await configured.close();
+    }
+  });
+});
