@@ -495,3 +495,14 @@ describe("WHARF_BASE_URL", () => {
     }
   });
 });
+
+describe("text XML cannot carry", () => {
+  it("control characters in stored values become U+FFFD, the answer stays well-formed", async () => {
+    const id = await r.setup("Ctl");
+    r.ok(await r.json("POST", "/api/applications/update", { id, description: "bell\u0007 and nul\u0000" }));
+    const args = { API_Key: nativeKey, Application_Id: String(id) };
+    const res = await post11(envelope11(call("Applications_GetApplication", args)));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).toContain("<Application_Description>bell\uFFFD and nul\uFFFD</Application_Description>");
+  });
+});
