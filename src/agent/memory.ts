@@ -20,6 +20,19 @@ export function keepHeapSmall(): void {
   setFlagsFromString("--semi-space-growth-factor=1");
 }
 
+/**
+ * Runs the agent's JavaScript in V8's interpreter and baseline compiler only, without the
+ * optimising compilers (Maglev, TurboFan). Their machine code is part of the node binary, and a
+ * check that runs them pages in some 6 MB of it that stays resident for good: an idle agent went
+ * from about 56 to 63 MB after its first 1,000-file check. What the agent runs is I/O, hashing and
+ * JSON (native code either way): the same check takes the same CPU time without them
+ * (bench/agent.ts). Called before the agent loads its modules.
+ */
+export function skipOptimizingCompilers(): void {
+  setFlagsFromString("--no-opt");
+  setFlagsFromString("--no-maglev");
+}
+
 export function releaseMemory(): void {
   if (collect === null) {
     try {

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { keepHeapSmall } from "../agent/memory.js";
+import { keepHeapSmall, skipOptimizingCompilers } from "../agent/memory.js";
 import { parseAgentServerUrl } from "../agent/agent-url.js";
 import { openConnection } from "../agent/connection.js";
 import { WHARF_VERSION } from "../version.js";
@@ -60,6 +60,7 @@ async function run({ values, positionals }: CommandLine<typeof OPTIONS>, ctx: Ag
 
   // Before the engine's modules load (and would grow the heap for good).
   keepHeapSmall();
+  skipOptimizingCompilers();
   const { runAgentLoop } = await import("../agent/agent-loop.js");
   const connection = openConnection({ serverUrl, key: key.trim(), version: WHARF_VERSION, ca });
   const stop = new AbortController();
