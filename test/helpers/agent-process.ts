@@ -15,7 +15,10 @@ const CACHE = path.join(ROOT, "node_modules/.cache/wharf-agent-test");
 export interface CompiledCli {
   /** The compiled src/cli/main.js. */
   readonly cli: string;
-  /** A module for `node --import` that appends every module URL the process resolves to WHARF_TEST_MODULE_LOG. */
+  /**
+   * A module for `node --import` that appends every module URL the process resolves to
+   * WHARF_TEST_MODULE_LOG, and at exit the Node modules it loaded (`node-internal <name>`).
+   */
   readonly moduleLogger: string;
   remove(): Promise<void>;
 }
@@ -50,7 +53,16 @@ export async function resolve(specifier, context, next) {
   const moduleLogger = path.join(outDir, "module-log.mjs");
   await fs.writeFile(
     moduleLogger,
-    `import { register } from "node:module";\nregister(${JSON.stringify(new URL(`file://${hooks}`).href)});\n`,
+    // At exit, also Node's own modules it loaded (as "node-internal <name>" lines), which no hook sees.
+    `import fs from "node:fs";
+import { register } from "node:module";
+register(${JSON.stringify(new URL(`file://${hooks}`).href)});
+process.once("exit", () => {
+  if (!process.env.WHARF_TEST_MODULE_LOG) return;
+  const internal = process.moduleLoadList.map((entry) => "node-internal " + entry.replace(/^NativeModule /, ""));
+  fs.appendFileSync(process.env.WHARF_TEST_MODULE_LOG, internal.join("\\n") + "\\n");
+});
+`,
   );
   return {
     cli: path.join(outDir, "src/cli/main.js"),

@@ -419,10 +419,12 @@ describe("wharf agent processes", () => {
       started.map((agent, i) => agent.waitForOutput(new RegExp(`connected to .* as server ${names[i]}`))),
     );
 
-    // The agent loads no server code: neither fastify nor better-sqlite3.
+    // The agent loads no server code (fastify, better-sqlite3), nor what an idle agent does not
+    // need: zod (the item rules: Wharf validated the items), yauzl (until a package is installed).
     const modules = await fs.readFile(moduleLog, "utf8");
     expect(modules).toMatch(/src\/drift\/engine\.js/);
-    expect(modules).not.toMatch(/node_modules\/(fastify|better-sqlite3|@fastify|undici)\//);
+    expect(modules).not.toMatch(/node_modules\/(fastify|better-sqlite3|@fastify|undici|zod|yauzl)\//);
+    expect(modules).not.toMatch(/src\/(config|drift\/items\/schema|storage\/zip)\.js/);
 
     // Empty roots: every file is missing (the roots themselves are made by the agents).
     const first = await Promise.all(names.map((name) => check(t, name)));
@@ -472,6 +474,13 @@ describe("wharf agent processes", () => {
     const stopping = performance.now();
     expect(await started[2]?.stop()).toEqual({ code: 0, signal: null });
     expect(performance.now() - stopping).toBeLessThan(2000);
+
+    // Nor Node's own copy of undici (which `import "node:http"` loads through http.WebSocket):
+    // the module logger lists Node's modules when the agent exits.
+    expect(await started[0]?.stop()).toEqual({ code: 0, signal: null });
+    const internal = await fs.readFile(moduleLog, "utf8");
+    expect(internal).toMatch(/^node-internal (internal\/)?http/m);
+    expect(internal).not.toMatch(/^node-internal .*undici/m);
   });
 
   it("answers InedoCore's Remediate drift flow for an agent server: drifted after 3 s, remediated, current", async () => {
