@@ -412,7 +412,8 @@ describe("wharf agent processes", () => {
       start(
         name,
         keys[i] ?? "",
-        i === 0 ? { nodeArgs: ["--import", compiled.moduleLogger], env: { WHARF_TEST_MODULE_LOG: moduleLog } } : {},
+        // The last: it is stopped at the end, when the logger adds Node's own modules.
+        i === 2 ? { nodeArgs: ["--import", compiled.moduleLogger], env: { WHARF_TEST_MODULE_LOG: moduleLog } } : {},
       ),
     );
     await Promise.all(
@@ -476,8 +477,7 @@ describe("wharf agent processes", () => {
     expect(performance.now() - stopping).toBeLessThan(2000);
 
     // Nor Node's own copy of undici (which `import "node:http"` loads through http.WebSocket):
-    // the module logger lists Node's modules when the agent exits.
-    expect(await started[0]?.stop()).toEqual({ code: 0, signal: null });
+    // the module logger listed Node's modules when that agent exited.
     const internal = await fs.readFile(moduleLog, "utf8");
     expect(internal).toMatch(/^node-internal (internal\/)?http/m);
     expect(internal).not.toMatch(/^node-internal .*undici/m);
