@@ -348,6 +348,7 @@ describe("faults", () => {
       /^The envelope is not well-formed XML: /,
     );
     expect(fault11(await post11(envelope11("")), "Client")).toBe("The envelope's Body holds no method element.");
+    expect(fault11(await post11(""), "Client")).toBe("The request has no body: send a SOAP envelope.");
     const json = await t.app.inject({ method: "POST", url: "/api/soap", payload: { API_Key: nativeKey } });
     expect(json.statusCode).toBe(415);
     expect(json.headers["x-wharf-error"]).toBe("SOAP_MEDIA_TYPE");

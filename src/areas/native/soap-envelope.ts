@@ -54,11 +54,13 @@ type XmlNode = Record<string, unknown>;
 
 /** Reads `text` sent as `protocol`; throws DomainError (invalid, or a SOAP fault code) naming what is wrong. */
 export function readEnvelope(text: string, protocol: SoapProtocol): SoapCall {
+  if (text.trim() === "") throw invalid("SOAP_NO_ENVELOPE", "The request has no body: send a SOAP envelope.");
   checkEnvelopeText(text);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     const { msg, line, col } = valid.err;
-    throw invalid("SOAP_MALFORMED", `The envelope is not well-formed XML: ${msg} (line ${line}, column ${col}).`);
+    const where = typeof line === "number" && typeof col === "number" ? ` (line ${line}, column ${col})` : "";
+    throw invalid("SOAP_MALFORMED", `The envelope is not well-formed XML: ${msg.replace(/\.$/, "")}${where}.`);
   }
   let document: XmlNode;
   try {
