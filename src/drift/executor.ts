@@ -53,7 +53,8 @@ export interface ProcessInfo {
   readonly command: string;
 }
 
-export type ExecutorErrorCode = "OUTSIDE_ROOT" | "NOT_FOUND" | "NOT_A_DIRECTORY" | "TOO_LARGE" | "UNREACHABLE" | "FAILED";
+export type ExecutorErrorCode =
+  "OUTSIDE_ROOT" | "NOT_FOUND" | "NOT_A_DIRECTORY" | "TOO_LARGE" | "UNREACHABLE" | "FAILED";
 
 /** What an executor throws; `message` names the item path (never content) and says what went wrong. */
 export class ExecutorError extends Error {

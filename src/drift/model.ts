@@ -69,7 +69,13 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
  */
 export interface PackageSource {
   /** The exact version (`latest`: the highest) and the files under package/ with size and SHA-256; undefined when none. */
-  resolve(feed: string, group: string, name: string, version: string, signal: AbortSignal): Promise<ResolvedPackage | undefined>;
+  resolve(
+    feed: string,
+    group: string,
+    name: string,
+    version: string,
+    signal: AbortSignal,
+  ): Promise<ResolvedPackage | undefined>;
   /** The .upack file's bytes. */
   open(feed: string, group: string, name: string, version: string, signal: AbortSignal): Promise<Readable>;
 }
