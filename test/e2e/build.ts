@@ -30,6 +30,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await fs.mkdir(CACHE, { recursive: true });
   await removeLeftBehind();
   const outDir = await fs.mkdtemp(path.join(CACHE, "run-"));
+  await compileSources(outDir);
+  project.provide("wharfCli", path.join(outDir, "src/cli/main.js"));
+  return () => fs.rm(outDir, { recursive: true, force: true });
+}
+
+/** Compiles every file of src/ into `outDir` (as `outDir/src/...`), types stripped. */
+export async function compileSources(outDir: string): Promise<void> {
   const sources = (await fs.readdir(path.join(ROOT, "src"), { recursive: true }))
     .filter((file) => file.endsWith(".ts"))
     .map((file) => path.join(ROOT, "src", file));
@@ -43,8 +50,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     tsconfig: path.join(ROOT, "tsconfig.build.json"),
     logLevel: "warning",
   });
-  project.provide("wharfCli", path.join(outDir, "src/cli/main.js"));
-  return () => fs.rm(outDir, { recursive: true, force: true });
 }
 
 async function removeLeftBehind(): Promise<void> {

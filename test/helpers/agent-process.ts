@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { compileSources } from "../e2e/build.js";
 
 /**
  * Real `wharf agent` processes for tests and benchmarks: src/ compiled once (as test/e2e/build.ts
@@ -26,19 +26,7 @@ export interface CompiledCli {
 export async function compileCli(): Promise<CompiledCli> {
   await fs.mkdir(CACHE, { recursive: true });
   const outDir = await fs.mkdtemp(path.join(CACHE, "run-"));
-  const sources = (await fs.readdir(path.join(ROOT, "src"), { recursive: true }))
-    .filter((file) => file.endsWith(".ts"))
-    .map((file) => path.join(ROOT, "src", file));
-  await build({
-    entryPoints: sources,
-    outbase: ROOT,
-    outdir: outDir,
-    format: "esm",
-    platform: "node",
-    target: "es2022",
-    tsconfig: path.join(ROOT, "tsconfig.build.json"),
-    logLevel: "warning",
-  });
+  await compileSources(outDir);
   const hooks = path.join(outDir, "module-log-hooks.mjs");
   await fs.writeFile(
     hooks,
