@@ -1,0 +1,296 @@
+import { createHash, randomUUID } from "node:crypto";
+import { lstat, readdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
+import { invalid } from "../domain/errors.js";
+import type { BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
+import { azureFailure, isAzureNotFound } from "./azure-errors.js";
+import { createFileBlobStore } from "./file-blob-store.js";
+
+const ADDRESS = /^[0-9a-f]{64}$/;
+const MiB = 1024 * 1024;
+/** Azure allows up to 50,000 blocks of up to 4000 MiB; 8 MiB blocks reach 390 GiB, far past any package. */
+const DEFAULT_BLOCK_BYTES = 8 * MiB;
+/** How long a summed totalBytes is trusted when this instance wrote nothing (other nodes may have). */
+const TOTAL_BYTES_MAX_AGE_MS = 30_000;
+const LIST_PAGE_SIZE = 5000;
+
+export interface AzureBlobStoreOptions {
+  /** The seed's `ConnectionString`: account, key (or SAS) and endpoint. Never logged nor repeated in errors. */
+  readonly connectionString: string;
+  /** The seed's `ContainerName`; created on the first put when missing. */
+  readonly containerName: string;
+  /** The seed's `TargetPath`: a folder inside the container ("" or undefined: the container's root). */
+  readonly targetPath?: string;
+  /**
+   * A local folder for the spool: each put is written (and hashed) here first, because a blob's
+   * name is its SHA-256, known only after the last byte. Must not be shared with another store.
+   */
+  readonly tempDir: string;
+  /** Size of the staged blocks; tests use small ones to exercise several blocks. */
+  readonly blockBytes?: number;
+  /** Passed to the SDK (retries, for instance). */
+  readonly pipeline?: StoragePipelineOptions;
+}
+
+/**
+ * The BlobStore on an Azure blob container (the seed's Azure package store), through the official
+ * SDK. Blobs are block blobs named `<TargetPath>/blobs/<sha256>`.
+ *
+ * A put streams into a local spool (a file blob store under `tempDir`, which gives the same
+ * hashing, size limit, digest checks and abort handling as the filesystem store), then stages
+ * the file as blocks, each with its MD5 for Azure to verify, and commits the block list: uncommitted
+ * blocks are invisible, so a blob is either wholly present or absent, and Azure discards blocks
+ * never committed (after a week) on its own. The spool copy is removed once the blob is committed.
+ */
+export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore {
+  const container = containerClient(options);
+  const prefix = `${normalizeTargetPath(options.targetPath)}blobs/`;
+  const blockBytes = options.blockBytes ?? DEFAULT_BLOCK_BYTES;
+  const spool = createFileBlobStore(options.tempDir);
+  const blobClient = (sha256: string) => container.getBlockBlobClient(`${prefix}${sha256}`);
+
+  /** Puts in this process holding the spool copy of an address: it is removed when the last one is done. */
+  const spoolHolds = new Map<string, number>();
+  /** Uploads running in this process, by address: concurrent puts of the same bytes share one. */
+  const uploads = new Map<string, Promise<void>>();
+  let containerReady: Promise<void> | undefined;
+  let totalCache: { bytes: number; at: number } | undefined;
+
+  function ensureContainer() {
+    containerReady ??= container.createIfNotExists().then(
+      () => undefined,
+      (error: unknown) => {
+        containerReady = undefined;
+        throw azureFailure(`creating the container ${options.containerName}`, error);
+      },
+    );
+    return containerReady;
+  }
+
+  async function put(source: Readable | AsyncIterable<Uint8Array>, putOptions: PutOptions = {}): Promise<BlobInfo> {
+    const { signal } = putOptions;
+    let held: string | undefined;
+    try {
+      const info = await spool.put(source, {
+        ...putOptions,
+        beforePublish: async (sha256) => {
+          await putOptions.beforePublish?.(sha256);
+          // Held before the spool looks for its own copy, so no other put's cleanup removes it.
+          spoolHolds.set(sha256, (spoolHolds.get(sha256) ?? 0) + 1);
+          held = sha256;
+        },
+      });
+      signal?.throwIfAborted();
+      let upload = uploads.get(info.sha256);
+      if (!upload) {
+        upload = publish(info, signal).finally(() => uploads.delete(info.sha256));
+        uploads.set(info.sha256, upload);
+      }
+      await upload;
+      return info;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw error;
+    } finally {
+      if (held !== undefined) await releaseSpool(held);
+    }
+  }
+
+  async function releaseSpool(sha256: string) {
+    const left = (spoolHolds.get(sha256) ?? 1) - 1;
+    if (left > 0) {
+      spoolHolds.set(sha256, left);
+      return;
+    }
+    spoolHolds.delete(sha256);
+    await spool.delete(sha256);
+  }
+
+  /** Uploads the spooled blob unless Azure already has it (same name, same size: the same bytes). */
+  async function publish(info: BlobInfo, signal: AbortSignal | undefined) {
+    const existing = await statBlob(info.sha256);
+    if (existing?.size === info.size) return;
+    await ensureContainer();
+    const reader = await spool.openReader(info.sha256);
+    if (!reader) throw new Error(`the spooled copy of ${info.sha256} is missing`);
+    const client = blobClient(info.sha256);
+    // Same length for every block of one upload (Azure requires it); unique per upload so that two
+    // nodes uploading the same blob never commit each other's blocks.
+    const uploadId = randomUUID().replaceAll("-", "");
+    const blockIds: string[] = [];
+    const wholeMd5 = createHash("md5");
+    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(blockBytes, info.size)));
+    try {
+      for (let offset = 0; offset < info.size; offset += blockBytes) {
+        const length = await readFully(reader, buffer, offset, Math.min(blockBytes, info.size - offset));
+        const block = buffer.subarray(0, length);
+        const md5 = createHash("md5").update(block).digest();
+        wholeMd5.update(block);
+        const blockId = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
+        await client
+          .stageBlock(blockId, block, length, { transactionalContentMD5: md5, abortSignal: signal })
+          .catch((error: unknown) => {
+            throw azureFailure(`uploading block ${blockIds.length + 1} of ${info.sha256}`, error);
+          });
+        blockIds.push(blockId);
+      }
+      await client
+        .commitBlockList(blockIds, {
+          blobHTTPHeaders: { blobContentType: "application/octet-stream", blobContentMD5: wholeMd5.digest() },
+          abortSignal: signal,
+        })
+        .catch((error: unknown) => {
+          throw azureFailure(`committing ${info.sha256}`, error);
+        });
+      totalCache = undefined;
+    } finally {
+      await reader.close();
+    }
+  }
+
+  async function statBlob(sha256: string): Promise<{ size: number } | undefined> {
+    if (!ADDRESS.test(sha256)) return undefined;
+    try {
+      const properties = await blobClient(sha256).getProperties();
+      return { size: properties.contentLength ?? 0 };
+    } catch (error) {
+      if (isAzureNotFound(error)) return undefined;
+      throw azureFailure(`reading the properties of ${sha256}`, error);
+    }
+  }
+
+  async function openBlob(sha256: string, range?: { start: number; end: number }): Promise<Readable | undefined> {
+    if (!ADDRESS.test(sha256)) return undefined;
+    const count = range ? range.end - range.start + 1 : undefined;
+    if (count !== undefined && count <= 0) {
+      return (await statBlob(sha256)) ? Readable.from([]) : undefined;
+    }
+    try {
+      const response = await blobClient(sha256).download(range?.start ?? 0, count);
+      const body = response.readableStreamBody;
+      if (!body) return Readable.from([]);
+      return body instanceof Readable ? body : Readable.from(body);
+    } catch (error) {
+      if (isAzureNotFound(error)) return undefined;
+      // An empty blob has no byte 0: Azure answers 416 to a download from offset 0 of nothing.
+      if ((error as { statusCode?: number }).statusCode === 416 && !range) {
+        return (await statBlob(sha256)) ? Readable.from([]) : undefined;
+      }
+      throw azureFailure(`downloading ${sha256}`, error);
+    }
+  }
+
+  async function deleteBlob(sha256: string) {
+    if (!ADDRESS.test(sha256)) return;
+    try {
+      await blobClient(sha256).deleteIfExists();
+      totalCache = undefined;
+    } catch (error) {
+      if (isAzureNotFound(error)) return; // the container itself is missing
+      throw azureFailure(`deleting ${sha256}`, error);
+    }
+  }
+
+  /** Every blob under the prefix with its size; nothing when the container does not exist yet. */
+  async function* listSized(): AsyncIterable<{ sha256: string; size: number }> {
+    try {
+      for await (const page of container.listBlobsFlat({ prefix }).byPage({ maxPageSize: LIST_PAGE_SIZE })) {
+        for (const item of page.segment.blobItems) {
+          const name = item.name.slice(prefix.length);
+          // Only names this store writes count; anything else in the folder is not a blob.
+          if (ADDRESS.test(name)) yield { sha256: name, size: item.properties.contentLength ?? 0 };
+        }
+      }
+    } catch (error) {
+      if (isAzureNotFound(error)) return;
+      throw azureFailure(`listing the container ${options.containerName}`, error);
+    }
+  }
+
+  async function* list(): AsyncIterable<string> {
+    for await (const { sha256 } of listSized()) yield sha256;
+  }
+
+  async function totalBytes() {
+    if (totalCache && Date.now() - totalCache.at < TOTAL_BYTES_MAX_AGE_MS) return totalCache.bytes;
+    const at = Date.now();
+    let bytes = 0;
+    for await (const { size } of listSized()) bytes += size;
+    totalCache = { bytes, at };
+    return bytes;
+  }
+
+  async function clearStaleTemporaryFiles(): Promise<TemporaryFiles> {
+    // The spool's temporary files, and spooled copies a crash left before their upload ended:
+    // their puts never returned, so nothing refers to them. Uncommitted blocks on Azure's side
+    // are invisible and expire there.
+    const cleared = { files: 0, bytes: 0 };
+    for (const file of await filesUnder(options.tempDir)) {
+      cleared.files++;
+      cleared.bytes += file.size;
+    }
+    await rm(options.tempDir, { recursive: true, force: true });
+    return cleared;
+  }
+
+  return { put, stat: statBlob, open: openBlob, delete: deleteBlob, list, totalBytes, clearStaleTemporaryFiles };
+}
+
+function containerClient(options: AzureBlobStoreOptions): ContainerClient {
+  let service: BlobServiceClient;
+  try {
+    service = BlobServiceClient.fromConnectionString(options.connectionString, options.pipeline);
+  } catch {
+    // The SDK's message may quote the connection string, key included: never repeat it.
+    throw invalid(
+      "AZURE_CONNECTION_STRING_INVALID",
+      "ConnectionString is not a valid Azure storage connection string (it needs AccountName and AccountKey with BlobEndpoint or EndpointSuffix, or a SAS).",
+    );
+  }
+  if (!/^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/.test(options.containerName)) {
+    throw invalid(
+      "AZURE_CONTAINER_NAME_INVALID",
+      "ContainerName must be 3 to 63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit.",
+    );
+  }
+  return service.getContainerClient(options.containerName);
+}
+
+/** "" or "a/b/" for a TargetPath of "a/b", "/a/b/" or "a\\b". */
+function normalizeTargetPath(targetPath: string | undefined) {
+  const parts = (targetPath ?? "").split(/[/\\]+/).filter((part) => part !== "");
+  if (parts.some((part) => part === "." || part === "..")) {
+    throw invalid("AZURE_TARGET_PATH_INVALID", "TargetPath must not contain '.' or '..' segments.");
+  }
+  return parts.length === 0 ? "" : `${parts.join("/")}/`;
+}
+
+/** Reads exactly `length` bytes at `position` (a spooled file does not shrink under its holder). */
+async function readFully(
+  reader: { read(target: Buffer, position: number): Promise<number> },
+  buffer: Buffer,
+  position: number,
+  length: number,
+) {
+  let filled = 0;
+  while (filled < length) {
+    const read = await reader.read(buffer.subarray(filled, length), position + filled);
+    if (read === 0) throw new Error(`the spooled file ended ${length - filled} bytes early`);
+    filled += read;
+  }
+  return filled;
+}
+
+async function filesUnder(dir: string) {
+  try {
+    const found = await readdir(dir, { withFileTypes: true, recursive: true });
+    return await Promise.all(
+      found.filter((entry) => entry.isFile()).map((entry) => lstat(path.join(entry.parentPath, entry.name))),
+    );
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+}

@@ -1,0 +1,269 @@
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DomainError } from "../../src/domain/errors.js";
+import { createAzureBlobStore } from "../../src/storage/azure-blob-store.js";
+import type { BlobStore } from "../../src/storage/blob-store.js";
+import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
+import { describeBlobStoreContract } from "./blob-store.contract.js";
+
+let azurite: AzuriteServer;
+beforeAll(async () => {
+  azurite = await startAzurite();
+}, 30_000);
+afterAll(async () => {
+  await azurite?.stop();
+});
+
+/** Every file under the spool folder: a finished or failed put leaves none. */
+async function filesUnder(dir: string) {
+  try {
+    return (await readdir(dir, { withFileTypes: true, recursive: true })).filter((entry) => entry.isFile()).length;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+}
+
+/** A store on a container of its own, so that every test starts empty. */
+async function makeStore(options: { blockBytes?: number; targetPath?: string } = {}) {
+  const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+  const containerName = `wharf-${randomUUID()}`;
+  const store = createAzureBlobStore({
+    connectionString: azurite.connectionString(),
+    containerName,
+    targetPath: options.targetPath ?? "packages/feed",
+    tempDir,
+    ...options,
+  });
+  const service = BlobServiceClient.fromConnectionString(azurite.connectionString());
+  return {
+    store,
+    tempDir,
+    container: service.getContainerClient(containerName),
+    cleanup: async () => {
+      await service.getContainerClient(containerName).deleteIfExists();
+      await rm(tempDir, { recursive: true, force: true });
+    },
+  };
+}
+
+describeBlobStoreContract("azure (azurite)", async () => {
+  const made = await makeStore();
+  return { store: made.store, cleanup: made.cleanup, tempFileCount: () => filesUnder(made.tempDir) };
+});
+
+describe("azure blob store specifics", { timeout: 20_000 }, () => {
+  let made: Awaited<ReturnType<typeof makeStore>>;
+  let store: BlobStore;
+  beforeEach(async () => {
+    made = await makeStore({ blockBytes: 64 * 1024 });
+    store = made.store;
+  });
+  afterEach(async () => {
+    await made.cleanup();
+  });
+
+  const sha256 = (content: Buffer) => createHash("sha256").update(content).digest("hex");
+  async function readAll(stream: Readable | undefined) {
+    if (!stream) throw new Error("absent");
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  it("names blobs <TargetPath>/blobs/<sha256> as committed block blobs of several blocks", async () => {
+    const content = randomBytes(200_000);
+    const info = await store.put(Readable.from([content]));
+    const blob = made.container.getBlockBlobClient(`packages/feed/blobs/${info.sha256}`);
+    const blocks = await blob.getBlockList("all");
+    expect(blocks.committedBlocks?.map((block) => block.size)).toEqual([65536, 65536, 65536, 200_000 - 3 * 65536]);
+    expect(blocks.uncommittedBlocks).toEqual([]);
+    const properties = await blob.getProperties();
+    expect(properties.contentMD5 && Buffer.from(properties.contentMD5).toString("hex")).toBe(
+      createHash("md5").update(content).digest("hex"),
+    );
+  });
+
+  it("reads a range across block boundaries, and single bytes at either end", async () => {
+    const content = randomBytes(300_000);
+    const { sha256: address } = await store.put(Readable.from([content]));
+    const range = { start: 65_000, end: 140_000 };
+    expect((await readAll(await store.open(address, range))).equals(content.subarray(range.start, range.end + 1))).toBe(
+      true,
+    );
+    expect(await readAll(await store.open(address, { start: 0, end: 0 }))).toEqual(content.subarray(0, 1));
+    expect(await readAll(await store.open(address, { start: 299_999, end: 299_999 }))).toEqual(
+      content.subarray(299_999),
+    );
+  });
+
+  it("sends each block's MD5, which azurite checks: a block with a wrong one is refused", async () => {
+    // The store's own requests carry transactionalContentMD5 (proved by azurite accepting the
+    // blocks above); here, that the emulator really checks it, so that the test means something.
+    const blob = made.container.getBlockBlobClient("probe");
+    await made.container.createIfNotExists();
+    const block = randomBytes(1000);
+    const wrongMd5 = createHash("md5").update(randomBytes(10)).digest();
+    const id = Buffer.from("block-000001").toString("base64");
+    await expect(blob.stageBlock(id, block, block.length, { transactionalContentMD5: wrongMd5 })).rejects.toMatchObject(
+      {
+        statusCode: 400,
+      },
+    );
+    const rightMd5 = createHash("md5").update(block).digest();
+    await blob.stageBlock(id, block, block.length, { transactionalContentMD5: rightMd5 });
+  });
+
+  it("sends each block's MD5: a block corrupted on the way is refused, the put fails and nothing is visible", async () => {
+    const proxy = await corruptingProxy(azurite.port);
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    try {
+      const throughProxy = createAzureBlobStore({
+        connectionString: azurite.connectionString().replace(`:${azurite.port}/`, `:${proxy.port}/`),
+        containerName: made.container.containerName,
+        targetPath: "packages/feed",
+        tempDir,
+        blockBytes: 64 * 1024,
+      });
+      const content = randomBytes(150_000);
+      const failure = await throughProxy.put(Readable.from([content])).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: "AZURE_REQUEST_FAILED", kind: "bad_gateway" });
+      expect((failure as Error).message).toMatch(/400/);
+      expect(proxy.blockMd5s.length).toBeGreaterThan(0);
+      expect(proxy.blockMd5s.every((md5) => md5?.length === 24)).toBe(true);
+      expect(await store.stat(sha256(content))).toBeUndefined();
+      expect(await filesUnder(tempDir)).toBe(0);
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
+      await new Promise((resolve) => proxy.server.close(resolve));
+    }
+  });
+
+  it("refuses a wrong account key with a clear error that does not contain either key", async () => {
+    const wrongKey = randomBytes(64).toString("base64");
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    try {
+      const refused = createAzureBlobStore({
+        connectionString: azurite.connectionString(wrongKey),
+        containerName: "wharf-wrong-key",
+        tempDir,
+        pipeline: { retryOptions: { maxTries: 1 } },
+      });
+      const failure = await refused.put(Readable.from([randomBytes(100)])).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DomainError);
+      expect(failure).toMatchObject({ code: "AZURE_AUTHENTICATION_FAILED", kind: "bad_gateway" });
+      const text = `${(failure as Error).message} ${JSON.stringify(failure)} ${String((failure as Error).cause)}`;
+      expect((failure as Error).message).toMatch(/AccountKey/);
+      expect(text).not.toContain(wrongKey);
+      expect(text).not.toContain(azurite.connectionString().split("AccountKey=")[1]?.split(";")[0]);
+      const statFailure = await refused.stat("0".repeat(64)).catch((error: unknown) => error);
+      expect(statFailure).toMatchObject({ code: "AZURE_AUTHENTICATION_FAILED" });
+      expect(await filesUnder(tempDir)).toBe(0);
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a malformed connection string without repeating it", () => {
+    const secret = "NotAKeyButSecret123";
+    let failure: unknown;
+    try {
+      createAzureBlobStore({
+        connectionString: `garbage;AccountKey=${secret}`,
+        containerName: "x-y-z",
+        tempDir: "/tmp/x",
+      });
+    } catch (error) {
+      failure = error;
+    }
+    expect(failure).toMatchObject({ code: "AZURE_CONNECTION_STRING_INVALID", kind: "invalid" });
+    expect((failure as Error).message).not.toContain(secret);
+  });
+
+  it("leaves no visible blob when the put is interrupted between staged blocks", async () => {
+    const content = randomBytes(400_000);
+    const controller = new AbortController();
+    let staged = 0;
+    // Abort once Azure holds a few uncommitted blocks of this blob.
+    const address = sha256(content);
+    const blob = made.container.getBlockBlobClient(`packages/feed/blobs/${address}`);
+    const watcher = (async () => {
+      for (;;) {
+        const list = await blob.getBlockList("uncommitted").catch(() => undefined);
+        staged = list?.uncommittedBlocks?.length ?? 0;
+        if (staged >= 2) {
+          controller.abort(new Error("interrupted"));
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    })();
+    const outcome = await store.put(Readable.from([content]), { signal: controller.signal }).then(
+      () => "stored",
+      (error: unknown) => (error as Error).message,
+    );
+    await watcher;
+    // Either the abort came between blocks (the usual case) or the put had already finished.
+    if (outcome !== "stored") {
+      expect(outcome).toBe("interrupted");
+      expect(await store.stat(address)).toBeUndefined();
+      expect(await store.open(address)).toBeUndefined();
+      const listed: string[] = [];
+      for await (const name of store.list()) listed.push(name);
+      expect(listed).toEqual([]);
+      expect(staged).toBeGreaterThanOrEqual(2);
+    }
+    expect(await filesUnder(made.tempDir)).toBe(0);
+    // A later put of the same bytes commits only its own blocks.
+    const info = await store.put(Readable.from([content]));
+    expect((await readAll(await store.open(info.sha256))).equals(content)).toBe(true);
+  });
+
+  it("ignores other blobs in the container and outside its TargetPath", async () => {
+    const info = await store.put(Readable.from([randomBytes(100)]));
+    for (const name of ["packages/feed/blobs/readme.txt", `other/blobs/${sha256(randomBytes(5))}`]) {
+      await made.container.getBlockBlobClient(name).upload("x", 1);
+    }
+    const listed: string[] = [];
+    for await (const name of store.list()) listed.push(name);
+    expect(listed).toEqual([info.sha256]);
+    expect(await store.totalBytes()).toBe(100);
+  });
+});
+
+/**
+ * A reverse proxy to azurite that records each Put Block's Content-MD5 and flips one byte in the
+ * body of the second block (same length, so the signature, which does not cover the body, holds).
+ */
+async function corruptingProxy(targetPort: number) {
+  const blockMd5s: Array<string | undefined> = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === "PUT" && req.url?.includes("comp=block&")) {
+        blockMd5s.push(req.headers["content-md5"] as string | undefined);
+        if (blockMd5s.length === 2 && body.length > 0) body[0] = (body[0] ?? 0) ^ 0xff;
+      }
+      const upstream = request(
+        { host: "127.0.0.1", port: targetPort, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on("error", () => res.destroy());
+      upstream.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as AddressInfo).port, blockMd5s };
+}
