@@ -43,6 +43,8 @@ import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
 import { createJobRunner } from "./jobs/runner.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
+import { storageGcRoutes } from "./areas/storage-gc/routes.js";
+import { createGarbageCollector, GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
@@ -165,6 +167,27 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
   const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
   const shared = { db: deps.db, blobs: deps.blobs, keeper, clock, config, feeds };
+  // Blob garbage collection: through the keeper, so that it never deletes what an upload holds.
+  const collector = createGarbageCollector({
+    blobs: deps.blobs,
+    isReferenced: blobReferenceCheck(deps.db),
+    discardIfUnused: (sha256) => keeper.discardIfUnused(sha256),
+    clock,
+    graceMs: GC_GRACE_MS,
+    onDeleted: () => metrics.forgetBlobStoreBytes(),
+  });
+  await app.register(storageGcRoutes, { collector });
+  const stopGc = scheduleGarbageCollection(collector, config.gcIntervalMs, {
+    onResult: (result) => {
+      const { examined, deleted, bytesFreed } = result;
+      if (deleted > 0) app.log.info({ examined, deleted, bytesFreed }, "garbage collection deleted unreferenced blobs");
+    },
+    onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
+  });
+  app.addHook("onClose", (_instance, done) => {
+    stopGc();
+    done();
+  });
   const endpoints = createEndpointsServices(shared);
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports

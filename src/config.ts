@@ -61,6 +61,8 @@ export interface Config {
   readonly outboundProxy: ProxySettings | undefined;
   /** How long an unfinished multipart asset upload is kept before its parts are removed. */
   readonly multipartMaxAgeMs: number;
+  /** How often blob garbage collection runs (storage/garbage-collector.ts); 0 = never on its own. */
+  readonly gcIntervalMs: number;
   /** Entries an uploaded archive (package upload or import, asset directory import) may hold. */
   readonly archiveMaxEntries: number;
   /** How many times its own size an uploaded archive may expand to (storage/archives.ts). */
@@ -245,6 +247,13 @@ const envSchema = z.object({
     .transform(Number)
     .refine((hours) => hours > 0 && hours <= 24 * 365, "must be more than 0 and at most 8760 (a year)")
     .default(24),
+  // Below setInterval's limit (about 24.8 days).
+  WHARF_GC_INTERVAL_HOURS: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of hours (0 = off)")
+    .transform(Number)
+    .refine((hours) => hours <= 500, "must be at most 500 (0 = off)")
+    .default(24),
   // Capped where stored packages are still read (storage/archives.ts DEFAULT_ARCHIVE_LIMITS).
   WHARF_ARCHIVE_MAX_ENTRIES: wholeNumber(1, 100_000).default(10_000),
   WHARF_ARCHIVE_MAX_RATIO: wholeNumber(10, 1000).default(100),
@@ -365,6 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     fetchMaxBytes: v.WHARF_FETCH_MAX_BYTES ?? v.WHARF_MAX_UPLOAD_BYTES,
     outboundProxy: proxy.settings,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
+    gcIntervalMs: Math.round(v.WHARF_GC_INTERVAL_HOURS * 3_600_000),
     archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
     archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,
     archiveMaxSeconds: v.WHARF_ARCHIVE_MAX_SECONDS,

@@ -46,7 +46,7 @@ export function registerMetrics(
   app: FastifyInstance,
   blobs: BlobStore,
   others: readonly Metric[] = [],
-): RequestMetrics {
+): RequestMetrics & { readonly forgetBlobStoreBytes: () => void } {
   const registry = new Registry();
   // Metrics other parts keep themselves (sign-ins: areas/security/auth-metrics.ts).
   for (const metric of others) registry.registerMetric(metric);
@@ -95,7 +95,11 @@ export function registerMetrics(
     },
   });
 
-  const metrics: RequestMetrics = {
+  const metrics: RequestMetrics & { readonly forgetBlobStoreBytes: () => void } = {
+    // Garbage collection deleted blobs: the next scrape measures the store again.
+    forgetBlobStoreBytes: () => {
+      cachedSize = undefined;
+    },
     record({ method, route, status, seconds, bytesIn, bytesOut, replayed }) {
       const labels = { method, route, status: String(status) };
       requests.inc(labels);

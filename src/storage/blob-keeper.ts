@@ -30,8 +30,11 @@ export interface BlobKeeper {
    * content removed it first.
    */
   hold(sha256: string): Promise<() => void>;
-  /** Deletes the blob when nothing references it and no upload holds it; otherwise leaves it. */
-  discardIfUnused(sha256: string): Promise<void>;
+  /**
+   * Deletes the blob when nothing references it and no upload holds it; otherwise leaves it.
+   * Resolves true when this call deleted it (garbage collection counts what it freed).
+   */
+  discardIfUnused(sha256: string): Promise<boolean>;
 }
 
 export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string) => Promise<boolean>): BlobKeeper {
@@ -96,13 +99,14 @@ export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string
 
     async discardIfUnused(sha256) {
       const before = epoch;
-      if (held.has(sha256) || deleting.has(sha256)) return;
-      if (await isReferenced(sha256)) return;
+      if (held.has(sha256) || deleting.has(sha256)) return false;
+      if (await isReferenced(sha256)) return false;
       // Another upload may have taken (and even committed and released) it while we looked.
-      if (epoch !== before || held.has(sha256) || deleting.has(sha256)) return;
+      if (epoch !== before || held.has(sha256) || deleting.has(sha256)) return false;
       const deletion = blobs.delete(sha256).finally(() => deleting.delete(sha256));
       deleting.set(sha256, deletion);
       await deletion;
+      return true;
     },
   };
 }

@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { invalid } from "../../domain/errors.js";
+import { AUTH_ERRORS } from "../security/http.js";
+import { ADMINISTER } from "../security/model.js";
+import { errorText } from "../security/schemas.js";
+import type { GarbageCollector } from "../../storage/garbage-collector.js";
+
+const gcQuery = z.object({ dryRun: z.string().optional() }).passthrough();
+
+const resultSchema = z.object({
+  dryRun: z.boolean(),
+  examined: z.number(),
+  unreferenced: z.number(),
+  inGracePeriod: z.number(),
+  deleted: z.number(),
+  bytesFreed: z.number(),
+  blobs: z.array(z.object({ sha256: z.string(), size: z.number() })),
+  durationMs: z.number(),
+});
+
+/** `?dryRun=` as true or false (absent: false); anything else is a 400 naming the parameter. */
+function dryRunOf(value: string | undefined): boolean {
+  if (value === undefined || value === "" || value.toLowerCase() === "false") return false;
+  if (value.toLowerCase() === "true") return true;
+  throw invalid("INVALID_DRY_RUN", "The dryRun parameter must be true or false.");
+}
+
+/**
+ * Blob garbage collection on demand: `POST /api/storage/gc?dryRun=true|false`, for full-control
+ * System keys and administrators (Admin_ConfigureProGet). Answers the collection's result: blobs
+ * examined, unreferenced, still in their grace period, deleted (or that a dry run would delete)
+ * with their sizes, and the bytes freed. 409 `GC_RUNNING` while another collection runs.
+ */
+export const storageGcRoutes: FastifyPluginAsync<{ collector: GarbageCollector }> = async (app, { collector }) => {
+  app.withTypeProvider<ZodTypeProvider>().route({
+    method: "POST",
+    url: "/api/storage/gc",
+    schema: {
+      summary: "Delete blobs nothing references (garbage collection)",
+      description:
+        "A blob goes once two collections at least an hour apart saw it unreferenced and, right before the " +
+        "delete, no row names it and no upload holds it. `dryRun=true` lists what would go and deletes nothing.",
+      tags: ["feeds"],
+      querystring: gcQuery,
+      response: { 200: resultSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText },
+    },
+    config: { access: { need: ADMINISTER } },
+    handler: async (request) => {
+      const result = await collector.collect({ dryRun: dryRunOf(request.query.dryRun) });
+      return { ...result, blobs: [...result.blobs] };
+    },
+  });
+};

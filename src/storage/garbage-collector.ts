@@ -1,0 +1,162 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Clock } from "../domain/clock.js";
+import { DomainError } from "../domain/errors.js";
+import type { BlobStore } from "./blob-store.js";
+
+/** One blob that a collection deleted, or would delete in a dry run. */
+export interface CollectedBlob {
+  readonly sha256: string;
+  readonly size: number;
+}
+
+/** What one collection did (or, in a dry run, would do). */
+export interface CollectionResult {
+  readonly dryRun: boolean;
+  /** Blobs listed by the store. */
+  readonly examined: number;
+  /** Blobs no row references right now (garbage, whether old enough to delete or not). */
+  readonly unreferenced: number;
+  /** Unreferenced blobs kept because they were not yet seen unreferenced for the grace period. */
+  readonly inGracePeriod: number;
+  /** Deleted (or, in a dry run, that would be deleted). */
+  readonly deleted: number;
+  readonly bytesFreed: number;
+  readonly blobs: readonly CollectedBlob[];
+  readonly durationMs: number;
+}
+
+export interface GarbageCollectorDeps {
+  readonly blobs: BlobStore;
+  /** Whether a row keeps the blob alive (blobReferenceCheck: the `blob_references` view). */
+  readonly isReferenced: (sha256: string) => Promise<boolean>;
+  /**
+   * Deletes the blob unless a row references it or an upload holds it, checked right before the
+   * delete, and says whether it deleted it: BlobKeeper.discardIfUnused, so that an upload of the
+   * same bytes that starts meanwhile either holds it first or waits for the deletion and stores
+   * its own copy.
+   */
+  readonly discardIfUnused: (sha256: string) => Promise<boolean>;
+  readonly clock: Clock;
+  /** How long a blob must have been seen unreferenced before it is deleted; 0 = at once. */
+  readonly graceMs: number;
+  /** Addresses checked between two yields to the event loop. */
+  readonly batchSize?: number;
+  /** Called after a collection that deleted something (the metrics' cached store size). */
+  readonly onDeleted?: () => void;
+}
+
+export interface GarbageCollector {
+  /** Runs one collection; fails with conflict `GC_RUNNING` while another one runs. */
+  collect(options?: { dryRun?: boolean }): Promise<CollectionResult>;
+}
+
+const DEFAULT_BATCH = 200;
+/**
+ * How long a blob must have been seen unreferenced before it is deleted: longer than any upload
+ * takes between storing its blob and committing the row that names it.
+ */
+export const GC_GRACE_MS = 3_600_000;
+/** Deletions under way at once: enough to hide a store's latency, few enough to leave it to uploads. */
+const DELETE_CONCURRENCY = 8;
+
+/**
+ * Mark and sweep over the blob store, through nothing but the BlobStore interface (so it works on
+ * every store). A blob is deleted only when it was seen unreferenced by two collections at least
+ * the grace period apart (the first marks it, in memory) and, right before the delete, the keeper
+ * finds no row referencing it and no upload holding it. The grace period covers writers that store
+ * a blob before they commit the row naming it; the keeper covers uploads that find the same bytes
+ * already stored. Nothing here must be finished after a crash: each delete stands alone, and marks
+ * lost with the process only delay deletions by one collection (and the start-up sweep removes
+ * every unreferenced blob anyway). The database is only read, one indexed lookup at a time.
+ */
+export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageCollector {
+  const batchSize = deps.batchSize ?? DEFAULT_BATCH;
+  /** Address -> when a collection first saw it unreferenced (ms). */
+  let marks = new Map<string, number>();
+  let running = false;
+
+  async function collect({ dryRun = false }: { dryRun?: boolean } = {}): Promise<CollectionResult> {
+    if (running) throw new DomainError("conflict", "GC_RUNNING", "A garbage collection is already running.");
+    running = true;
+    const started = Date.now();
+    try {
+      const now = deps.clock.now().getTime();
+      const nextMarks = new Map<string, number>();
+      const due: string[] = [];
+      let examined = 0;
+      let unreferenced = 0;
+      for await (const sha256 of deps.blobs.list()) {
+        examined++;
+        if (examined % batchSize === 0) await yieldToEventLoop();
+        if (await deps.isReferenced(sha256)) continue;
+        unreferenced++;
+        const firstSeen = marks.get(sha256) ?? now;
+        nextMarks.set(sha256, firstSeen);
+        if (now - firstSeen >= deps.graceMs) due.push(sha256);
+      }
+      // Blobs referenced again (or gone) lose their mark: a later unreferenced spell starts afresh.
+      marks = nextMarks;
+
+      const collected: CollectedBlob[] = [];
+      await inBatches(due, async (sha256) => {
+        const size = (await deps.blobs.stat(sha256))?.size;
+        if (size === undefined) {
+          marks.delete(sha256);
+          return;
+        }
+        if (dryRun) {
+          // The same last check the real run makes, without the delete.
+          if (!(await deps.isReferenced(sha256))) collected.push({ sha256, size });
+          return;
+        }
+        if (await deps.discardIfUnused(sha256)) {
+          marks.delete(sha256);
+          collected.push({ sha256, size });
+        }
+      });
+      if (!dryRun && collected.length > 0) deps.onDeleted?.();
+      collected.sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
+      return {
+        dryRun,
+        examined,
+        unreferenced,
+        inGracePeriod: unreferenced - due.length,
+        deleted: collected.length,
+        bytesFreed: collected.reduce((sum, blob) => sum + blob.size, 0),
+        blobs: collected,
+        durationMs: Date.now() - started,
+      };
+    } finally {
+      running = false;
+    }
+  }
+
+  return { collect };
+}
+
+/** Runs `work` on every item, DELETE_CONCURRENCY at a time, yielding between groups. */
+async function inBatches(items: readonly string[], work: (item: string) => Promise<void>): Promise<void> {
+  for (let start = 0; start < items.length; start += DELETE_CONCURRENCY) {
+    await Promise.all(items.slice(start, start + DELETE_CONCURRENCY).map(work));
+    await yieldToEventLoop();
+  }
+}
+
+/** Runs a collection every `intervalMs` (0 = never); returns the stop function. Failures go to `onError`. */
+export function scheduleGarbageCollection(
+  collector: GarbageCollector,
+  intervalMs: number,
+  report: { onResult: (result: CollectionResult) => void; onError: (error: unknown) => void },
+): () => void {
+  if (intervalMs <= 0) return () => {};
+  const timer = setInterval(() => {
+    collector.collect().then(report.onResult, (error: unknown) => {
+      // A collection still running (an on-demand one) is not a failure of the schedule.
+      if (error instanceof DomainError && error.code === "GC_RUNNING") return;
+      report.onError(error);
+    });
+  }, intervalMs);
+  // The schedule never keeps the process alive on its own.
+  timer.unref();
+  return () => clearInterval(timer);
+}
