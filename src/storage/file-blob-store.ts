@@ -196,7 +196,7 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
  * `SourceReader.next`, which gives up as soon as the signal aborts. A chunk is written before the
  * next one is asked for, so a slow disk slows the source down instead of filling memory.
  */
-async function writeHashed(
+export async function writeHashed(
   reader: SourceReader,
   tempPath: string,
   options: PutOptions,
@@ -249,7 +249,7 @@ async function writeHashed(
  * must not hold the put open. `dispose` lets go of a source that was not read to its end without
  * waiting for it either.
  */
-class SourceReader {
+export class SourceReader {
   private readonly iterator: AsyncIterator<unknown>;
   /** Set once the put must stop reading: the signal aborted or the source emitted 'error'. */
   private stopped: { error: unknown } | undefined;

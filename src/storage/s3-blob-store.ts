@@ -1,0 +1,332 @@
+import { randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  ListPartsCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import type { BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
+import { diskFull, isDiskFull } from "./disk-full.js";
+import { SourceReader, writeHashed } from "./file-blob-store.js";
+import { isMissingObject, objectStoreError } from "./s3-errors.js";
+
+export interface S3BlobStoreOptions {
+  readonly bucket: string;
+  /** Key prefix inside the bucket (the seed's TargetPath); blobs go under `<targetPath>/blobs/`. */
+  readonly targetPath?: string;
+  readonly region?: string;
+  /** The seed's CustomServiceUrl: a non-Amazon S3 server, addressed path-style. */
+  readonly endpoint?: string;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly reducedRedundancy?: boolean;
+  readonly makePublic?: boolean;
+  readonly encrypted?: boolean;
+  /** Local directory where puts are spooled while hashed (the key is known only at the end). */
+  readonly tempDir: string;
+  /** Content larger than this goes multipart (default 100 MiB). */
+  readonly multipartThresholdBytes?: number;
+  /** Part size for multipart uploads (default 8 MiB; S3's minimum is 5 MiB except the last). */
+  readonly partSizeBytes?: number;
+}
+
+const ADDRESS = /^[0-9a-f]{64}$/;
+const MiB = 1024 * 1024;
+/** S3 allows at most 10,000 parts per upload. */
+const MAX_PARTS = 10_000;
+
+/**
+ * A BlobStore on an S3-compatible server. A put is spooled to a local temp file while hashed
+ * (the SHA-256 names the object, and is known only after the last byte), then uploaded with
+ * Content-MD5 to `<targetPath>/blobs/<aa>/<sha256>`: one PUT, or a multipart upload whose parts
+ * each carry their own Content-MD5. Both are atomic on the server, so a blob is visible only once
+ * complete; a failed multipart upload is aborted, and ones left by a crash are aborted by
+ * clearStaleTemporaryFiles. Same bytes under the same key make a racing second upload harmless,
+ * so no conditional write is needed (Swift and s3rver do not support them).
+ */
+export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
+  const client = new S3Client({
+    region: options.region ?? "us-east-1",
+    ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true } : {}),
+    credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey },
+    // Default checksums stream aws-chunked bodies that third-party servers refuse (Swift) or store
+    // with the framing (s3rver); Content-MD5, set below, is the digest they all understand.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    // No logger: the SDK's would print requests, and with them credentials.
+  });
+  const { bucket, tempDir } = options;
+  const where = `bucket "${bucket}"${options.endpoint ? ` at ${options.endpoint}` : ""}`;
+  const trimmed = (options.targetPath ?? "").replace(/^\/+|\/+$/g, "");
+  const blobsPrefix = `${trimmed ? `${trimmed}/` : ""}blobs/`;
+  const keyOf = (sha256: string) => `${blobsPrefix}${sha256.slice(0, 2)}/${sha256}`;
+  const threshold = options.multipartThresholdBytes ?? 100 * MiB;
+  const partSize = Math.max(options.partSizeBytes ?? 8 * MiB, 5 * MiB);
+  const writeOptions = {
+    ...(options.reducedRedundancy ? { StorageClass: "REDUCED_REDUNDANCY" as const } : {}),
+    ...(options.makePublic ? { ACL: "public-read" as const } : {}),
+    ...(options.encrypted ? { ServerSideEncryption: "AES256" as const } : {}),
+  };
+  /** Sum of listed sizes; forgotten whenever this store writes or deletes. */
+  let cachedTotal: number | undefined;
+
+  async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw objectStoreError(what, where, error);
+    }
+  }
+
+  async function exists(key: string, signal?: AbortSignal) {
+    try {
+      await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      return true;
+    } catch (error) {
+      if (isMissingObject(error)) return false;
+      throw objectStoreError("look up a blob", where, error);
+    }
+  }
+
+  async function put(source: Readable | AsyncIterable<Uint8Array>, putOptions: PutOptions = {}): Promise<BlobInfo> {
+    const { signal } = putOptions;
+    const reader = new SourceReader(source, signal);
+    const tempPath = path.join(tempDir, `put-${randomUUID()}`);
+    try {
+      signal?.throwIfAborted();
+      await mkdir(tempDir, { recursive: true });
+      const wanted = putOptions.extraDigests ?? [];
+      // MD5 always: every request carries Content-MD5, which the server checks.
+      const { digests, size } = await writeHashed(reader, tempPath, {
+        ...putOptions,
+        extraDigests: [...new Set([...wanted, "md5" as const])],
+      });
+      signal?.throwIfAborted();
+      await putOptions.beforePublish?.(digests.sha256);
+      const info: BlobInfo = {
+        sha256: digests.sha256,
+        sha1: digests.sha1,
+        ...(wanted.includes("md5") ? { md5: digests.md5 } : {}),
+        ...(wanted.includes("sha512") ? { sha512: digests.sha512 } : {}),
+        size,
+      };
+      const key = keyOf(info.sha256);
+      // Same address means same bytes: the existing object already is this content.
+      if (await exists(key, signal)) return info;
+      cachedTotal = undefined;
+      if (size <= threshold) {
+        await send("store a blob", () =>
+          client.send(
+            new PutObjectCommand({
+              Bucket: bucket,
+              Key: key,
+              Body: createReadStream(tempPath),
+              ContentLength: size,
+              ContentMD5: Buffer.from(digests.md5 ?? "", "hex").toString("base64"),
+              ContentType: "application/octet-stream",
+              ...writeOptions,
+            }),
+            { abortSignal: signal },
+          ),
+        );
+      } else {
+        await uploadMultipart(key, tempPath, size, signal);
+      }
+      return info;
+    } catch (error) {
+      reader.dispose(error);
+      if (signal?.aborted) throw signal.reason;
+      if (isDiskFull(error)) throw diskFull("the upload was not stored", error);
+      throw error;
+    } finally {
+      reader.release();
+      await rm(tempPath, { force: true });
+    }
+  }
+
+  /** Uploads the spooled file in parts (one part's bytes in memory at a time), aborting on failure. */
+  async function uploadMultipart(key: string, file: string, size: number, signal?: AbortSignal) {
+    const chunk = Math.max(partSize, Math.ceil(size / MAX_PARTS));
+    const created = await send("start a multipart upload", () =>
+      client.send(
+        new CreateMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          ContentType: "application/octet-stream",
+          ...writeOptions,
+        }),
+        { abortSignal: signal },
+      ),
+    );
+    const uploadId = created.UploadId;
+    if (!uploadId) throw objectStoreError("start a multipart upload", where, new Error("no UploadId in the answer"));
+    const handle = await open(file, "r");
+    try {
+      const parts: { ETag: string; PartNumber: number }[] = [];
+      const buffer = Buffer.allocUnsafe(chunk);
+      for (let offset = 0, number = 1; offset < size; offset += chunk, number++) {
+        const { bytesRead } = await handle.read(buffer, 0, Math.min(chunk, size - offset), offset);
+        const body = buffer.subarray(0, bytesRead);
+        const md5 = createHash("md5").update(body).digest("base64");
+        const answer = await send("upload a part", () =>
+          client.send(
+            new UploadPartCommand({
+              Bucket: bucket,
+              Key: key,
+              UploadId: uploadId,
+              PartNumber: number,
+              Body: body,
+              ContentLength: bytesRead,
+              ContentMD5: md5,
+            }),
+            { abortSignal: signal },
+          ),
+        );
+        parts.push({ ETag: answer.ETag ?? "", PartNumber: number });
+      }
+      await send("complete a multipart upload", () =>
+        client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: uploadId,
+            MultipartUpload: { Parts: parts },
+          }),
+          { abortSignal: signal },
+        ),
+      );
+    } catch (error) {
+      // Not with the caller's signal: the abort must reach the server even when the put was aborted.
+      await client
+        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
+        .catch(() => undefined);
+      throw error;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async function statBlob(sha256: string) {
+    if (!ADDRESS.test(sha256)) return undefined;
+    try {
+      const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(sha256) }));
+      return { size: head.ContentLength ?? 0 };
+    } catch (error) {
+      if (isMissingObject(error)) return undefined;
+      throw objectStoreError("look up a blob", where, error);
+    }
+  }
+
+  async function openBlob(sha256: string, range?: { start: number; end: number }) {
+    if (!ADDRESS.test(sha256)) return undefined;
+    try {
+      const answer = await client.send(
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: keyOf(sha256),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
+      return answer.Body as Readable;
+    } catch (error) {
+      if (isMissingObject(error)) return undefined;
+      throw objectStoreError("read a blob", where, error);
+    }
+  }
+
+  async function deleteBlob(sha256: string) {
+    if (!ADDRESS.test(sha256)) return;
+    cachedTotal = undefined;
+    await send("delete a blob", () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: keyOf(sha256) })));
+  }
+
+  /** Every stored object under blobs/ whose key is one this store writes, with its size. */
+  async function* listObjects(): AsyncIterable<{ sha256: string; size: number }> {
+    let token: string | undefined;
+    do {
+      const page = await send("list blobs", () =>
+        client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: blobsPrefix, ContinuationToken: token })),
+      );
+      for (const object of page.Contents ?? []) {
+        const rest = (object.Key ?? "").slice(blobsPrefix.length);
+        const [fan, name, ...more] = rest.split("/");
+        // Only keys this store could have written count; strays are not blobs.
+        if (more.length === 0 && name && ADDRESS.test(name) && name.slice(0, 2) === fan) {
+          yield { sha256: name, size: object.Size ?? 0 };
+        }
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async function* list(): AsyncIterable<string> {
+    for await (const { sha256 } of listObjects()) yield sha256;
+  }
+
+  async function totalBytes() {
+    if (cachedTotal !== undefined) return cachedTotal;
+    let total = 0;
+    for await (const { size } of listObjects()) total += size;
+    cachedTotal = total;
+    return total;
+  }
+
+  async function clearStaleTemporaryFiles(): Promise<TemporaryFiles> {
+    // Only safe while no put is running, which is why it is called once at start-up.
+    const cleared = { files: 0, bytes: 0 };
+    for (const name of await readdir(tempDir).catch(() => [] as string[])) {
+      const file = path.join(tempDir, name);
+      cleared.bytes += (await stat(file).catch(() => undefined))?.size ?? 0;
+      cleared.files++;
+      await rm(file, { recursive: true, force: true });
+    }
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    do {
+      const page = await send("list unfinished uploads", () =>
+        client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: bucket,
+            Prefix: blobsPrefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        ),
+      );
+      for (const upload of page.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId) continue;
+        const ids = { Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId };
+        const parts = await send("list parts of an unfinished upload", () => client.send(new ListPartsCommand(ids)));
+        cleared.bytes += (parts.Parts ?? []).reduce((sum, part) => sum + (part.Size ?? 0), 0);
+        await send("abort an unfinished upload", () => client.send(new AbortMultipartUploadCommand(ids)));
+        cleared.files++;
+      }
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+    return cleared;
+  }
+
+  return {
+    put,
+    stat: statBlob,
+    open: openBlob,
+    delete: deleteBlob,
+    list,
+    totalBytes,
+    clearStaleTemporaryFiles,
+  };
+}

@@ -1,0 +1,262 @@
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DomainError } from "../../src/domain/errors.js";
+import { createS3BlobStore, type S3BlobStoreOptions } from "../../src/storage/s3-blob-store.js";
+import { type SwiftS3, startSwift, swiftInstalled } from "../helpers/swift.js";
+import { countEntries, describeBlobStoreContract } from "./blob-store.contract.js";
+
+const MiB = 1024 * 1024;
+const BUCKET = "wharf-tests";
+
+/**
+ * The blob-store contract and the S3 specifics against a real OpenStack Swift with s3api, which
+ * checks V4 signatures and Content-MD5 (s3rver checks neither). Swift starts once for the file.
+ */
+let swift: SwiftS3 | undefined;
+let admin: S3Client;
+
+const sha256 = (content: Buffer) => createHash("sha256").update(content).digest("hex");
+
+function clientFor(server: SwiftS3, secretAccessKey = server.secretAccessKey) {
+  return new S3Client({
+    region: server.region,
+    endpoint: server.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: server.accessKeyId, secretAccessKey },
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+}
+
+function running(): SwiftS3 {
+  if (!swift) throw new Error("swift is not running");
+  return swift;
+}
+
+/** A store over a fresh key prefix of the shared bucket, with its own temp dir. */
+async function makeStore(overrides: Partial<S3BlobStoreOptions> = {}) {
+  if (!swift) throw new Error("swift is not running");
+  const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-s3-spool-"));
+  const targetPath = `t-${randomUUID()}`;
+  const store = createS3BlobStore({
+    bucket: BUCKET,
+    targetPath,
+    region: swift.region,
+    endpoint: swift.endpoint,
+    accessKeyId: swift.accessKeyId,
+    secretAccessKey: swift.secretAccessKey,
+    tempDir,
+    ...overrides,
+  });
+  const cleanup = async () => {
+    await rm(tempDir, { recursive: true, force: true });
+    const listed = await admin.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${targetPath}/` }));
+    // One by one: Swift wants Content-MD5 on DeleteObjects, which the SDK no longer sends.
+    for (const { Key } of listed.Contents ?? []) {
+      if (Key) await admin.send(new DeleteObjectCommand({ Bucket: BUCKET, Key }));
+    }
+  };
+  return { store, cleanup, tempDir, targetPath };
+}
+
+/** An HTTP proxy in front of Swift that records each request's Content-MD5 and the MD5 of its body. */
+async function startRecordingProxy(target: string) {
+  const requests: Array<{ method: string; contentMd5: string | undefined; bodyMd5: string }> = [];
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    const hash = createHash("md5");
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    req.on("data", (chunk: Buffer) => hash.update(chunk));
+    req.on("end", () => {
+      const header = req.headers["content-md5"] as string | undefined;
+      requests.push({ method: req.method ?? "", contentMd5: header, bodyMd5: hash.digest("base64") });
+    });
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
+  beforeAll(async () => {
+    const started = Date.now();
+    swift = await startSwift();
+    admin = clientFor(swift);
+    await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    console.info(`swift started in ${Date.now() - started} ms`);
+  }, 90_000);
+  afterAll(async () => {
+    admin?.destroy();
+    await swift?.stop();
+  }, 20_000);
+
+  describeBlobStoreContract("s3 (swift)", async () => {
+    const { store, cleanup, tempDir } = await makeStore();
+    return { store, cleanup, tempFileCount: () => countEntries(tempDir) };
+  });
+
+  describe("s3 blob store specifics", { timeout: 30_000 }, () => {
+    let fixture: Awaited<ReturnType<typeof makeStore>>;
+    beforeEach(async () => {
+      fixture = await makeStore({ multipartThresholdBytes: 6 * MiB, partSizeBytes: 5 * MiB });
+      return () => fixture.cleanup();
+    });
+
+    it("stores a blob at <targetPath>/blobs/<aa>/<sha256>", async () => {
+      const content = randomBytes(1234);
+      const info = await fixture.store.put(Readable.from([content]));
+      const key = `${fixture.targetPath}/blobs/${info.sha256.slice(0, 2)}/${info.sha256}`;
+      const head = await admin.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key }));
+      expect(head.ContentLength).toBe(1234);
+    });
+
+    it("refuses a wrong secret with a clear error that does not contain the secret", async () => {
+      const wrongSecret = "not-the-secret-4f9a2b";
+      const { store, cleanup } = await makeStore({ secretAccessKey: wrongSecret });
+      try {
+        const error = await store.put(Readable.from([randomBytes(100)])).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DomainError);
+        expect(error).toMatchObject({ code: "OBJECT_STORE_ACCESS_DENIED" });
+        expect((error as Error).message).toMatch(/SecretAccessKey/);
+        expect((error as Error).message).not.toContain(wrongSecret);
+        expect((error as Error).message).not.toContain(running().secretAccessKey);
+        await expect(store.stat(sha256(randomBytes(10)))).rejects.toMatchObject({ code: "OBJECT_STORE_ACCESS_DENIED" });
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it("sends Content-MD5, which the server checks: a wrong one is refused", async () => {
+      // The server checks the digest (so the store's correct one is what lets puts through) ...
+      const body = randomBytes(1000);
+      const wrong = createHash("md5").update(randomBytes(10)).digest("base64");
+      const refused = await admin
+        .send(new PutObjectCommand({ Bucket: BUCKET, Key: `${fixture.targetPath}/x`, Body: body, ContentMD5: wrong }))
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ name: "BadDigest" });
+      // ... and the store sets the right one on every write request, single and multipart.
+      const recorder = await startRecordingProxy(running().endpoint);
+      try {
+        const { store, cleanup } = await makeStore({
+          endpoint: recorder.endpoint,
+          multipartThresholdBytes: 6 * MiB,
+          partSizeBytes: 5 * MiB,
+        });
+        try {
+          const small = randomBytes(2000);
+          await store.put(Readable.from([small]));
+          await store.put(Readable.from([randomBytes(11 * MiB)]));
+        } finally {
+          await cleanup();
+        }
+        const writes = recorder.requests.filter((r) => r.method === "PUT");
+        expect(writes.length).toBe(4); // one PUT, three parts
+        for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
+      } finally {
+        await recorder.close();
+      }
+    });
+
+    it("puts a large blob in parts, and a range across a part boundary reads right", async () => {
+      const content = randomBytes(12 * MiB);
+      const info = await fixture.store.put(Readable.from([content.subarray(0, 7 * MiB), content.subarray(7 * MiB)]));
+      const key = `${fixture.targetPath}/blobs/${info.sha256.slice(0, 2)}/${info.sha256}`;
+      const head = await admin.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key }));
+      // A multipart object's ETag is "<md5 of the part md5s>-<part count>".
+      expect(head.ETag).toMatch(/-3"?$/);
+      expect(await fixture.store.stat(info.sha256)).toEqual({ size: content.length });
+      const start = 5 * MiB - 100;
+      const end = 10 * MiB + 100;
+      const stream = await fixture.store.open(info.sha256, { start, end });
+      const chunks: Buffer[] = [];
+      if (!stream) throw new Error("the multipart blob is absent");
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      expect(Buffer.concat(chunks).equals(content.subarray(start, end + 1))).toBe(true);
+    });
+
+    it("leaves no visible object and no unfinished upload when a multipart put is interrupted", async () => {
+      const controller = new AbortController();
+      const reason = new Error("client went away");
+      let sent = 0;
+      async function* abortsLate() {
+        for (let i = 0; i < 16; i++) {
+          yield randomBytes(MiB);
+          sent++;
+        }
+      }
+      // The spool is complete (16 MiB) before the upload starts; abort once the first part is up.
+      const pending = fixture.store.put(abortsLate(), { signal: controller.signal });
+      pending.catch(() => {});
+      const giveUp = Date.now() + 20_000;
+      while (Date.now() < giveUp) {
+        const uploads = await admin.send(
+          new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: `${fixture.targetPath}/` }),
+        );
+        if ((uploads.Uploads ?? []).length > 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      controller.abort(reason);
+      await expect(pending).rejects.toBe(reason);
+      expect(sent).toBe(16);
+      const listed: string[] = [];
+      for await (const address of fixture.store.list()) listed.push(address);
+      expect(listed).toEqual([]);
+      const uploads = await admin.send(
+        new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: `${fixture.targetPath}/` }),
+      );
+      expect(uploads.Uploads ?? []).toEqual([]);
+      expect(await countEntries(fixture.tempDir)).toBe(0);
+    });
+
+    it("aborts stale multipart uploads left by a crash, counting their bytes", async () => {
+      const address = sha256(randomBytes(10));
+      const key = `${fixture.targetPath}/blobs/${address.slice(0, 2)}/${address}`;
+      const created = await admin.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }));
+      await admin.send(
+        new UploadPartCommand({
+          Bucket: BUCKET,
+          Key: key,
+          UploadId: created.UploadId,
+          PartNumber: 1,
+          Body: randomBytes(3000),
+        }),
+      );
+      expect(await fixture.store.stat(address)).toBeUndefined();
+      expect(await fixture.store.clearStaleTemporaryFiles()).toEqual({ files: 1, bytes: 3000 });
+      const uploads = await admin.send(
+        new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: `${fixture.targetPath}/` }),
+      );
+      expect(uploads.Uploads ?? []).toEqual([]);
+      expect(await fixture.store.clearStaleTemporaryFiles()).toEqual({ files: 0, bytes: 0 });
+    });
+  });
+});
