@@ -83,13 +83,24 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
         },
       });
       signal?.throwIfAborted();
-      let upload = uploads.get(info.sha256);
-      if (!upload) {
-        upload = publish(info, signal).finally(() => uploads.delete(info.sha256));
-        uploads.set(info.sha256, upload);
+      for (;;) {
+        const shared = uploads.get(info.sha256);
+        if (!shared) {
+          const own = publish(info, signal).finally(() => uploads.delete(info.sha256));
+          uploads.set(info.sha256, own);
+          await own;
+          return info;
+        }
+        try {
+          await shared;
+          return info;
+        } catch (error) {
+          // Another put's upload of the same bytes failed, perhaps only because that put was
+          // aborted: this one still holds the spooled copy and uploads it itself.
+          signal?.throwIfAborted();
+          if (uploads.get(info.sha256) === shared) throw error;
+        }
       }
-      await upload;
-      return info;
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       throw error;

@@ -226,6 +226,45 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     expect((await readAll(await store.open(info.sha256))).equals(content)).toBe(true);
   });
 
+  it("stores the blob for a concurrent put of the same bytes when the put uploading them is aborted", async () => {
+    // 64 blocks: the first put is still uploading when the second one joins its upload.
+    const content = randomBytes(4 * 1024 * 1024);
+    const address = sha256(content);
+    const blob = made.container.getBlockBlobClient(`packages/feed/blobs/${address}`);
+    const controller = new AbortController();
+    const first = store.put(Readable.from([content]), { signal: controller.signal });
+    first.catch(() => {}); // awaited below
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    async function* afterFirstStarts() {
+      yield content.subarray(0, 1000);
+      await released;
+      yield content.subarray(1000);
+    }
+    let joining = false;
+    const second = store.put(afterFirstStarts(), {
+      beforePublish: async () => {
+        joining = true;
+      },
+    });
+    try {
+      while (((await blob.getBlockList("uncommitted").catch(() => undefined))?.uncommittedBlocks?.length ?? 0) < 1) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    } finally {
+      release();
+    }
+    while (!joining) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    controller.abort(new Error("interrupted"));
+    await expect(first).rejects.toThrow("interrupted");
+    expect((await second).sha256).toBe(address);
+    expect((await readAll(await store.open(address))).equals(content)).toBe(true);
+    expect(await filesUnder(made.tempDir)).toBe(0);
+  });
+
   it("ignores other blobs in the container and outside its TargetPath", async () => {
     const info = await store.put(Readable.from([randomBytes(100)]));
     for (const name of ["packages/feed/blobs/readme.txt", `other/blobs/${sha256(randomBytes(5))}`]) {
