@@ -22,6 +22,7 @@ const USAGE = `Usage: wharf <command> [arguments]
 Commands:
   serve                      run the server (configured by WHARF_* environment variables)
   healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
+  gc [--dry-run]             delete stored blobs nothing references (asks the running server, if any)
   feeds <subcommand>         list, get, create, update and delete feeds
   api-keys <subcommand>      manage API keys
   users <subcommand>         manage users and groups
@@ -136,6 +137,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const loadClient = CLIENT_COMMANDS[command];
     if (loadClient !== undefined) return await (await loadClient())(args, { ...io, progressOutput: process.stderr });
+    if (command === "gc") {
+      const { gcCommand } = await import("./gc.js");
+      return await gcCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
     if (command === "healthcheck") {
       const { healthcheckCommand } = await import("./healthcheck.js");
       return await healthcheckCommand(args, await loadConfig(io.env), io);
