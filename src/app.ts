@@ -43,7 +43,7 @@ import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
 import { createJobRunner } from "./jobs/runner.js";
 import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
-import { storageGcRoutes } from "./areas/storage-gc/routes.js";
+import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { createGarbageCollector, GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";

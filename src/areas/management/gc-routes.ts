@@ -2,10 +2,12 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
-import { AUTH_ERRORS } from "../security/http.js";
-import { ADMINISTER } from "../security/model.js";
-import { errorText } from "../security/schemas.js";
+import type { AccessNeed } from "../../domain/principal.js";
+import { errorText } from "../../http/errors.js";
 import type { GarbageCollector } from "../../storage/garbage-collector.js";
+
+/** Full-control System keys; users and personal keys with Admin_ConfigureProGet (as /api/api-keys). */
+const ADMINISTER: AccessNeed = { api: "full-control", attribute: "Admin_ConfigureProGet" };
 
 const gcQuery = z.object({ dryRun: z.string().optional() }).passthrough();
 
@@ -44,7 +46,7 @@ export const storageGcRoutes: FastifyPluginAsync<{ collector: GarbageCollector }
         "delete, no row names it and no upload holds it. `dryRun=true` lists what would go and deletes nothing.",
       tags: ["feeds"],
       querystring: gcQuery,
-      response: { 200: resultSchema, 400: errorText, ...AUTH_ERRORS, 409: errorText },
+      response: { 200: resultSchema, 400: errorText, 401: errorText, 403: errorText, 409: errorText },
     },
     config: { access: { need: ADMINISTER } },
     handler: async (request) => {
