@@ -2,11 +2,17 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type BlobKeeper, createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
-import { createGarbageCollector, type GarbageCollector } from "../../src/storage/garbage-collector.js";
+import { DomainError } from "../../src/domain/errors.js";
+import {
+  type CollectionResult,
+  createGarbageCollector,
+  type GarbageCollector,
+  scheduleGarbageCollection,
+} from "../../src/storage/garbage-collector.js";
 import { manualClock } from "../helpers/clock.js";
 
 /**
@@ -102,5 +108,44 @@ describe("garbage collector", () => {
     await collecting;
     // The collector did take the released blob between uploads: the race was real.
     expect(deletions).toBeGreaterThan(0);
+  });
+});
+
+describe("scheduled collections", () => {
+  it("runs every interval, reports results and failures (not GC_RUNNING), and stops; 0 never runs", async () => {
+    vi.useFakeTimers();
+    try {
+      const outcomes: Array<() => Promise<CollectionResult>> = [
+        async () => ({ deleted: 1 }) as CollectionResult,
+        async () => {
+          throw new DomainError("conflict", "GC_RUNNING", "running");
+        },
+        async () => {
+          throw new Error("disk gone");
+        },
+      ];
+      let runs = 0;
+      const fake: GarbageCollector = { collect: () => (outcomes[runs++] as () => Promise<CollectionResult>)() };
+      const results: unknown[] = [];
+      const errors: unknown[] = [];
+      const report = { onResult: (r: unknown) => results.push(r), onError: (e: unknown) => errors.push(e) };
+      expect(scheduleGarbageCollection(fake, 0, report)).toBeTypeOf("function");
+      vi.advanceTimersByTime(10_000);
+      expect(runs).toBe(0);
+      const stop = scheduleGarbageCollection(fake, 1000, report);
+      vi.advanceTimersByTime(999);
+      expect(runs).toBe(0);
+      vi.advanceTimersByTime(2001);
+      expect(runs).toBe(3);
+      stop();
+      vi.advanceTimersByTime(5000);
+      expect(runs).toBe(3);
+      await vi.waitFor(() => {
+        expect(results).toEqual([{ deleted: 1 }]);
+        expect(errors.map((e) => (e as Error).message)).toEqual(["disk gone"]);
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
