@@ -57,6 +57,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     db: options.db,
     repository: queries,
     blobs: options.blobs,
+    keeper: options.keeper,
     fetch,
     tmpDir: tempDir,
     clock: options.clock,

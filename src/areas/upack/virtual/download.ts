@@ -10,7 +10,8 @@ import { conflict, DomainError } from "../../../domain/errors.js";
 import { formatVersion, type UpackVersion } from "../../../domain/upack-version.js";
 import { parseVirtualManifest, type VirtualManifest } from "../../../domain/vpack.js";
 import type { GuardedFetch } from "../../../net/fetch-guard.js";
-import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
+import type { BlobKeeper } from "../../../storage/blob-keeper.js";
+import { type BlobInfo, type BlobStore, canOpenReader } from "../../../storage/blob-store.js";
 import { isBusy } from "../../../storage/busy.js";
 import type { Db } from "../../../storage/database.js";
 import { isForeignKeyViolation } from "../../../storage/sqlite-errors.js";
@@ -22,6 +23,11 @@ export interface VirtualDownloadsDeps {
   readonly db: Db;
   readonly repository: UpackQueryRepository;
   readonly blobs: BlobStore;
+  /**
+   * Holds the assembled blob from its put until its row is saved: garbage collection must not
+   * delete it in between when the bytes were already stored, unreferenced (garbage-collector.ts).
+   */
+  readonly keeper?: BlobKeeper;
   /** The app's one guarded fetch: URL sources obey the administrator's fetch settings. */
   readonly fetch: GuardedFetch;
   /** Where archives are built before they enter the blob store (`<dataDir>/tmp`). */
@@ -70,17 +76,24 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
   }
 
   async function build(v: VirtualPackageVersion, generation: number): Promise<StoredPackage> {
-    const info = await assembleVirtualPackage(manifestOf(v), {
-      resolvePackage: (group, name, version) => resolvePackage(v.feed.id, group, name, version),
-      blobs: deps.blobs,
-      fetch: deps.fetch,
-      tmpDir: deps.tmpDir,
-      modified: v.publishedAt,
-    });
-    // Checked and saved in one synchronous step: no forgetFeed can slip in between.
-    const saved = generationOf(v.feed.id) === generation ? trySave(v.versionId, info) : undefined;
-    if (saved === undefined) return { sha256: info.sha256, size: info.size, lastModified: deps.clock.now() };
-    return stored(saved, v.publishedAt);
+    const releases: Array<() => void> = [];
+    const { keeper } = deps;
+    const blobs = keeper === undefined ? deps.blobs : withHeldPuts(deps.blobs, keeper, releases);
+    try {
+      const info = await assembleVirtualPackage(manifestOf(v), {
+        resolvePackage: (group, name, version) => resolvePackage(v.feed.id, group, name, version),
+        blobs,
+        fetch: deps.fetch,
+        tmpDir: deps.tmpDir,
+        modified: v.publishedAt,
+      });
+      // Checked and saved in one synchronous step: no forgetFeed can slip in between.
+      const saved = generationOf(v.feed.id) === generation ? trySave(v.versionId, info) : undefined;
+      if (saved === undefined) return { sha256: info.sha256, size: info.size, lastModified: deps.clock.now() };
+      return stored(saved, v.publishedAt);
+    } finally {
+      for (const release of releases) release();
+    }
   }
 
   /**
@@ -139,4 +152,22 @@ function manifestOf(v: VirtualPackageVersion): VirtualManifest {
     if (!(error instanceof DomainError)) throw error;
     throw conflict("VPACK_MANIFEST_INVALID", `The virtual package cannot be assembled: ${error.message}`);
   }
+}
+
+/** The store, except that a put is made through the keeper and held until `releases` are called. */
+function withHeldPuts(store: BlobStore, keeper: BlobKeeper, releases: Array<() => void>): BlobStore {
+  return {
+    put: async (source, options) => {
+      const held = await keeper.put(source, options);
+      releases.push(held.release);
+      return held.blob;
+    },
+    stat: (sha256) => store.stat(sha256),
+    open: (sha256, range) => store.open(sha256, range),
+    delete: (sha256) => store.delete(sha256),
+    list: () => store.list(),
+    totalBytes: () => store.totalBytes(),
+    clearStaleTemporaryFiles: () => store.clearStaleTemporaryFiles(),
+    ...(canOpenReader(store) ? { openReader: (sha256: string) => store.openReader(sha256) } : {}),
+  };
 }
