@@ -4,6 +4,7 @@ import os from "node:os";
 import { cpuSeconds, percentile, round, runLoad } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
 import { runWrkOnce, wrkAvailable } from "./wrk.js";
+import { createApiKey } from "./api-keys.js";
 
 /**
  * Configuration status (issue 13 section 5): `GET /api/configuration/status` of every server,
@@ -38,16 +39,8 @@ interface Seeded {
 }
 let seeded: Seeded | undefined;
 
-async function configurationKey(ctx: ScenarioContext): Promise<string> {
-  const res = await fetch(`${ctx.url}/api/api-keys/create`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
-    body: JSON.stringify({ type: "System", systemApis: ["configuration"], displayName: "bench configuration" }),
-  });
-  const body = (await res.json()) as { key?: string };
-  if (res.status !== 201 || body.key === undefined) throw new Error(`no API key: ${res.status}`);
-  return body.key;
-}
+const configurationKey = (ctx: ScenarioContext) =>
+  createApiKey(ctx, { type: "System", systemApis: ["configuration"], displayName: "bench configuration" });
 
 export function seedConfigurationStatus(ctx: Pick<ScenarioContext, "dataDir">): Omit<Seeded, "key"> {
   const started = Date.now();

@@ -2,6 +2,8 @@ import os from "node:os";
 import { cpuSeconds, round } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
 import { runWrkOnce, wrkAvailable } from "./wrk.js";
+import { createApiKey } from "./api-keys.js";
+import { SOAP_NAMESPACE } from "../src/areas/native/soap-namespace.js";
 
 /**
  * The same native method over JSON and over SOAP (issue 14 section 6): `Applications_GetApplications`
@@ -17,20 +19,11 @@ const CONNECTIONS = 32;
 const APPLICATIONS = 20;
 const TARGET_RATIO = 2;
 const METHOD = "Applications_GetApplications";
-const NAMESPACE = "http://inedo.com/";
 
 let key: string | undefined;
 
-async function nativeKey(ctx: ScenarioContext): Promise<string> {
-  const res = await fetch(`${ctx.url}/api/api-keys/create`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
-    body: JSON.stringify({ type: "System", systemApis: ["native"], displayName: "bench native" }),
-  });
-  const body = (await res.json()) as { key?: string };
-  if (res.status !== 201 || body.key === undefined) throw new Error(`no API key: ${res.status}`);
-  return body.key;
-}
+const nativeKey = (ctx: ScenarioContext) =>
+  createApiKey(ctx, { type: "System", systemApis: ["native"], displayName: "bench native" });
 
 async function createApplications(ctx: ScenarioContext): Promise<void> {
   for (let i = 0; i < APPLICATIONS; i++) {
@@ -65,10 +58,10 @@ function calls(apiKey: string): Call[] {
     {
       name: "soap",
       path: "/api/soap",
-      headers: { "Content-Type": "text/xml; charset=utf-8", SOAPAction: `"${NAMESPACE}${METHOD}"` },
+      headers: { "Content-Type": "text/xml; charset=utf-8", SOAPAction: `"${SOAP_NAMESPACE}${METHOD}"` },
       body:
         '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">' +
-        `<soap:Body><${METHOD} xmlns="${NAMESPACE}"><API_Key>${apiKey}</API_Key></${METHOD}></soap:Body></soap:Envelope>`,
+        `<soap:Body><${METHOD} xmlns="${SOAP_NAMESPACE}"><API_Key>${apiKey}</API_Key></${METHOD}></soap:Body></soap:Envelope>`,
       complete: (text) => rows(text, "<Row>") === APPLICATIONS,
     },
   ];

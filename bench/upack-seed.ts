@@ -10,6 +10,7 @@ import { parseVersion } from "../src/domain/upack-version.js";
 import { versionSortKey } from "../src/domain/upack-version-sort.js";
 import { createFileBlobStore } from "../src/storage/file-blob-store.js";
 import type { ScenarioContext } from "./scenarios.js";
+import { createApiKey } from "./api-keys.js";
 
 /**
  * Data for the upack scenarios. Packages that are downloaded or uploaded are real .upack files
@@ -34,15 +35,8 @@ export async function createFeed(ctx: ScenarioContext, name: string, feedType = 
 }
 
 /** A Feed API key allowed to view and download from one feed, created through the API-key API. */
-export async function createFeedKey(ctx: ScenarioContext, feed: string): Promise<string> {
-  const res = await fetch(`${ctx.url}/api/api-keys/create`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "X-ApiKey": ctx.adminKey },
-    body: JSON.stringify({ type: "Feed", feed, packagePermissions: ["view"], displayName: "bench" }),
-  });
-  const body = (await res.json()) as { key?: string };
-  if (res.status !== 201 || body.key === undefined) throw new Error(`creating a key answered ${res.status}`);
-  return body.key;
+export function createFeedKey(ctx: ScenarioContext, feed: string): Promise<string> {
+  return createApiKey(ctx, { type: "Feed", feed, packagePermissions: ["view"] });
 }
 
 /**

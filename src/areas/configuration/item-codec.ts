@@ -1,4 +1,5 @@
 import type { DesiredItem } from "../../drift/model.js";
+import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 
 /**
@@ -35,4 +36,23 @@ export function decodeItem(definition: string, role: string | null, secrets: Sec
       ? (JSON.parse(secrets.open(stored.sealed, PURPOSE)) as Record<string, unknown>)
       : (stored.properties ?? {});
   return { type: stored.type, key: stored.key, role, sensitive: stored.sensitive, properties };
+}
+
+/**
+ * Replaces the stored items of one role or one server (`owner`: the column naming it) with
+ * `items`, in their order; to be called inside the transaction that saves the owner.
+ */
+export function itemReplacer(
+  db: Db,
+  owner: "role_id" | "server_id",
+  secrets: SecretBox,
+): (ownerId: number, items: readonly DesiredItem[]) => void {
+  const clear = db.prepare<[number]>(`DELETE FROM config_items WHERE ${owner} = ?`);
+  const add = db.prepare<[number, number, string, string, string]>(
+    `INSERT INTO config_items (${owner}, position, type, key, definition) VALUES (?, ?, ?, ?, ?)`,
+  );
+  return (ownerId, items) => {
+    clear.run(ownerId);
+    items.forEach((item, position) => add.run(ownerId, position, item.type, item.key, encodeItem(item, secrets)));
+  };
 }

@@ -4,7 +4,7 @@ import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
-import { decodeItem, encodeItem } from "./item-codec.js";
+import { decodeItem, itemReplacer } from "./item-codec.js";
 import { refuseCycle } from "./role-cycles.js";
 import { readVariableColumn, type Variables, writeVariableColumn } from "./variables-model.js";
 
@@ -47,6 +47,7 @@ interface RoleRow {
 const key = (name: string) => name.toLowerCase();
 
 export function createRolesRepository(db: Db, secrets: SecretBox): RolesRepository {
+  const replaceItems = itemReplacer(db, "role_id", secrets);
   const q = {
     all: db.prepare<[], RoleRow>("SELECT id, name, description, variables FROM roles ORDER BY name_key"),
     byName: db.prepare<[string], RoleRow>("SELECT id, name, description, variables FROM roles WHERE name_key = ?"),
@@ -71,10 +72,6 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
     ),
     clearDependencies: db.prepare<[number]>("DELETE FROM role_dependencies WHERE role_id = ?"),
     addDependency: db.prepare<[number, number]>("INSERT INTO role_dependencies (role_id, depends_on_id) VALUES (?, ?)"),
-    clearItems: db.prepare<[number]>("DELETE FROM config_items WHERE role_id = ?"),
-    addItem: db.prepare<[number, number, string, string, string]>(
-      "INSERT INTO config_items (role_id, position, type, key, definition) VALUES (?, ?, ?, ?, ?)",
-    ),
     servers: db.prepare<[number], { name: string }>(
       "SELECT s.name FROM server_roles sr JOIN servers s ON s.id = sr.server_id WHERE sr.role_id = ? ORDER BY s.name_key",
     ),
@@ -102,12 +99,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
   const writeMembers = (id: number, write: RoleWrite) => {
     q.clearDependencies.run(id);
     for (const dependency of write.dependsOnIds) q.addDependency.run(id, dependency);
-    if (write.items !== undefined) {
-      q.clearItems.run(id);
-      write.items.forEach((item, position) =>
-        q.addItem.run(id, position, item.type, item.key, encodeItem(item, secrets)),
-      );
-    }
+    if (write.items !== undefined) replaceItems(id, write.items);
   };
   const unique = <T>(name: string, work: () => T): T => {
     try {

@@ -5,7 +5,7 @@ import type { Db } from "../../storage/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../storage/sqlite-errors.js";
 import type { DriftMode, ServerRow } from "./infrastructure-repository.js";
-import { decodeItem, encodeItem } from "./item-codec.js";
+import { decodeItem, itemReplacer } from "./item-codec.js";
 import type { ServerTarget } from "./transport.js";
 import { readVariableColumn, type Variables, writeVariableColumn } from "./variables-model.js";
 
@@ -60,6 +60,7 @@ export interface ServersRepository {
 const key = (name: string) => name.toLowerCase();
 
 export function createServersRepository(db: Db, secrets: SecretBox): ServersRepository {
+  const replaceItems = itemReplacer(db, "server_id", secrets);
   const q = {
     all: db.prepare<[], ServerRow>("SELECT * FROM servers ORDER BY name_key"),
     byName: db.prepare<[string], ServerRow>("SELECT * FROM servers WHERE name_key = ?"),
@@ -104,10 +105,6 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     addEnvironment: db.prepare<[number, number]>(
       "INSERT INTO server_environments (server_id, environment_id) VALUES (?, ?)",
     ),
-    clearItems: db.prepare<[number]>("DELETE FROM config_items WHERE server_id = ?"),
-    addItem: db.prepare<[number, number, string, string, string]>(
-      "INSERT INTO config_items (server_id, position, type, key, definition) VALUES (?, ?, ?, ?, ?)",
-    ),
     delete: db.prepare<[string]>("DELETE FROM servers WHERE name_key = ?"),
   };
 
@@ -139,12 +136,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     write.roleIds.forEach((roleId, position) => q.addRole.run(id, roleId, position));
     q.clearEnvironments.run(id);
     for (const environmentId of write.environmentIds) q.addEnvironment.run(id, environmentId);
-    if (write.items !== undefined) {
-      q.clearItems.run(id);
-      write.items.forEach((item, position) =>
-        q.addItem.run(id, position, item.type, item.key, encodeItem(item, secrets)),
-      );
-    }
+    if (write.items !== undefined) replaceItems(id, write.items);
   };
   const guarded = <T>(name: string, work: () => T): T => {
     try {
