@@ -1,7 +1,7 @@
 import path from "node:path";
 import Database from "better-sqlite3";
 import os from "node:os";
-import { cpuSeconds, percentile, round, runLoad } from "./load.js";
+import { cpuSeconds, loadFigures, percentile, round, runLoad } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
 import { runWrkOnce, wrkAvailable } from "./wrk.js";
 import { createApiKey } from "./api-keys.js";
@@ -185,16 +185,7 @@ const statusAll: Scenario = {
         url,
         oneClientP50Ms: round(percentile(samples, 50)),
         oneClientP99Ms: round(percentile(samples, 99)),
-        requestsPerSec: result.requestsPerSec,
-        latencyP50Ms: result.latencyP50Ms,
-        latencyP99Ms: result.latencyP99Ms,
-        requests: result.requests,
-        errors: result.errors,
-        non2xx: result.non2xx,
-        serverCpuMicrosPerRequest:
-          before === undefined || after === undefined || result.requests === 0
-            ? null
-            : round(((after - before) * 1e6) / result.requests, 1),
+        ...loadFigures(result, before, after),
       };
     };
     const baseline = await measure("baseline", "/health");

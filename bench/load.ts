@@ -182,3 +182,19 @@ async function drain(options: LoadOptions, seconds: number): Promise<LoadResult>
     seconds: round(elapsed, 3),
   };
 }
+
+/** The figures a load reports, with the server's CPU per request from its CPU seconds before and after. */
+export function loadFigures(result: LoadResult, cpuBefore: number | undefined, cpuAfter: number | undefined) {
+  return {
+    requestsPerSec: result.requestsPerSec,
+    latencyP50Ms: result.latencyP50Ms,
+    latencyP99Ms: result.latencyP99Ms,
+    requests: result.requests,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    serverCpuMicrosPerRequest:
+      cpuBefore === undefined || cpuAfter === undefined || result.requests === 0
+        ? null
+        : round(((cpuAfter - cpuBefore) * 1e6) / result.requests, 1),
+  };
+}

@@ -1,5 +1,5 @@
 import os from "node:os";
-import { cpuSeconds, round } from "./load.js";
+import { cpuSeconds, loadFigures, round } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
 import { runWrkOnce, wrkAvailable } from "./wrk.js";
 import { createApiKey } from "./api-keys.js";
@@ -83,16 +83,7 @@ async function measure(ctx: ScenarioContext, call: Call) {
     path: call.path,
     requestBytes: Buffer.byteLength(call.body),
     responseBytes: Buffer.byteLength(text),
-    requestsPerSec: result.requestsPerSec,
-    latencyP50Ms: result.latencyP50Ms,
-    latencyP99Ms: result.latencyP99Ms,
-    requests: result.requests,
-    errors: result.errors,
-    non2xx: result.non2xx,
-    serverCpuMicrosPerRequest:
-      before === undefined || after === undefined || result.requests === 0
-        ? null
-        : round(((after - before) * 1e6) / result.requests, 1),
+    ...loadFigures(result, before, after),
   };
 }
 
