@@ -42,14 +42,17 @@ import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
 import { createJobRunner } from "./jobs/runner.js";
-import { blobReferenceCheck, createBlobKeeper } from "./storage/blob-keeper.js";
+import { blobReferenceCheck } from "./storage/blob-keeper.js";
+import { createBlobStores } from "./storage/blob-stores.js";
+import type { createObjectStore } from "./storage/store-factory.js";
+import { createEveryStoreCollector } from "./storage/stores-collector.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
-import { createGarbageCollector, GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
+import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
 import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
 import type { Db } from "./storage/database.js";
-import { DATA_DIR_NAMES } from "./storage/data-paths.js";
+import { DATA_DIR_NAMES, dataPaths } from "./storage/data-paths.js";
 import { loadSecretKeys } from "./storage/secret-keys.js";
 import { createDiskSpace } from "./storage/disk-space.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
@@ -57,7 +60,10 @@ import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 export interface AppDeps {
   /** Switched to never block the event loop on another process's lock (storage/busy.ts). */
   readonly db: Db;
+  /** The data directory's package store; feeds may name others (storage/blob-stores.ts). */
   readonly blobs: BlobStore;
+  /** Builds the S3 and Azure stores feeds name (tests wrap it to fail on cue); store-factory.ts by default. */
+  readonly createObjectStore?: typeof createObjectStore;
   readonly clock?: Clock;
   /** Overrides the pino options built from the config (tests pass `false`). */
   readonly logger?: FastifyServerOptions["logger"];
@@ -113,7 +119,23 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(formbody);
   await registerOpenApi(app);
 
-  const feeds = createFeedService({ db: deps.db, clock, config, findConnector: findConnectorReference(deps.db) });
+  // Every package store: the data directory's, the server default and those feeds name.
+  const stores = createBlobStores({
+    db: deps.db,
+    disk: deps.blobs,
+    secrets: secrets.box,
+    tempDir: dataPaths(config.dataDir).tmp,
+    clock,
+    ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
+    ...(deps.createObjectStore ? { createStore: deps.createObjectStore } : {}),
+  });
+  const feeds = createFeedService({
+    db: deps.db,
+    clock,
+    config,
+    findConnector: findConnectorReference(deps.db),
+    secrets: secrets.box,
+  });
   const authMetrics = createAuthMetrics();
   const authenticator = createThrottledAuthenticator(config, authMetrics, {
     repository: createAuthRepository(deps.db),
@@ -135,7 +157,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.addHook("onReady", async () => {
     await disk.status();
   });
-  const metrics = registerMetrics(app, deps.blobs, [
+  const metrics = registerMetrics(app, stores.reader, [
     ...authMetrics.all,
     ...diskMetrics(disk),
     ...guards.connections.metrics,
@@ -164,14 +186,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const connectors = createConnectors(connectorDeps);
   await app.register(connectorsArea, { ...connectorDeps, connectors });
   const upstreams = createConnectorUpstreams({ db: deps.db, clock, config, connectors });
-  // One keeper of in-flight blobs for every area that uploads: they share content-addressed blobs.
-  const keeper = createBlobKeeper(deps.blobs, blobReferenceCheck(deps.db));
-  const shared = { db: deps.db, blobs: deps.blobs, keeper, clock, config, feeds };
-  // Blob garbage collection: through the keeper, so that it never deletes what an upload holds.
-  const collector = createGarbageCollector({
-    blobs: deps.blobs,
+  // Areas read any blob from whichever store holds it, and write through the keeper of their
+  // feed's store (one keeper per store: uploads of the same bytes share one blob).
+  const shared = { db: deps.db, blobs: stores.reader, keepers: stores, clock, config, feeds };
+  // Blob garbage collection of every store: through its keeper, so that it never deletes what an upload holds.
+  const collector = createEveryStoreCollector({
+    stores: () => stores.all(),
     isReferenced: blobReferenceCheck(deps.db),
-    discardIfUnused: (sha256) => keeper.discardIfUnused(sha256),
     clock,
     graceMs: GC_GRACE_MS,
     onDeleted: () => metrics.forgetBlobStoreBytes(),
@@ -183,6 +204,17 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       if (deleted > 0) app.log.info({ examined, deleted, bytesFreed }, "garbage collection deleted unreferenced blobs");
     },
     onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
+  });
+  // Multipart uploads a crashed process left in the object stores are aborted in the background:
+  // a store that is down must not delay the start.
+  app.addHook("onReady", (done) => {
+    for (const entry of stores.all()) {
+      if (entry.kind === "disk") continue;
+      entry.blobs.clearStaleTemporaryFiles().catch((error: unknown) => {
+        app.log.warn({ err: error, store: entry.key }, "leftover uploads in a package store could not be cleared");
+      });
+    }
+    done();
   });
   app.addHook("onClose", (_instance, done) => {
     stopGc();

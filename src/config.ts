@@ -2,7 +2,9 @@ import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import { type ProxySettings, proxyEnvironment } from "./net/outbound-proxy.js";
+import type { StorageConfig } from "./domain/package-store.js";
 import { parseSecretKey } from "./storage/secrets.js";
+import { defaultStorageFromEnv } from "./storage/storage-env.js";
 
 /**
  * The only reader of process.env. Every WHARF_* variable is validated here once; an invalid
@@ -63,6 +65,11 @@ export interface Config {
   readonly multipartMaxAgeMs: number;
   /** How often blob garbage collection runs (storage/garbage-collector.ts); 0 = never on its own. */
   readonly gcIntervalMs: number;
+  /**
+   * The package store of feeds that set none (storage/storage-env.ts: WHARF_PACKAGE_STORE and
+   * WHARF_S3_* or WHARF_AZURE_*); absent = disk under the data directory. Holds credentials: never log it.
+   */
+  readonly defaultStorage?: StorageConfig;
   /** Entries an uploaded archive (package upload or import, asset directory import) may hold. */
   readonly archiveMaxEntries: number;
   /** How many times its own size an uploaded archive may expand to (storage/archives.ts). */
@@ -349,6 +356,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const v = parsed.data;
+  let defaultStorage: StorageConfig | undefined;
+  try {
+    defaultStorage = defaultStorageFromEnv(present);
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`);
+  }
   if (v.WHARF_SECRET_KEY !== undefined && v.WHARF_SECRET_KEY_FILE !== undefined) {
     throw new ConfigError("Invalid configuration: WHARF_SECRET_KEY_FILE: give either it or WHARF_SECRET_KEY, not both");
   }
@@ -375,6 +388,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     outboundProxy: proxy.settings,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     gcIntervalMs: Math.round(v.WHARF_GC_INTERVAL_HOURS * 3_600_000),
+    ...(defaultStorage === undefined ? {} : { defaultStorage }),
     archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
     archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,
     archiveMaxSeconds: v.WHARF_ARCHIVE_MAX_SECONDS,

@@ -1,6 +1,6 @@
 import type { Config } from "../config.js";
 import type { Clock } from "../domain/clock.js";
-import type { BlobKeeper } from "../storage/blob-keeper.js";
+import type { FeedKeepers } from "../storage/blob-keeper.js";
 import type { BlobStore } from "../storage/blob-store.js";
 import type { Db } from "../storage/database.js";
 import type { FeedService } from "./management/index.js";
@@ -8,9 +8,10 @@ import type { FeedService } from "./management/index.js";
 /** What an area that stores content (universal feeds, asset directories) is built from; app.ts builds it once. */
 export interface ContentAreaDeps {
   readonly db: Db;
+  /** Reads any stored blob, from whichever package store holds it (storage/blob-stores.ts). */
   readonly blobs: BlobStore;
-  /** The app's one keeper of blobs in use by uploads: areas share content-addressed blobs. */
-  readonly keeper: BlobKeeper;
+  /** The keepers of the feeds' package stores: uploads write through the one of their feed. */
+  readonly keepers: FeedKeepers;
   readonly clock: Clock;
   readonly config: Config;
   readonly feeds: FeedService;

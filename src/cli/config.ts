@@ -16,7 +16,7 @@ import type { Clock } from "../domain/clock.js";
 import { notFound } from "../domain/errors.js";
 import { createJobRunner } from "../jobs/runner.js";
 import type { Db } from "../storage/database.js";
-import { createFileBlobStore } from "../storage/file-blob-store.js";
+import { blobStoresOf } from "../storage/blob-stores.js";
 import { loadSecretKeys } from "../storage/secret-keys.js";
 import { type CommandIo, type CommandLine, printTable, runCommand, UsageError } from "./command.js";
 
@@ -75,7 +75,7 @@ function runtimeOf(ctx: ConfigCommandContext): {
     config: ctx.config,
     secrets: loadSecretKeys(ctx.config).box,
   });
-  const blobs = createFileBlobStore(ctx.config.dataDir);
+  const blobs = blobStoresOf(ctx.db, ctx.config, ctx.clock).reader;
   const downloads = createUpackDownloadService({
     repository: createUpackQueryRepository(ctx.db),
     feeds: ctx.feeds,

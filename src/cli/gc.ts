@@ -1,7 +1,7 @@
 import type { Config } from "../config.js";
 import type { Db } from "../storage/database.js";
 import { systemClock } from "../domain/clock.js";
-import type { CollectionResult } from "../storage/garbage-collector.js";
+import type { EveryStoreCollection as CollectionResult } from "../storage/stores-collector.js";
 import { healthUrl } from "./healthcheck.js";
 
 /**
@@ -92,16 +92,13 @@ async function collectHere(dryRun: boolean, ctx: GcContext): Promise<CollectionR
 }
 
 async function collectIn(db: Db, dryRun: boolean, ctx: GcContext): Promise<CollectionResult> {
-  const { createFileBlobStore } = await import("../storage/file-blob-store.js");
-  const { blobReferenceCheck, createBlobKeeper } = await import("../storage/blob-keeper.js");
-  const { createGarbageCollector } = await import("../storage/garbage-collector.js");
-  const blobs = createFileBlobStore(ctx.config.dataDir);
-  const isReferenced = blobReferenceCheck(db);
-  const keeper = createBlobKeeper(blobs, isReferenced);
-  const collector = createGarbageCollector({
-    blobs,
-    isReferenced,
-    discardIfUnused: (sha256) => keeper.discardIfUnused(sha256),
+  const { blobReferenceCheck } = await import("../storage/blob-keeper.js");
+  const { blobStoresOf } = await import("../storage/blob-stores.js");
+  const { createEveryStoreCollector } = await import("../storage/stores-collector.js");
+  const stores = blobStoresOf(db, ctx.config, systemClock);
+  const collector = createEveryStoreCollector({
+    stores: () => stores.all(),
+    isReferenced: blobReferenceCheck(db),
     clock: systemClock,
     graceMs: 0,
   });
@@ -135,7 +132,14 @@ async function askServer(args: GcArgs, ctx: GcContext): Promise<number> {
 }
 
 function report(result: CollectionResult, ctx: GcContext): void {
-  for (const blob of result.blobs) ctx.out(`${blob.sha256} ${blob.size}`);
+  const several = result.stores.length > 1;
+  for (const blob of result.blobs) ctx.out(`${blob.sha256} ${blob.size}${several ? ` ${blob.store ?? ""}` : ""}`);
+  // Each store's part when there are several, and any store that could not be collected.
+  for (const part of result.stores) {
+    if (part.error !== undefined) ctx.err(`wharf gc: store ${part.store} was not collected: ${part.error}`);
+    else if (several)
+      ctx.out(`store ${part.store}: examined ${part.examined}, ${part.deleted} (${part.bytesFreed} bytes)`);
+  }
   const verb = result.dryRun ? "would delete" : "deleted";
   const grace = result.inGracePeriod > 0 ? `; ${result.inGracePeriod} unreferenced kept for their grace period` : "";
   ctx.out(

@@ -4,6 +4,8 @@ import { findStorageType, STORAGE_TYPES, type StorageType, type StorageTypeId } 
 
 export {
   findStorageType,
+  HIDDEN_SECRET,
+  SECRET_STORAGE_PROPERTIES,
   STORAGE_TYPES,
   type StorageProperty,
   type StorageType,

@@ -97,3 +97,12 @@ export function findStorageType(id: string): StorageType | undefined {
   const lower = id.toLowerCase();
   return STORAGE_TYPES.find((type) => type.id === lower);
 }
+
+/**
+ * Properties that hold a credential: sealed at rest, never returned (an API answer shows
+ * HIDDEN_SECRET in their place) and never logged. An Azure connection string carries the account key.
+ */
+export const SECRET_STORAGE_PROPERTIES: ReadonlySet<string> = new Set(["SecretAccessKey", "ConnectionString"]);
+
+/** What answers show for a secret property that is set; sent back unchanged, it keeps the stored secret. */
+export const HIDDEN_SECRET = "********";

@@ -276,9 +276,8 @@ async function openStream(
   range: { start: number; end: number },
   reply: FastifyReply,
 ): Promise<Readable | undefined> {
-  if (!canOpenReader(blobs)) return blobs.open(blob.sha256, range);
-  const reader = await blobs.openReader(blob.sha256);
-  if (reader === undefined) return undefined;
+  const reader = canOpenReader(blobs) ? await blobs.openReader(blob.sha256) : undefined;
+  if (reader === undefined) return blobs.open(blob.sha256, range);
   if (reader.size !== blob.size) {
     await reader.close();
     return undefined;

@@ -37,7 +37,20 @@ export interface BlobKeeper {
   discardIfUnused(sha256: string): Promise<boolean>;
 }
 
-export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string) => Promise<boolean>): BlobKeeper {
+/**
+ * `copyFrom` (optional) is where `hold` finds a blob this store lacks: another store's copy of the
+ * same bytes (a package imported from a feed on another store), copied here and checked by its SHA-256.
+ */
+/** The keeper of the package store a feed writes to (storage/blob-stores.ts), resolved at each call. */
+export interface FeedKeepers {
+  keeperFor(feedId: number): BlobKeeper;
+}
+
+export function createBlobKeeper(
+  blobs: BlobStore,
+  isReferenced: (sha256: string) => Promise<boolean>,
+  copyFrom?: BlobStore,
+): BlobKeeper {
   const held = new Map<string, number>();
   const deleting = new Map<string, Promise<void>>();
   // Bumped by every hold and release: a deletion decided before a change is not trusted after it.
@@ -57,6 +70,14 @@ export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string
       else held.delete(sha256);
     };
   };
+
+  /** Copies another store's copy of the blob here (the address is claimed by the caller); false when none has it. */
+  async function copyHere(sha256: string): Promise<boolean> {
+    const source = await copyFrom?.open(sha256);
+    if (source === undefined) return false;
+    await blobs.put(source, { expected: { sha256 } });
+    return true;
+  }
 
   return {
     async put(source, options = {}) {
@@ -83,7 +104,7 @@ export function createBlobKeeper(blobs: BlobStore, isReferenced: (sha256: string
       const releaseOnce = claim(sha256);
       try {
         await deleting.get(sha256);
-        if ((await blobs.stat(sha256)) === undefined) {
+        if ((await blobs.stat(sha256)) === undefined && !(await copyHere(sha256))) {
           throw new DomainError(
             "unavailable",
             "UPLOAD_RACED",

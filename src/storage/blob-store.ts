@@ -82,7 +82,9 @@ export interface BlobReader {
 /**
  * A store that can also open a blob for positional reads (the file store can, an object store
  * might not). `openReader` follows `open`'s rules: undefined for an absent blob or an invalid
- * address, and the bytes stay readable even if the blob is deleted while the reader is open.
+ * address, and the bytes stay readable even if the blob is deleted while the reader is open. A
+ * store made of several (blob-stores.ts) also answers undefined when the store holding the blob
+ * has no positional reads: a caller that gets undefined falls back to `open`.
  */
 export interface RandomAccessBlobs {
   openReader(sha256: string): Promise<BlobReader | undefined>;

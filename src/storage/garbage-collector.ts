@@ -7,6 +7,8 @@ import type { BlobStore } from "./blob-store.js";
 export interface CollectedBlob {
   readonly sha256: string;
   readonly size: number;
+  /** The package store it was in (blob-stores.ts key), when several were collected. */
+  readonly store?: string;
 }
 
 /** What one collection did (or, in a dry run, would do). */

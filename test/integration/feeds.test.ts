@@ -294,7 +294,11 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     ["bad alternate", { name: "x1", feedType: "universal", alternateNames: ["ok", "not ok"] }, "alternateNames"],
     ["packagesPath", { name: "x1", feedType: "universal", packagesPath: "/srv/packages" }, "content-addressed blobs"],
     ["dropPath", { name: "x1", feedType: "universal", dropPath: "/srv/drop" }, "dropPath is not supported"],
-    ["s3 store", { name: "x1", feedType: "universal", packageStore: s3Xml() }, "s3 storage is not supported yet"],
+    [
+      "s3 store with an instance role",
+      { name: "x1", feedType: "universal", packageStore: s3Xml().replace("/>", 'InstanceRole="r" />') },
+      "InstanceRole and UseInstanceProfile are not supported",
+    ],
     ["malformed XML", { name: "x1", feedType: "universal", packageStore: "<DiskPackageStore" }, "packageStore"],
     ["XML entities", { name: "x1", feedType: "universal", packageStore: entityXml() }, "packageStore"],
     [

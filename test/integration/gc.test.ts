@@ -97,7 +97,7 @@ describe("garbage collection", () => {
     expect(existsSync(blobFile(sha256(replaced)))).toBe(false);
     expect(existsSync(blobFile(sha256("asset garbage")))).toBe(false);
     const garbage = [onlyFirst, Buffer.from("asset of a deleted directory")]
-      .map((bytes) => ({ sha256: sha256(bytes), size: bytes.length }))
+      .map((bytes) => ({ sha256: sha256(bytes), size: bytes.length, store: "disk" }))
       .sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
     const garbageBytes = garbage.reduce((sum, blob) => sum + blob.size, 0);
 

@@ -76,7 +76,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
   });
 
-  it("validates s3 and azure property names first, then says they are not supported yet", async () => {
+  it("validates s3 and azure settings, stores them with their secrets sealed and never returns a secret", async () => {
     expectText(
       await post("/api/storage?feed=store", { id: "s3", properties: { Bucket: "x" } }),
       400,
@@ -87,20 +87,61 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       400,
       "unknown property 'Container' for azure storage",
     );
+    const s3 = { AccessKey: "a", SecretAccessKey: "top-secret-s3", RegionEndpoint: "us-east-1" };
+    expectText(await post("/api/storage?feed=store", { id: "s3", properties: s3 }), 400, "'BucketName' is required");
+    expectText(await post("/api/storage?feed=store", { id: "S3" }), 400, "'AccessKey' is required");
     expectText(
       await post("/api/storage?feed=store", {
         id: "s3",
-        properties: { AccessKey: "a", SecretAccessKey: "b", RegionEndpoint: "us-east-1" },
+        properties: { ...s3, BucketName: "b", UseInstanceProfile: true },
       }),
       400,
-      "s3 storage is not supported yet",
+      "UseInstanceProfile are not supported",
     );
-    expectText(await post("/api/storage?feed=store", { id: "S3" }), 400, "s3 storage is not supported yet");
     expectText(
-      await post("/api/storage?feed=store", { id: "azure", properties: { ConnectionString: "x", ContainerName: "y" } }),
+      await post("/api/storage?feed=store", {
+        id: "s3",
+        properties: { ...s3, BucketName: "b", CustomServiceUrl: "ftp://x" },
+      }),
       400,
-      "azure storage is not supported yet",
+      "must be an http or https URL",
     );
+    // A secret that was never stored cannot be "kept".
+    expectText(
+      await post("/api/storage?feed=store", {
+        id: "azure",
+        properties: { ConnectionString: "********", ContainerName: "y" },
+      }),
+      400,
+      "send the secret itself",
+    );
+
+    const saved = expectJson(
+      await post("/api/storage?feed=store", { id: "s3", properties: { ...s3, BucketName: "b" } }),
+      200,
+    ) as { properties: Record<string, unknown> };
+    expect(saved.properties).toMatchObject({ AccessKey: "a", SecretAccessKey: "********", BucketName: "b" });
+    const read = expectJson(await get("/api/storage?feed=store"), 200);
+    expect(read).toEqual(saved);
+    const feed = expectJson(await get("/api/management/feeds/get/store"), 200) as { packageStore: string };
+    expect(feed.packageStore).toContain('SecretAccessKey="********"');
+    // Sealed at rest: the database never holds the secret in plain text.
+    const storedSecret = () => {
+      const row = t.db.prepare<[], { settings: string }>("SELECT settings FROM feeds WHERE name = 'store'").get();
+      expect(row?.settings).not.toContain("top-secret-s3");
+      const settings = JSON.parse(row?.settings ?? "{}") as { storage: { properties: Record<string, unknown> } };
+      return settings.storage.properties.SecretAccessKey;
+    };
+    const sealed = storedSecret();
+    expect(sealed).toEqual(expect.any(String));
+    // Posting back what was read, with another property changed, keeps the stored secret.
+    expectJson(
+      await post("/api/storage?feed=store", { id: "s3", properties: { ...saved.properties, TargetPath: "p" } }),
+      200,
+    );
+    expect(storedSecret()).toBe(sealed);
+    // Back to the default.
+    expectJson(await post("/api/storage?feed=store", { id: "disk" }), 200);
   });
 
   it.each([
@@ -145,11 +186,16 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     const azureXml =
       '<Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem Assembly="Azure"><Properties ConnectionString="c" ContainerName="k" />' +
       "</Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem>";
-    expectText(
-      await post(`${feeds}/update/store`, { packageStore: azureXml }),
-      400,
-      "azure storage is not supported yet",
-    );
+    const withAzure = expectJson(await post(`${feeds}/update/store`, { packageStore: azureXml }), 200) as {
+      packageStore: string;
+    };
+    expect(withAzure.packageStore).toContain('ConnectionString="********"');
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toMatchObject({
+      id: "azure",
+      properties: { ConnectionString: "********", ContainerName: "k" },
+    });
+    // The feed read back and posted again keeps the stored connection string.
+    expectJson(await post(`${feeds}/update/store`, { packageStore: withAzure.packageStore }), 200);
     expect(expectJson(await post(`${feeds}/update/store`, { packageStore: null }), 200)).not.toHaveProperty(
       "packageStore",
     );

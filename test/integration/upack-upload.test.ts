@@ -800,7 +800,7 @@ describe("content-url uploads, when an administrator enabled them", () => {
     );
     const blobs = createFileBlobStore(dir);
     const keeper = createBlobKeeper(blobs, blobReferenceCheck(db));
-    const options = { db, blobs, keeper, clock: systemClock, config, feeds };
+    const options = { db, blobs, keepers: { keeperFor: () => keeper }, clock: systemClock, config, feeds };
     await app.register(upackWriteRoutes, { ...options, service: createUpackServices(options).write });
     await app.ready();
   });

@@ -54,7 +54,7 @@ export async function storeFormUpload(
           for (const { fileName } of received) pathUnder(path, fileName);
           pathUnder(path, file.fileName);
         }
-        const held = await assets.storeContent(file.stream, { expected: file.digests });
+        const held = await assets.storeContent(directory, file.stream, { expected: file.digests });
         received.push({ fileName: file.fileName, contentType: file.contentType, held });
       },
     });

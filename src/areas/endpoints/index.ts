@@ -36,7 +36,7 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
   const assets = createAssetService({
     repository: createAssetRepository(deps.db),
     feeds: deps.feeds,
-    keeper: deps.keeper,
+    keepers: deps.keepers,
     clock: deps.clock,
     maxUploadBytes: deps.config.maxUploadBytes,
   });

@@ -6,7 +6,7 @@ import { type CacheHeader, effectiveCacheControl, INHERIT, parseCacheHeader } fr
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
 import type { ClaimedDigests } from "../../http/upload-digests.js";
-import type { BlobKeeper } from "../../storage/blob-keeper.js";
+import type { FeedKeepers } from "../../storage/blob-keeper.js";
 import type { Feed, FeedService } from "../management/index.js";
 import {
   type AssetItem,
@@ -42,6 +42,8 @@ export interface StoreOptions {
 export interface HeldContent {
   readonly content: StoredContent;
   readonly release: () => void;
+  /** The asset directory whose package store holds it. */
+  readonly feedId: number;
 }
 
 /** The MetadataUpdate of docs/seed-api.md area F, as parsed JSON. */
@@ -97,7 +99,7 @@ export interface AssetService {
    * blob for the caller until `release`, so that no concurrent deletion takes it before it is
    * stored with putStoredFile.
    */
-  storeContent(source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
+  storeContent(directory: Feed, source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
   /**
    * Records files whose content is in the blob store, and folders (with missing parents), in one
    * transaction: archive imports. The caller holds every content until this settles. A file that
@@ -120,7 +122,7 @@ export interface AssetService {
 export interface AssetServiceDeps {
   readonly repository: AssetRepository;
   readonly feeds: FeedService;
-  readonly keeper: BlobKeeper;
+  readonly keepers: FeedKeepers;
   readonly clock: Clock;
   readonly maxUploadBytes: number;
 }
@@ -163,7 +165,12 @@ export function contentTypeOfUpload(header: string | undefined): string | undefi
 const ASSET_FEED_TYPE = "asset";
 
 export function createAssetService(deps: AssetServiceDeps): AssetService {
-  const { repository, keeper, clock } = deps;
+  const { repository, keepers, clock } = deps;
+  const discard = (directory: { readonly id: number }, sha256: string) =>
+    keepers
+      .keeperFor(directory.id)
+      .discardIfUnused(sha256)
+      .catch(() => undefined);
   const now = () => clock.now().toISOString();
 
   /** The settings an item inherits when its own is Inherit: its folders' (innermost first), then the directory's. */
@@ -187,10 +194,11 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
   }
 
   async function storeContent(
+    directory: Feed,
     source: Readable | AsyncIterable<Buffer>,
     options: StoreOptions = {},
   ): Promise<HeldContent> {
-    const { blob: info, release } = await keeper.put(source, {
+    const { blob: info, release } = await keepers.keeperFor(directory.id).put(source, {
       maxBytes: options.maxBytes ?? deps.maxUploadBytes,
       extraDigests: ["md5", "sha512"],
       ...(options.expected ? { expected: options.expected } : {}),
@@ -202,12 +210,12 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       sha1: info.sha1,
       sha512: info.sha512 ?? "",
     };
-    return { content, release };
+    return { content, release, feedId: directory.id };
   }
 
   async function releaseContents(held: readonly HeldContent[]): Promise<void> {
     for (const { release } of held) release();
-    for (const { content } of held) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+    for (const { content, feedId } of held) await discard({ id: feedId }, content.sha256);
   }
 
   async function putStoredFile(
@@ -222,12 +230,12 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       const { replaced } = await repository.writeFile(directory.id, { path, content, ...options, now: now() });
       committed = true;
       if (replaced !== undefined && replaced.sha256 !== content.sha256) {
-        await keeper.discardIfUnused(replaced.sha256).catch(() => undefined);
+        await discard(directory, replaced.sha256);
       }
     } finally {
       // Released first: a blob still held is never discarded, so a refused write would leave it behind.
       held.release();
-      if (!committed) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      if (!committed) await discard(directory, content.sha256);
     }
     return getItem(directory, path);
   }
@@ -263,6 +271,7 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       const allowed = await upload.mayReplace();
       if (replacingNeedsPermission(existing) && !allowed) throw replaceForbidden(existing?.path ?? "");
       const held = await storeContent(
+        directory,
         upload.body?.() ?? Readable.from([]),
         upload.digests ? { expected: upload.digests } : {},
       );
@@ -296,13 +305,13 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       }
       // Released first: a blob still held is never discarded.
       for (const { release } of held) release();
-      for (const content of written.replaced) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      for (const content of written.replaced) await discard(directory, content.sha256);
       return Promise.all(files.map(({ path }) => getItem(directory, path)));
     },
 
     async delete(directory, path, options) {
       const { contents } = await repository.delete(directory.id, path, options);
-      for (const content of contents) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      for (const content of contents) await discard(directory, content.sha256);
     },
 
     list: async (directory, folder, recursive) => repository.list(directory.id, folder.key, recursive),
@@ -323,7 +332,7 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
         now: now(),
         keepExisting: true,
       });
-      for (const content of written.replaced) await keeper.discardIfUnused(content.sha256).catch(() => undefined);
+      for (const content of written.replaced) await discard(directory, content.sha256);
       return { stored: files.length - written.kept, kept: written.kept };
     },
 

@@ -6,12 +6,7 @@ import {
   requireServedFeedType,
   validateFeedName,
 } from "../../domain/feeds.js";
-import {
-  findStorageType,
-  parsePackageStoreXml,
-  type StorageConfig,
-  validateStorageConfig,
-} from "../../domain/package-store.js";
+import { parsePackageStoreXml, type StorageConfig, validateStorageConfig } from "../../domain/package-store.js";
 import { INHERIT, parseCacheHeader } from "../../domain/cache-header.js";
 import { defaultSettings, FEED_FLAGS, type FeedDraft, type FeedSettings } from "./feed-settings.js";
 import {
@@ -144,37 +139,38 @@ function storageFromXml(xml: string, current: StorageConfig | undefined): Storag
 
 /**
  * The storage rule shared by `packageStore` and `POST /api/storage`. Returns undefined for the
- * default (disk under the data directory), so that "default" has one representation.
+ * default (the server's default store), so that "default" has one representation. Secrets come
+ * back as given (HIDDEN_SECRET included): the feed service seals them (storage-secrets.ts).
  */
 export function supportedStorage(config: StorageConfig, current: StorageConfig | undefined): StorageConfig | undefined {
-  if (config.id !== "disk") {
-    throw invalid("STORAGE_NOT_SUPPORTED", `${config.id} storage is not supported yet; only disk storage is available`);
+  const { properties } = config;
+  if (config.id === "disk") {
+    const path = properties.StoragePath ?? null;
+    if (path !== null && path !== (current?.properties.StoragePath ?? null)) {
+      throw invalid("UNSUPPORTED_SETTING", `StoragePath is not supported: ${DATA_DIR_REASON}`);
+    }
+    return path === null ? undefined : config;
   }
-  const path = config.properties.StoragePath ?? null;
-  if (path !== null && path !== (current?.properties.StoragePath ?? null)) {
-    throw invalid("UNSUPPORTED_SETTING", `StoragePath is not supported: ${DATA_DIR_REASON}`);
+  if (config.id === "s3") {
+    if (properties.BucketName === null)
+      throw invalid("INVALID_STORAGE_CONFIG", "property 'BucketName' is required for s3 storage");
+    // Credentials from the host (EC2 instance profiles, assumed roles) are not implemented: refused, not ignored.
+    if (properties.InstanceRole !== null || properties.UseInstanceProfile === true) {
+      throw invalid(
+        "UNSUPPORTED_SETTING",
+        "InstanceRole and UseInstanceProfile are not supported: give AccessKey and SecretAccessKey",
+      );
+    }
+    const url = properties.CustomServiceUrl;
+    if (typeof url === "string" && !/^https?:\/\/[^\s/]+/i.test(url)) {
+      throw invalid("INVALID_STORAGE_CONFIG", "property 'CustomServiceUrl' must be an http or https URL");
+    }
   }
-  return path === null ? undefined : config;
+  return config;
 }
 
-/**
- * Validates a FeedStorageConfiguration body. For storage kinds Wharf does not implement yet, the
- * property names are still checked first, so a typo is reported before "not supported yet".
- */
+/** Validates a FeedStorageConfiguration body (the shape, then what Wharf supports). */
 export function storageFromInput(input: unknown, current: StorageConfig | undefined): StorageConfig | undefined {
-  const record = input && typeof input === "object" && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
-  const type = typeof record.id === "string" ? findStorageType(record.id.trim()) : undefined;
-  if (type && type.id !== "disk") {
-    const properties = record.properties ?? {};
-    if (typeof properties !== "object" || Array.isArray(properties)) validateStorageConfig(input); // throws, naming the problem
-    const known = new Set(Object.keys(type.properties).map((p) => p.toLowerCase()));
-    for (const name of Object.keys(properties as object)) {
-      if (!known.has(name.toLowerCase())) {
-        throw invalid("INVALID_STORAGE_CONFIG", `unknown property '${name}' for ${type.id} storage`);
-      }
-    }
-    throw invalid("STORAGE_NOT_SUPPORTED", `${type.id} storage is not supported yet; only disk storage is available`);
-  }
   return supportedStorage(validateStorageConfig(input), current);
 }
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { invalid } from "../../domain/errors.js";
 import type { AccessNeed } from "../../domain/principal.js";
 import { errorText } from "../../http/errors.js";
-import type { GarbageCollector } from "../../storage/garbage-collector.js";
+import type { EveryStoreCollector } from "../../storage/stores-collector.js";
 
 /** Full-control System keys; users and personal keys with Admin_ConfigureProGet (as /api/api-keys). */
 const ADMINISTER: AccessNeed = { api: "full-control", attribute: "Admin_ConfigureProGet" };
@@ -18,8 +18,18 @@ const resultSchema = z.object({
   inGracePeriod: z.number(),
   deleted: z.number(),
   bytesFreed: z.number(),
-  blobs: z.array(z.object({ sha256: z.string(), size: z.number() })),
+  blobs: z.array(z.object({ sha256: z.string(), size: z.number(), store: z.string().optional() })),
   durationMs: z.number(),
+  /** Each package store's part; `error` names a store that could not be collected (the others were). */
+  stores: z.array(
+    z.object({
+      store: z.string(),
+      examined: z.number(),
+      deleted: z.number(),
+      bytesFreed: z.number(),
+      error: z.string().optional(),
+    }),
+  ),
 });
 
 /** `?dryRun=` as true or false (absent: false); anything else is a 400 naming the parameter. */
@@ -35,7 +45,7 @@ function dryRunOf(value: string | undefined): boolean {
  * examined, unreferenced, still in their grace period, deleted (or that a dry run would delete)
  * with their sizes, and the bytes freed. 409 `GC_RUNNING` while another collection runs.
  */
-export const storageGcRoutes: FastifyPluginAsync<{ collector: GarbageCollector }> = async (app, { collector }) => {
+export const storageGcRoutes: FastifyPluginAsync<{ collector: EveryStoreCollector }> = async (app, { collector }) => {
   app.withTypeProvider<ZodTypeProvider>().route({
     method: "POST",
     url: "/api/storage/gc",
@@ -51,7 +61,7 @@ export const storageGcRoutes: FastifyPluginAsync<{ collector: GarbageCollector }
     config: { access: { need: ADMINISTER } },
     handler: async (request) => {
       const result = await collector.collect({ dryRun: dryRunOf(request.query.dryRun) });
-      return { ...result, blobs: [...result.blobs] };
+      return { ...result, blobs: [...result.blobs], stores: [...result.stores] };
     },
   });
 };

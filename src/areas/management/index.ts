@@ -5,6 +5,7 @@ import type { Db } from "../../storage/database.js";
 import type { ConnectorReference } from "./feed-caller.js";
 import { createFeedRepository } from "./repository.js";
 import { feedRoutes } from "./routes.js";
+import type { SecretBox } from "../../storage/secrets.js";
 import { createFeedServiceWith, type FeedService } from "./service.js";
 import { storageRoutes } from "./storage-routes.js";
 
@@ -22,9 +23,17 @@ export function createFeedService(deps: {
   clock: Clock;
   config: Config;
   findConnector?: (name: string) => Promise<ConnectorReference | undefined>;
+  /** Seals the credentials of S3 and Azure storage settings; without it they are refused. */
+  secrets?: SecretBox;
 }): FeedService {
-  const { clock, config, findConnector } = deps;
-  return createFeedServiceWith({ repository: createFeedRepository(deps.db), clock, config, findConnector });
+  const { clock, config, findConnector, secrets } = deps;
+  return createFeedServiceWith({
+    repository: createFeedRepository(deps.db),
+    clock,
+    config,
+    findConnector,
+    ...(secrets ? { secrets } : {}),
+  });
 }
 
 /** Area I: `/api/management/feeds/...` and `/api/storage`. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { cacheHeaderJson } from "../../domain/cache-header.js";
-import { DomainError, notFound } from "../../domain/errors.js";
+import { DomainError, invalid, notFound } from "../../domain/errors.js";
 import {
   formatPackageStoreXml,
   STORAGE_TYPES,
@@ -21,6 +21,8 @@ import {
 import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
 import type { FeedRepository } from "./repository.js";
+import type { SecretBox } from "../../storage/secrets.js";
+import { hideStorageSecrets, sealGivenSecrets } from "../../storage/storage-secrets.js";
 import type { FeedInput, FeedJson } from "./schemas.js";
 
 /** How a feed is shown to one caller: the public URL of the server and what the caller may do. */
@@ -68,15 +70,41 @@ export interface FeedServiceDeps {
   readonly findConnector?: (name: string) => Promise<ConnectorReference | undefined>;
   /** Whether a vulnerability source exists; Wharf has none yet. */
   readonly vulnerabilitySourceExists?: (name: string) => Promise<boolean>;
+  /** Seals storage credentials (storage-secrets.ts); without it S3 and Azure storage are refused. */
+  readonly secrets?: SecretBox;
 }
 
-const DEFAULT_STORAGE: StorageConfig = { id: "disk", properties: { StoragePath: null } };
+const DISK_STORAGE: StorageConfig = { id: "disk", properties: { StoragePath: null } };
+
+/** The feed with its storage setting replaced (undefined: the server default). */
+function storageDraft(feed: Feed, storage: StorageConfig | undefined): Feed {
+  const settings = { ...feed.settings };
+  if (storage === undefined) delete settings.storage;
+  else settings.storage = storage;
+  return { ...feed, settings };
+}
 
 export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
   const { repository, clock, config } = deps;
   const findConnector = deps.findConnector ?? (async () => undefined);
   const vulnerabilitySourceExists = deps.vulnerabilitySourceExists ?? (async () => false);
   const now = () => clock.now().toISOString();
+  /** What a feed with no storage setting uses: the server default, as answers show it. */
+  const defaultStorage = config.defaultStorage ? hideStorageSecrets(config.defaultStorage) : DISK_STORAGE;
+
+  /**
+   * The draft with its storage credentials sealed: a new secret sealed, HIDDEN_SECRET replaced by
+   * the one stored (storage-secrets.ts). Unchanged settings keep their sealed values as they are.
+   */
+  function withSealedStorage<T extends FeedDraft>(draft: T, current: StorageConfig | undefined): T {
+    const storage = draft.settings.storage;
+    if (storage === undefined || storage === current || storage.id === "disk") return draft;
+    if (deps.secrets === undefined) {
+      throw invalid("UNSUPPORTED_SETTING", `${storage.id} storage cannot be set here: use the server's API`);
+    }
+    const sealed = sealGivenSecrets(storage, current, deps.secrets);
+    return { ...draft, settings: { ...draft.settings, storage: sealed } };
+  }
 
   async function getFeed(name: string): Promise<Feed> {
     const feed = await repository.findByName(name);
@@ -121,7 +149,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     listFeeds: () => repository.list(),
 
     async createFeed(input, caller) {
-      const draft = mergeFeedInput(undefined, input);
+      const draft = withSealedStorage(mergeFeedInput(undefined, input), undefined);
       await checkFeedGroup(undefined, draft, caller);
       refuseNewlyAttached([], draft, await checkReferences(input, draft, caller));
       return repository.insert(draft, randomBytes(16).toString("hex"), now());
@@ -131,14 +159,14 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
       const current = await getFeed(name);
       // Validate against what we read (so a bad request fails before any reference lookup), then
       // merge again inside the transaction against the row as it is then.
-      const draft = mergeFeedInput(current, input);
+      const draft = withSealedStorage(mergeFeedInput(current, input), current.settings.storage);
       await checkFeedGroup(current, draft, caller);
       const forbiddenConnectors = await checkReferences(input, draft, caller);
       refuseNewlyAttached(current.settings.connectors, draft, forbiddenConnectors);
       return repository.update(
         current.id,
         (fresh) => {
-          const next = mergeFeedInput(fresh, input);
+          const next = withSealedStorage(mergeFeedInput(fresh, input), fresh.settings.storage);
           refuseNewlyAttached(fresh.settings.connectors, next, forbiddenConnectors);
           return next;
         },
@@ -155,24 +183,26 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     storageTypes: () => STORAGE_TYPES,
 
     async getStorage(name) {
-      return (await getFeed(name)).settings.storage ?? DEFAULT_STORAGE;
+      const { storage } = (await getFeed(name)).settings;
+      return storage === undefined ? defaultStorage : hideStorageSecrets(storage);
     },
 
     async setStorage(name, input) {
       const current = await getFeed(name);
-      storageFromInput(input, current.settings.storage);
+      withSealedStorage(
+        storageDraft(current, storageFromInput(input, current.settings.storage)),
+        current.settings.storage,
+      );
       const updated = await repository.update(
         current.id,
         (fresh) => {
           const storage = storageFromInput(input, fresh.settings.storage);
-          const settings = { ...fresh.settings };
-          if (storage === undefined) delete settings.storage;
-          else settings.storage = storage;
-          return { ...fresh, settings };
+          return withSealedStorage(storageDraft(fresh, storage), fresh.settings.storage);
         },
         now(),
       );
-      return updated.settings.storage ?? DEFAULT_STORAGE;
+      const { storage } = updated.settings;
+      return storage === undefined ? defaultStorage : hideStorageSecrets(storage);
     },
 
     present(feed, view) {
@@ -205,7 +235,7 @@ function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson
     cacheConnectors: s.cacheConnectors,
     ...optional("dropPath", s.dropPath),
     ...optional("packagesPath", s.packagesPath),
-    ...optional("packageStore", s.storage && formatPackageStoreXml(s.storage)),
+    ...optional("packageStore", s.storage && formatPackageStoreXml(hideStorageSecrets(s.storage))),
     ...optional("allowUnknownLicenses", s.allowUnknownLicenses),
     allowedLicenses: [...s.allowedLicenses],
     blockedLicenses: [...s.blockedLicenses],

@@ -57,7 +57,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     db: options.db,
     repository: queries,
     blobs: options.blobs,
-    keeper: options.keeper,
+    keepers: options.keepers,
     fetch,
     tmpDir: tempDir,
     clock: options.clock,
@@ -66,7 +66,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
   const write = createUpackWriteService({
     repository,
     blobs: options.blobs,
-    keeper: options.keeper,
+    keepers: options.keepers,
     clock: options.clock,
     maxUploadBytes: config.maxUploadBytes,
     tempDir,
@@ -94,7 +94,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       upstreams: options.upstreams,
       owns: ownershipOf(queries),
       blobs: options.blobs,
-      keeper: options.keeper,
+      keepers: options.keepers,
       write,
       maxBytes: config.maxUploadBytes,
     });

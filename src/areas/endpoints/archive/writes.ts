@@ -97,12 +97,12 @@ export function createImportWriter(
         if (same !== undefined) held = same;
         else {
           await turn();
-          held = start(assets.storeContent(Readable.from([bytes]), { maxBytes: entry.size }));
+          held = start(assets.storeContent(directory, Readable.from([bytes]), { maxBytes: entry.size }));
           stores.set(key, held);
         }
       } else {
         await turn();
-        held = start(assets.storeContent(data, { maxBytes: entry.size }));
+        held = start(assets.storeContent(directory, data, { maxBytes: entry.size }));
         // Streamed from the archive: it must be read whole before the next entry can be.
         await held;
       }

@@ -31,7 +31,7 @@ export async function assemble(
   const mayReplace = needsPermission && (await options.mayReplace());
   if (needsPermission && !mayReplace) throw replaceForbidden(existing?.path ?? "");
   const source = await deps.spool.read(upload.spool, upload.totalSize);
-  const held = await deps.assets.storeContent(source);
+  const held = await deps.assets.storeContent(directory, source);
   // ProGetAutomation first creates the file empty with its Content-Type, then sends the parts.
   return deps.assets.putStoredFile(directory, path, held, {
     contentType: options.contentType ?? existing?.contentType,

@@ -1,7 +1,7 @@
 import { PassThrough, type Readable, Transform, type TransformCallback } from "node:stream";
 import { DomainError } from "../../../domain/errors.js";
 import type { Principal } from "../../../domain/principal.js";
-import type { BlobKeeper } from "../../../storage/blob-keeper.js";
+import type { FeedKeepers } from "../../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
 import type { StoredPackage } from "../download/service.js";
 import { checkPulledIdentity } from "./pulled-identity.js";
@@ -61,7 +61,7 @@ export interface PullOptions {
 
 export interface RemoteDownloadsDeps extends RemoteLookupDeps {
   readonly blobs: BlobStore;
-  readonly keeper: BlobKeeper;
+  readonly keepers: FeedKeepers;
   readonly write: Pick<UpackWriteService, "cachePulled">;
   /** Largest package kept (WHARF_MAX_UPLOAD_BYTES: a pulled package is an upload by other means). */
   readonly maxBytes: number;
@@ -80,7 +80,7 @@ interface Pulled {
 }
 
 export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownloads {
-  const { upstreams, blobs, keeper } = deps;
+  const { upstreams, blobs, keepers } = deps;
   /** Versions being pulled into the store: a second download meanwhile does not keep its copy. */
   const pulling = new Set<string>();
 
@@ -101,6 +101,8 @@ export function createRemoteDownloads(deps: RemoteDownloadsDeps): RemoteDownload
   /** The upstream's file into the store, then verified (see above); a refused one is deleted again. */
   async function fetchVerified(remote: RemoteTarget, body: Readable, maxBytes?: number): Promise<Pulled> {
     const expected = remote.sha1 === undefined ? {} : { expected: { sha1: remote.sha1 } };
+    // Into the store of the feed that caches it.
+    const keeper = keepers.keeperFor(remote.feed.id);
     let blob: BlobInfo;
     let hold: () => void;
     try {

@@ -10,7 +10,7 @@ import { conflict, DomainError } from "../../../domain/errors.js";
 import { formatVersion, type UpackVersion } from "../../../domain/upack-version.js";
 import { parseVirtualManifest, type VirtualManifest } from "../../../domain/vpack.js";
 import type { GuardedFetch } from "../../../net/fetch-guard.js";
-import type { BlobKeeper } from "../../../storage/blob-keeper.js";
+import type { BlobKeeper, FeedKeepers } from "../../../storage/blob-keeper.js";
 import { type BlobInfo, type BlobStore, canOpenReader } from "../../../storage/blob-store.js";
 import { isBusy } from "../../../storage/busy.js";
 import type { Db } from "../../../storage/database.js";
@@ -27,7 +27,7 @@ export interface VirtualDownloadsDeps {
    * Holds the assembled blob from its put until its row is saved: garbage collection must not
    * delete it in between when the bytes were already stored, unreferenced (garbage-collector.ts).
    */
-  readonly keeper?: BlobKeeper;
+  readonly keepers?: FeedKeepers;
   /** The app's one guarded fetch: URL sources obey the administrator's fetch settings. */
   readonly fetch: GuardedFetch;
   /** Where archives are built before they enter the blob store (`<dataDir>/tmp`). */
@@ -77,7 +77,8 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
 
   async function build(v: VirtualPackageVersion, generation: number): Promise<StoredPackage> {
     const releases: Array<() => void> = [];
-    const { keeper } = deps;
+    // Assembled into the virtual feed's own package store.
+    const keeper = deps.keepers?.keeperFor(v.feed.id);
     const blobs = keeper === undefined ? deps.blobs : withHeldPuts(deps.blobs, keeper, releases);
     try {
       const info = await assembleVirtualPackage(manifestOf(v), {

@@ -6,7 +6,7 @@ import { parsePackagePath, quote } from "../../../domain/upack-manifest.js";
 import { canonicalVersion, formatVersion } from "../../../domain/upack-version.js";
 import type { ClaimedDigests } from "../../../http/upload-digests.js";
 import type { ArchiveLimits } from "../../../storage/archives.js";
-import type { BlobKeeper } from "../../../storage/blob-keeper.js";
+import type { FeedKeepers } from "../../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
 import { type UpackWriteRepository, versionExists } from "../repository.js";
 import {
@@ -23,7 +23,7 @@ export type { UploadResult } from "./save-session.js";
 export interface UpackWriteServiceDeps {
   readonly repository: UpackWriteRepository;
   readonly blobs: BlobStore;
-  readonly keeper: BlobKeeper;
+  readonly keepers: FeedKeepers;
   readonly clock: Clock;
   readonly maxUploadBytes: number;
   /** For TGZ conversion; on the data filesystem. */
@@ -111,7 +111,7 @@ export interface UpackWriteService {
 }
 
 export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWriteService {
-  const { repository, keeper } = deps;
+  const { repository, keepers } = deps;
 
   /**
    * The one source of the package bytes, or 400 for every combination the spec refuses. Returned
@@ -159,9 +159,9 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     if (existing && !(await command.canOverwrite())) throw versionExists({ group, name, version: existing.version });
   }
 
-  /** Runs `work` in a save session (save-session.ts), closed whatever happens. */
-  async function inSession<T>(work: (session: SaveSession) => Promise<T>): Promise<T> {
-    const session = openSaveSession(deps);
+  /** Runs `work` in a save session (save-session.ts) in the feed's package store, closed whatever happens. */
+  async function inSession<T>(feedId: number, work: (session: SaveSession) => Promise<T>): Promise<T> {
+    const session = openSaveSession({ ...deps, keeper: keepers.keeperFor(feedId) });
     try {
       return await work(session);
     } finally {
@@ -173,7 +173,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async upload(command) {
       const open = contentSource(command);
       await refuseEarly(command);
-      return inSession(async (session) => {
+      return inSession(command.feedId, async (session) => {
         // The one pass over the bytes: hashed, counted and checked against the claims while stored.
         const uploaded = await session.store(await open(), {
           maxBytes: deps.maxUploadBytes,
@@ -184,7 +184,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     },
 
     async uploadFiles(command) {
-      return inSession(async (session) => {
+      return inSession(command.feedId, async (session) => {
         const files: Array<{ readonly label: string; readonly blob: BlobInfo }> = [];
         const params = await command.receive(async ({ stream, digests, label }) => {
           files.push({
@@ -206,7 +206,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async importPackage(command) {
       const { source } = command;
       try {
-        return await inSession(async (session) => {
+        return await inSession(command.feedId, async (session) => {
           const file =
             "blob" in source
               ? await session.hold(source.blob)
@@ -230,7 +230,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
     async cachePulled(command) {
       const { group, name, version, blob } = command;
       const target = { feedId: command.feedId, principal: command.principal, canOverwrite: async () => false };
-      return inSession(async (session) => {
+      return inSession(command.feedId, async (session) => {
         const file = await session.hold(blob);
         const prepared = await session.prepare(file, { group, name, version, metadata: {} }, { pulled: true });
         return only(await session.commit(target, [prepared], { pulled: true }));
@@ -247,7 +247,10 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);
       }
       deps.onFeedChanged?.(feedId);
-      await keeper.discardIfUnused(removed.blobSha256).catch(() => undefined);
+      await keepers
+        .keeperFor(feedId)
+        .discardIfUnused(removed.blobSha256)
+        .catch(() => undefined);
     },
   };
 }

@@ -1,0 +1,237 @@
+import type { Readable } from "node:stream";
+import type { Config } from "../config.js";
+import type { Clock } from "../domain/clock.js";
+import type { StorageConfig } from "../domain/package-store.js";
+import { type BlobKeeper, blobReferenceCheck, createBlobKeeper } from "./blob-keeper.js";
+import { type BlobReader, type BlobStore, canOpenReader, type RandomAccessBlobs } from "./blob-store.js";
+import type { Db } from "./database.js";
+import { dataPaths } from "./data-paths.js";
+import { createFileBlobStore } from "./file-blob-store.js";
+import { loadSecretKeys } from "./secret-keys.js";
+import type { SecretBox } from "./secrets.js";
+import { createObjectStore, DISK_STORE_KEY, storeKeyOf } from "./store-factory.js";
+import { openStorageSecrets, sealStorageSecrets } from "./storage-secrets.js";
+
+/** One package store: where blobs go, with the keeper of the uploads working in it. */
+export interface StoreEntry {
+  /** Where its blobs are (store-factory.ts storeKeyOf); holds no secret, so it may be shown and logged. */
+  readonly key: string;
+  readonly kind: StorageConfig["id"];
+  readonly blobs: BlobStore;
+  readonly keeper: BlobKeeper;
+}
+
+/**
+ * Every package store of this server: the data directory's disk store, the server default
+ * (WHARF_PACKAGE_STORE) and each store a feed's storage setting names (docs/compat.md 5.2).
+ *
+ * Content addressing makes any copy of a blob the same bytes, so reads need no feed: `reader` finds
+ * a blob in whichever store holds it (the one that last had it first, then the disk store, then the
+ * others; a store that fails is skipped while another has the blob). Writes go to the store of the
+ * feed being written, through its keeper (`keeperFor`). A blob is kept in every store as long as
+ * any row references it, so moving a feed or changing the default never strands a version.
+ */
+export interface BlobStores {
+  /**
+   * Every store as one: stat/open/openReader find the store holding the blob, `put` writes to the
+   * disk store, `delete` deletes every copy, `list` and `totalBytes` cover every store.
+   */
+  readonly reader: BlobStore & RandomAccessBlobs;
+  readonly disk: StoreEntry;
+  /** The store of a storage setting as feeds keep it (secrets sealed); undefined = the server default. */
+  entryFor(storage: StorageConfig | undefined): StoreEntry;
+  /** The store a feed writes its new blobs to: its storage setting, else the server default. */
+  forFeed(feedId: number): StoreEntry;
+  /** The keeper of `forFeed(feedId)`, resolved at each call (a feed's store may change meanwhile). */
+  keeperFor(feedId: number): BlobKeeper;
+  /** Every store known, disk first. */
+  all(): readonly StoreEntry[];
+}
+
+export interface BlobStoresDeps {
+  readonly db: Db;
+  /** The data directory's store (file-blob-store.ts). */
+  readonly disk: BlobStore;
+  readonly secrets: SecretBox;
+  /** Local spool folders of the object stores go under it (the data directory's tmp/). */
+  readonly tempDir: string;
+  readonly clock: Clock;
+  /** The server default with its secrets open (config.ts `defaultStorage`); undefined = disk. */
+  readonly defaultStorage?: StorageConfig;
+  /** Builds an object store (tests may wrap it); store-factory.ts createObjectStore by default. */
+  readonly createStore?: typeof createObjectStore;
+}
+
+/** How many blob -> store answers the reader remembers. */
+const LOCATIONS_KEPT = 10_000;
+
+export function createBlobStores(deps: BlobStoresDeps): BlobStores {
+  const { db, secrets } = deps;
+  const isReferenced = blobReferenceCheck(db);
+  const createStore = deps.createStore ?? createObjectStore;
+  const entries = new Map<string, StoreEntry>();
+  const selectStores = db.prepare<[], { key: string; config: string }>(
+    "SELECT key, config FROM blob_stores ORDER BY key",
+  );
+  const upsertStore = db.prepare<[string, string, string, string, string]>(
+    `INSERT INTO blob_stores (key, kind, config, first_used_at, last_used_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET config = excluded.config, last_used_at = excluded.last_used_at`,
+  );
+  const selectFeedStorage = db.prepare<[number], { storage: string | null }>(
+    "SELECT json_extract(settings, '$.storage') AS storage FROM feeds WHERE id = ?",
+  );
+  /** The stored config JSON each entry was built from: a changed one (new credentials) rebuilds it. */
+  const builtFrom = new Map<string, string>();
+
+  const reader = createReader(() => [...entries.values()].map((entry) => entry.blobs));
+  const entryOf = (key: string, kind: StorageConfig["id"], blobs: BlobStore): StoreEntry => ({
+    key,
+    kind,
+    blobs,
+    keeper: createBlobKeeper(blobs, isReferenced, reader),
+  });
+  const disk = entryOf(DISK_STORE_KEY, "disk", deps.disk);
+  entries.set(disk.key, disk);
+
+  /** The entry of an object store's configuration (secrets open), built and recorded on first use. */
+  function register(open: StorageConfig, sealedJson: string | undefined): StoreEntry {
+    const key = storeKeyOf(open);
+    const existing = entries.get(key);
+    if (existing !== undefined && (sealedJson === undefined || builtFrom.get(key) === sealedJson)) return existing;
+    const stored = sealedJson ?? JSON.stringify(sealStorageSecrets(open, secrets));
+    const now = deps.clock.now().toISOString();
+    upsertStore.run(key, open.id, stored, now, now);
+    const entry = entryOf(key, open.id, createStore(open, key, deps.tempDir));
+    entries.set(key, entry);
+    builtFrom.set(key, stored);
+    reader.forget();
+    return entry;
+  }
+
+  // Stores named before this start stay readable and collected.
+  for (const row of selectStores.all()) {
+    const config = openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets);
+    const entry = entryOf(row.key, config.id, createStore(config, row.key, deps.tempDir));
+    entries.set(row.key, entry);
+    builtFrom.set(row.key, row.config);
+  }
+  const defaultEntry =
+    deps.defaultStorage === undefined || deps.defaultStorage.id === "disk"
+      ? disk
+      : register(deps.defaultStorage, undefined);
+
+  function entryFor(storage: StorageConfig | undefined): StoreEntry {
+    if (storage === undefined) return defaultEntry;
+    if (storage.id === "disk") return disk;
+    return register(openStorageSecrets(storage, secrets), JSON.stringify(storage));
+  }
+
+  function forFeed(feedId: number): StoreEntry {
+    const storage = selectFeedStorage.get(feedId)?.storage;
+    return entryFor(storage === null || storage === undefined ? undefined : (JSON.parse(storage) as StorageConfig));
+  }
+
+  return {
+    reader,
+    disk,
+    entryFor,
+    forFeed,
+    keeperFor: (feedId) => ({
+      put: (source, options) => forFeed(feedId).keeper.put(source, options),
+      hold: (sha256) => forFeed(feedId).keeper.hold(sha256),
+      discardIfUnused: (sha256) => forFeed(feedId).keeper.discardIfUnused(sha256),
+    }),
+    all: () => [...entries.values()],
+  };
+
+  /** The union of the stores, for reads. */
+  function createReader(stores: () => readonly BlobStore[]): BlobStore & RandomAccessBlobs & { forget(): void } {
+    /** Address -> the store that last had it (insertion order = age, for eviction). */
+    const located = new Map<string, BlobStore>();
+    const remember = (sha256: string, store: BlobStore) => {
+      located.delete(sha256);
+      located.set(sha256, store);
+      if (located.size > LOCATIONS_KEPT) located.delete(located.keys().next().value as string);
+    };
+
+    /** The store holding the blob and its size; a failing store is passed over while another has it. */
+    async function locate(sha256: string): Promise<{ store: BlobStore; size: number } | undefined> {
+      const all = stores();
+      const known = located.get(sha256);
+      const order = known === undefined ? all : [known, ...all.filter((store) => store !== known)];
+      let failure: unknown;
+      for (const store of order) {
+        try {
+          const stat = await store.stat(sha256);
+          if (stat !== undefined) {
+            remember(sha256, store);
+            return { store, size: stat.size };
+          }
+        } catch (error) {
+          failure ??= error;
+        }
+      }
+      located.delete(sha256);
+      if (failure !== undefined) throw failure;
+      return undefined;
+    }
+
+    return {
+      forget: () => located.clear(),
+      put: (source: Readable | AsyncIterable<Uint8Array>, options) => disk.blobs.put(source, options),
+      async stat(sha256) {
+        const found = await locate(sha256);
+        return found === undefined ? undefined : { size: found.size };
+      },
+      async open(sha256, range) {
+        const found = await locate(sha256);
+        return found?.store.open(sha256, range);
+      },
+      /** Positional reads where the holding store offers them; undefined (use `open`) where it does not. */
+      async openReader(sha256): Promise<BlobReader | undefined> {
+        const found = await locate(sha256);
+        return found !== undefined && canOpenReader(found.store) ? found.store.openReader(sha256) : undefined;
+      },
+      async delete(sha256) {
+        located.delete(sha256);
+        await Promise.all(stores().map((store) => store.delete(sha256)));
+      },
+      async *list() {
+        const seen = new Set<string>();
+        for (const store of stores()) {
+          for await (const sha256 of store.list()) {
+            if (seen.has(sha256)) continue;
+            seen.add(sha256);
+            yield sha256;
+          }
+        }
+      },
+      async totalBytes() {
+        const sizes = await Promise.all(stores().map((store) => store.totalBytes()));
+        return sizes.reduce((sum, bytes) => sum + bytes, 0);
+      },
+      async clearStaleTemporaryFiles() {
+        let files = 0;
+        let bytes = 0;
+        for (const store of stores()) {
+          const cleared = await store.clearStaleTemporaryFiles();
+          files += cleared.files;
+          bytes += cleared.bytes;
+        }
+        return { files, bytes };
+      },
+    };
+  }
+}
+
+/** Every package store of a data directory, for commands that run beside (or without) the server. */
+export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
+  return createBlobStores({
+    db,
+    disk: createFileBlobStore(config.dataDir),
+    secrets: loadSecretKeys(config).box,
+    tempDir: dataPaths(config.dataDir).tmp,
+    clock,
+    ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
+  });
+}

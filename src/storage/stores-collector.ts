@@ -1,0 +1,97 @@
+import { DomainError } from "../domain/errors.js";
+import type { Clock } from "../domain/clock.js";
+import type { StoreEntry } from "./blob-stores.js";
+import { type CollectionResult, createGarbageCollector, type GarbageCollector } from "./garbage-collector.js";
+
+/** What one collection did in one package store; `error` when that store could not be collected. */
+export interface StoreCollection {
+  readonly store: string;
+  readonly examined: number;
+  readonly deleted: number;
+  readonly bytesFreed: number;
+  readonly error?: string;
+}
+
+/** A collection over every store: the totals of CollectionResult, and each store's part. */
+export interface EveryStoreCollection extends CollectionResult {
+  readonly stores: readonly StoreCollection[];
+}
+
+export interface EveryStoreCollectorDeps {
+  /** The stores to collect, asked at each collection (a feed may have named a new one). */
+  readonly stores: () => readonly StoreEntry[];
+  readonly isReferenced: (sha256: string) => Promise<boolean>;
+  readonly clock: Clock;
+  readonly graceMs: number;
+  readonly onDeleted?: () => void;
+}
+
+export interface EveryStoreCollector {
+  collect(options?: { dryRun?: boolean }): Promise<EveryStoreCollection>;
+}
+
+/**
+ * Garbage collection of every package store, one after the other, each with its own collector
+ * (garbage-collector.ts: its marks, its keeper). A store that cannot be reached is reported in
+ * `stores` and the others are still collected: an object store being down must not let the disk fill.
+ */
+export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryStoreCollector {
+  const collectors = new Map<string, GarbageCollector>();
+  let running = false;
+
+  const collectorOf = (entry: StoreEntry) => {
+    let collector = collectors.get(entry.key);
+    if (collector === undefined) {
+      collector = createGarbageCollector({
+        blobs: entry.blobs,
+        isReferenced: deps.isReferenced,
+        discardIfUnused: (sha256) => entry.keeper.discardIfUnused(sha256),
+        clock: deps.clock,
+        graceMs: deps.graceMs,
+        ...(deps.onDeleted ? { onDeleted: deps.onDeleted } : {}),
+      });
+      collectors.set(entry.key, collector);
+    }
+    return collector;
+  };
+
+  return {
+    async collect({ dryRun = false } = {}) {
+      if (running) throw new DomainError("conflict", "GC_RUNNING", "A garbage collection is already running.");
+      running = true;
+      const started = Date.now();
+      try {
+        const parts: Array<{ store: string; result?: CollectionResult; error?: string }> = [];
+        for (const entry of deps.stores()) {
+          try {
+            parts.push({ store: entry.key, result: await collectorOf(entry).collect({ dryRun }) });
+          } catch (error) {
+            parts.push({ store: entry.key, error: error instanceof Error ? error.message : String(error) });
+          }
+        }
+        const results = parts.flatMap((part) => (part.result ? [part.result] : []));
+        const sum = (field: "examined" | "unreferenced" | "inGracePeriod" | "deleted" | "bytesFreed") =>
+          results.reduce((total, result) => total + result[field], 0);
+        return {
+          dryRun,
+          examined: sum("examined"),
+          unreferenced: sum("unreferenced"),
+          inGracePeriod: sum("inGracePeriod"),
+          deleted: sum("deleted"),
+          bytesFreed: sum("bytesFreed"),
+          blobs: parts.flatMap((part) => (part.result?.blobs ?? []).map((blob) => ({ ...blob, store: part.store }))),
+          durationMs: Date.now() - started,
+          stores: parts.map(({ store, result, error }) => ({
+            store,
+            examined: result?.examined ?? 0,
+            deleted: result?.deleted ?? 0,
+            bytesFreed: result?.bytesFreed ?? 0,
+            ...(error === undefined ? {} : { error }),
+          })),
+        };
+      } finally {
+        running = false;
+      }
+    },
+  };
+}
