@@ -46,6 +46,7 @@ import { blobReferenceCheck } from "./storage/blob-keeper.js";
 import { createBlobStores } from "./storage/blob-stores.js";
 import type { createObjectStore } from "./storage/store-factory.js";
 import { createEveryStoreCollector } from "./storage/stores-collector.js";
+import { resealStorageCredentials } from "./storage/storage-reseal.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
 import { changeWatchOf } from "./storage/change-watch.js";
@@ -119,6 +120,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(formbody);
   await registerOpenApi(app);
 
+  // Storage credentials sealed under a previous secret key are sealed again under the current one.
+  try {
+    const { resealed, unreadable } = resealStorageCredentials(deps.db, secrets.box);
+    if (resealed > 0) app.log.info({ resealed }, "storage credentials encrypted with the current secret key");
+    for (const what of unreadable) app.log.warn(`the storage credentials of ${what} cannot be decrypted`);
+  } catch (error) {
+    app.log.warn({ err: error }, "storage credentials were not re-encrypted; they will be at the next start");
+  }
   // Every package store: the data directory's, the server default and those feeds name.
   const stores = createBlobStores({
     db: deps.db,
@@ -128,6 +137,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     clock,
     ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
     ...(deps.createObjectStore ? { createStore: deps.createObjectStore } : {}),
+    onUnreadable: (key) => app.log.warn({ store: key }, "a package store's credentials cannot be decrypted"),
   });
   const feeds = createFeedService({
     db: deps.db,

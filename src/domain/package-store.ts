@@ -59,6 +59,28 @@ export function validateStorageConfig(input: unknown): StorageConfig {
   return { id: type.id, properties: result };
 }
 
+/**
+ * What Wharf's S3 store needs beyond the seed's shape (feeds' settings and WHARF_PACKAGE_STORE alike):
+ * a bucket, an access key rather than host credentials, and an http(s) CustomServiceUrl.
+ */
+export function checkObjectStoreSupport(config: StorageConfig): void {
+  if (config.id !== "s3") return;
+  const { properties } = config;
+  if (properties.BucketName === null)
+    throw invalid("INVALID_STORAGE_CONFIG", "property 'BucketName' is required for s3 storage");
+  // Credentials from the host (EC2 instance profiles, assumed roles) are not implemented: refused, not ignored.
+  if (properties.InstanceRole !== null || properties.UseInstanceProfile === true) {
+    throw invalid(
+      "UNSUPPORTED_SETTING",
+      "InstanceRole and UseInstanceProfile are not supported: give AccessKey and SecretAccessKey",
+    );
+  }
+  const url = properties.CustomServiceUrl;
+  if (typeof url === "string" && !/^https?:\/\/[^\s/]+/i.test(url)) {
+    throw invalid("INVALID_STORAGE_CONFIG", "property 'CustomServiceUrl' must be an http or https URL");
+  }
+}
+
 /** Empty strings mean "not set": HTML forms and pgutil options send them for cleared fields. */
 function toText(name: string, value: unknown): string | null {
   if (value === undefined || value === null) return null;

@@ -1,6 +1,7 @@
 import type { Readable } from "node:stream";
 import type { Config } from "../config.js";
 import type { Clock } from "../domain/clock.js";
+import { DomainError } from "../domain/errors.js";
 import type { StorageConfig } from "../domain/package-store.js";
 import { type BlobKeeper, blobReferenceCheck, createBlobKeeper } from "./blob-keeper.js";
 import { type BlobReader, type BlobStore, canOpenReader, type RandomAccessBlobs } from "./blob-store.js";
@@ -8,7 +9,7 @@ import type { Db } from "./database.js";
 import { dataPaths } from "./data-paths.js";
 import { createFileBlobStore } from "./file-blob-store.js";
 import { loadSecretKeys } from "./secret-keys.js";
-import type { SecretBox } from "./secrets.js";
+import { type SecretBox, SecretUnreadableError } from "./secrets.js";
 import { createObjectStore, DISK_STORE_KEY, storeKeyOf } from "./store-factory.js";
 import { openStorageSecrets, sealStorageSecrets } from "./storage-secrets.js";
 
@@ -60,6 +61,8 @@ export interface BlobStoresDeps {
   readonly defaultStorage?: StorageConfig;
   /** Builds an object store (tests may wrap it); store-factory.ts createObjectStore by default. */
   readonly createStore?: typeof createObjectStore;
+  /** A known store whose credentials no configured secret key opens: left out until the key is given. */
+  readonly onUnreadable?: (key: string) => void;
 }
 
 /** How many blob -> store answers the reader remembers. */
@@ -93,7 +96,26 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   const disk = entryOf(DISK_STORE_KEY, "disk", deps.disk);
   entries.set(disk.key, disk);
 
-  /** The entry of an object store's configuration (secrets open), built and recorded on first use. */
+  /** The object store behind each entry: replaced when a feed gives the same location new credentials. */
+  const current = new Map<string, BlobStore>();
+
+  /**
+   * The entry of an object store (secrets open), built on first use. An entry is never replaced,
+   * only the client behind it, so its keeper's holds and its collector's marks survive a change of
+   * credentials.
+   */
+  function build(key: string, open: StorageConfig, storedJson: string): StoreEntry {
+    current.set(key, createStore(open, key, deps.tempDir));
+    builtFrom.set(key, storedJson);
+    const existing = entries.get(key);
+    if (existing !== undefined) return existing;
+    const entry = entryOf(key, open.id, delegateTo(() => current.get(key) as BlobStore));
+    entries.set(key, entry);
+    reader.forget();
+    return entry;
+  }
+
+  /** Records the store (so that it stays readable and collected) and returns its entry. */
   function register(open: StorageConfig, sealedJson: string | undefined): StoreEntry {
     const key = storeKeyOf(open);
     const existing = entries.get(key);
@@ -101,19 +123,17 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
     const stored = sealedJson ?? JSON.stringify(sealStorageSecrets(open, secrets));
     const now = deps.clock.now().toISOString();
     upsertStore.run(key, open.id, stored, now, now);
-    const entry = entryOf(key, open.id, createStore(open, key, deps.tempDir));
-    entries.set(key, entry);
-    builtFrom.set(key, stored);
-    reader.forget();
-    return entry;
+    return build(key, open, stored);
   }
 
   // Stores named before this start stay readable and collected.
   for (const row of selectStores.all()) {
-    const config = openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets);
-    const entry = entryOf(row.key, config.id, createStore(config, row.key, deps.tempDir));
-    entries.set(row.key, entry);
-    builtFrom.set(row.key, row.config);
+    try {
+      build(row.key, openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets), row.config);
+    } catch (error) {
+      if (!(error instanceof SecretUnreadableError)) throw error;
+      deps.onUnreadable?.(row.key);
+    }
   }
   const defaultEntry =
     deps.defaultStorage === undefined || deps.defaultStorage.id === "disk"
@@ -123,7 +143,18 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   function entryFor(storage: StorageConfig | undefined): StoreEntry {
     if (storage === undefined) return defaultEntry;
     if (storage.id === "disk") return disk;
-    return register(openStorageSecrets(storage, secrets), JSON.stringify(storage));
+    let open: StorageConfig;
+    try {
+      open = openStorageSecrets(storage, secrets);
+    } catch (error) {
+      if (!(error instanceof SecretUnreadableError)) throw error;
+      throw new DomainError(
+        "unavailable",
+        "STORE_CREDENTIALS_UNREADABLE",
+        "The feed's storage credentials cannot be decrypted with the configured secret keys (WHARF_SECRET_KEY).",
+      );
+    }
+    return register(open, JSON.stringify(storage));
   }
 
   function forFeed(feedId: number): StoreEntry {
@@ -234,4 +265,17 @@ export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
     clock,
     ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
   });
+}
+
+/** A store that forwards every call to whichever store `target` returns at the time of the call. */
+function delegateTo(target: () => BlobStore): BlobStore {
+  return {
+    put: (source, options) => target().put(source, options),
+    stat: (sha256) => target().stat(sha256),
+    open: (sha256, range) => target().open(sha256, range),
+    delete: (sha256) => target().delete(sha256),
+    list: () => target().list(),
+    totalBytes: () => target().totalBytes(),
+    clearStaleTemporaryFiles: () => target().clearStaleTemporaryFiles(),
+  };
 }

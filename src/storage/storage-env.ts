@@ -1,4 +1,9 @@
-import { findStorageType, type StorageConfig, validateStorageConfig } from "../domain/package-store.js";
+import {
+  checkObjectStoreSupport,
+  findStorageType,
+  type StorageConfig,
+  validateStorageConfig,
+} from "../domain/package-store.js";
 import { DomainError } from "../domain/errors.js";
 
 /**
@@ -22,7 +27,9 @@ export function defaultStorageFromEnv(env: Readonly<Record<string, string | unde
     if (value !== undefined && value !== "") properties[name] = value;
   }
   try {
-    return validateStorageConfig({ id: type.id, properties });
+    const config = validateStorageConfig({ id: type.id, properties });
+    checkObjectStoreSupport(config);
+    return config;
   } catch (error) {
     // The message names the property; say which variable holds it (never its value).
     const reason = error instanceof DomainError ? error.message : String(error);

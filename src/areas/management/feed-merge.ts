@@ -6,7 +6,12 @@ import {
   requireServedFeedType,
   validateFeedName,
 } from "../../domain/feeds.js";
-import { parsePackageStoreXml, type StorageConfig, validateStorageConfig } from "../../domain/package-store.js";
+import {
+  checkObjectStoreSupport,
+  parsePackageStoreXml,
+  type StorageConfig,
+  validateStorageConfig,
+} from "../../domain/package-store.js";
 import { INHERIT, parseCacheHeader } from "../../domain/cache-header.js";
 import { defaultSettings, FEED_FLAGS, type FeedDraft, type FeedSettings } from "./feed-settings.js";
 import {
@@ -151,21 +156,7 @@ export function supportedStorage(config: StorageConfig, current: StorageConfig |
     }
     return path === null ? undefined : config;
   }
-  if (config.id === "s3") {
-    if (properties.BucketName === null)
-      throw invalid("INVALID_STORAGE_CONFIG", "property 'BucketName' is required for s3 storage");
-    // Credentials from the host (EC2 instance profiles, assumed roles) are not implemented: refused, not ignored.
-    if (properties.InstanceRole !== null || properties.UseInstanceProfile === true) {
-      throw invalid(
-        "UNSUPPORTED_SETTING",
-        "InstanceRole and UseInstanceProfile are not supported: give AccessKey and SecretAccessKey",
-      );
-    }
-    const url = properties.CustomServiceUrl;
-    if (typeof url === "string" && !/^https?:\/\/[^\s/]+/i.test(url)) {
-      throw invalid("INVALID_STORAGE_CONFIG", "property 'CustomServiceUrl' must be an http or https URL");
-    }
-  }
+  checkObjectStoreSupport(config);
   return config;
 }
 
