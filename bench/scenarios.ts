@@ -2,6 +2,7 @@ import { CI_BADGES_SCENARIOS } from "./ci-badges-scenarios.js";
 import { CONFIGURATION_SCENARIOS } from "./configuration-status.js";
 import { ENDPOINTS_SCENARIOS } from "./endpoints-scenarios.js";
 import { NATIVE_SOAP_SCENARIOS } from "./native-soap.js";
+import { OBJECT_STORE_SCENARIOS } from "./object-store.js";
 import { UPACK_SCENARIOS } from "./upack-scenarios.js";
 import { createFeed } from "./upack-seed.js";
 
@@ -53,6 +54,7 @@ export const SCENARIOS: readonly Scenario[] = [
   ...CI_BADGES_SCENARIOS,
   ...CONFIGURATION_SCENARIOS,
   ...NATIVE_SOAP_SCENARIOS,
+  ...OBJECT_STORE_SCENARIOS,
 ];
 
 /** Creates `count` universal feeds through the feed management API, 10 requests at a time. */
