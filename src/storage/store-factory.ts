@@ -27,17 +27,29 @@ export function storeKeyOf(config: StorageConfig | undefined): string {
   return `azure:${azureAccountOf(text("ConnectionString"))}/${text("ContainerName")}/${prefix}`;
 }
 
+/** The URL an object store configuration sends its requests to, when it names one (not Amazon's or Azure's own). */
+export function storeEndpointOf(config: StorageConfig): string | undefined {
+  const value = config.properties[config.id === "s3" ? "CustomServiceUrl" : "ConnectionString"];
+  if (typeof value !== "string") return undefined;
+  return config.id === "s3" ? value : connectionStringParts(value).get("blobendpoint");
+}
+
 /** The account (its blob endpoint, else its name) a connection string names; never the key. */
 function azureAccountOf(connectionString: string): string {
-  const parts = new Map(
+  const parts = connectionStringParts(connectionString);
+  if (parts.get("usedevelopmentstorage") === "true") return "http://127.0.0.1:10000/devstoreaccount1";
+  return (parts.get("blobendpoint") ?? "").replace(/\/+$/, "") || (parts.get("accountname") ?? "");
+}
+
+/** `Name=value;...` with lower-cased names. */
+function connectionStringParts(connectionString: string): Map<string, string> {
+  return new Map(
     connectionString
       .split(";")
       .map((part) => part.split("="))
       .filter((pair) => pair.length >= 2)
       .map(([name = "", ...value]) => [name.trim().toLowerCase(), value.join("=").trim()]),
   );
-  if (parts.get("usedevelopmentstorage") === "true") return "http://127.0.0.1:10000/devstoreaccount1";
-  return (parts.get("blobendpoint") ?? "").replace(/\/+$/, "") || (parts.get("accountname") ?? "");
 }
 
 /**

@@ -106,6 +106,28 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       400,
       "must be an http or https URL",
     );
+    // The server never sends signed requests to a cloud metadata service or a link-local address.
+    for (const url of ["http://169.254.169.254", "http://metadata.google.internal/", "http://[fe80::1]:9000"]) {
+      expectText(
+        await post("/api/storage?feed=store", {
+          id: "s3",
+          properties: { ...s3, BucketName: "b", CustomServiceUrl: url },
+        }),
+        400,
+        "the store's endpoint",
+      );
+    }
+    expectText(
+      await post("/api/storage?feed=store", {
+        id: "azure",
+        properties: {
+          ConnectionString: "AccountName=a;AccountKey=k;BlobEndpoint=http://169.254.169.254/a",
+          ContainerName: "c",
+        },
+      }),
+      400,
+      "the store's endpoint is a cloud metadata address",
+    );
     // A secret that was never stored cannot be "kept".
     expectText(
       await post("/api/storage?feed=store", {

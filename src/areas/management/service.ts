@@ -19,6 +19,7 @@ import {
   refuseNewlyAttached,
 } from "./feed-caller.js";
 import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
+import { refuseUnsafeStoreEndpoint } from "./storage-endpoint.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
 import type { FeedRepository } from "./repository.js";
 import type { SecretBox } from "../../storage/secrets.js";
@@ -102,6 +103,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     if (deps.secrets === undefined) {
       throw invalid("UNSUPPORTED_SETTING", `${storage.id} storage cannot be set here: use the server's API`);
     }
+    refuseUnsafeStoreEndpoint(storage);
     const sealed = sealGivenSecrets(storage, current, deps.secrets);
     return { ...draft, settings: { ...draft.settings, storage: sealed } };
   }
