@@ -109,7 +109,11 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
     builtFrom.set(key, storedJson);
     const existing = entries.get(key);
     if (existing !== undefined) return existing;
-    const entry = entryOf(key, open.id, delegateTo(() => current.get(key) as BlobStore));
+    const entry = entryOf(
+      key,
+      open.id,
+      delegateTo(() => current.get(key) as BlobStore),
+    );
     entries.set(key, entry);
     reader.forget();
     return entry;
@@ -179,6 +183,9 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   function createReader(stores: () => readonly BlobStore[]): BlobStore & RandomAccessBlobs & { forget(): void } {
     /** Address -> the store that last had it (insertion order = age, for eviction). */
     const located = new Map<string, BlobStore>();
+    /** The stores, asked again only after `forget` (a store was added). */
+    let known: readonly BlobStore[] | undefined;
+    const all = () => (known ??= stores());
     const remember = (sha256: string, store: BlobStore) => {
       located.delete(sha256);
       located.set(sha256, store);
@@ -187,9 +194,15 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
 
     /** The store holding the blob and its size; a failing store is passed over while another has it. */
     async function locate(sha256: string): Promise<{ store: BlobStore; size: number } | undefined> {
-      const all = stores();
-      const known = located.get(sha256);
-      const order = known === undefined ? all : [known, ...all.filter((store) => store !== known)];
+      const every = all();
+      // The common case, the data directory's store alone: nothing to choose or remember.
+      const [only] = every;
+      if (every.length === 1 && only !== undefined) {
+        const stat = await only.stat(sha256);
+        return stat === undefined ? undefined : { store: only, size: stat.size };
+      }
+      const last = located.get(sha256);
+      const order = last === undefined ? every : [last, ...every.filter((store) => store !== last)];
       let failure: unknown;
       for (const store of order) {
         try {
@@ -208,7 +221,10 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
     }
 
     return {
-      forget: () => located.clear(),
+      forget: () => {
+        located.clear();
+        known = undefined;
+      },
       put: (source: Readable | AsyncIterable<Uint8Array>, options) => disk.blobs.put(source, options),
       async stat(sha256) {
         const found = await locate(sha256);
@@ -225,11 +241,11 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
       },
       async delete(sha256) {
         located.delete(sha256);
-        await Promise.all(stores().map((store) => store.delete(sha256)));
+        await Promise.all(all().map((store) => store.delete(sha256)));
       },
       async *list() {
         const seen = new Set<string>();
-        for (const store of stores()) {
+        for (const store of all()) {
           for await (const sha256 of store.list()) {
             if (seen.has(sha256)) continue;
             seen.add(sha256);
@@ -238,13 +254,13 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
         }
       },
       async totalBytes() {
-        const sizes = await Promise.all(stores().map((store) => store.totalBytes()));
+        const sizes = await Promise.all(all().map((store) => store.totalBytes()));
         return sizes.reduce((sum, bytes) => sum + bytes, 0);
       },
       async clearStaleTemporaryFiles() {
         let files = 0;
         let bytes = 0;
-        for (const store of stores()) {
+        for (const store of all()) {
           const cleared = await store.clearStaleTemporaryFiles();
           files += cleared.files;
           bytes += cleared.bytes;
