@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createFeedKey, createSystemKey, grant, newKey } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 const DEFAULT_DISK = { id: "disk", properties: { StoragePath: null } };
@@ -222,6 +222,33 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       "packageStore",
     );
     expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+  });
+
+  it("an object store needs the right to configure the server; a feed manager keeps what the feed has", async () => {
+    const userId = await createUser(t.db, "felix", "a long enough password 1");
+    grant(t.db, { user: userId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed: "other" });
+    const felix = basic("felix", "a long enough password 1");
+    const azure = { ConnectionString: "UseDevelopmentStorage=true", ContainerName: "wharf-c" };
+    const azureXml = `<AzurePackageStore><Properties ConnectionString="UseDevelopmentStorage=true" ContainerName="wharf-c" /></AzurePackageStore>`;
+    const refused = await post("/api/management/feeds/update/other", { packageStore: azureXml }, felix);
+    expectText(refused, 403, "Admin_ConfigureProGet");
+    expect(refused.headers["x-wharf-error"]).toBe("STORE_FORBIDDEN");
+    // Set by an administrator, the feed can be read and sent back whole by its manager.
+    expectJson(await post("/api/storage?feed=other", { id: "azure", properties: azure }), 200);
+    const feed = expectJson(await get("/api/management/feeds/get/other", felix), 200) as Record<string, unknown>;
+    expectJson(await post("/api/management/feeds/update/other", { ...feed, description: "kept" }, felix), 200);
+    // Pointing it somewhere else is the administrator's again.
+    const elsewhere = feed.packageStore as string;
+    expectText(
+      await post(
+        "/api/management/feeds/update/other",
+        { packageStore: elsewhere.replace('ContainerName="wharf-c"', 'ContainerName="wharf-elsewhere"') },
+        felix,
+      ),
+      403,
+      "Admin_ConfigureProGet",
+    );
+    expectJson(await post("/api/storage?feed=other", { id: "disk" }), 200);
   });
 
   it("access: listing types needs any identity, reading a feed's storage needs view, setting it needs manage", async () => {

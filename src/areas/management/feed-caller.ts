@@ -1,5 +1,8 @@
 import { DomainError } from "../../domain/errors.js";
 import { type AccessNeed, MANAGE_CONNECTORS, needOnFeed } from "../../domain/principal.js";
+import type { StorageConfig } from "../../domain/package-store.js";
+import { storeKeyOf } from "../../storage/store-factory.js";
+import { ADMINISTER } from "../security/model.js";
 import type { FeedDraft } from "./feed-settings.js";
 
 /**
@@ -79,4 +82,25 @@ export function refuseNewlyAttached(before: readonly string[], draft: FeedDraft,
       `connectors: connector '${added}' uses stored credentials; attaching it to a feed needs the right to manage connectors`,
     );
   }
+}
+
+/**
+ * Pointing a feed at an S3 bucket or Azure container makes the server connect, with the given
+ * credentials, to a host the caller chooses, and moves the feed's content there: it needs the
+ * right to configure the server, not only to manage the feed. The store the feed already has (the
+ * same location) stays, so that a feed manager can still send the whole feed back unchanged.
+ */
+export async function checkStoreAuthority(
+  before: StorageConfig | undefined,
+  after: StorageConfig | undefined,
+  caller: FeedCaller | undefined,
+): Promise<void> {
+  if (caller === undefined || after === undefined || after.id === "disk") return;
+  if (before !== undefined && storeKeyOf(before) === storeKeyOf(after)) return;
+  if (await caller.can(ADMINISTER)) return;
+  throw new DomainError(
+    "forbidden",
+    "STORE_FORBIDDEN",
+    `${after.id} storage: setting a feed's package store to an object store needs the right to configure the server (Admin_ConfigureProGet)`,
+  );
 }

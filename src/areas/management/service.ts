@@ -13,6 +13,7 @@ import type { FeedScope } from "../../domain/principal.js";
 import { printable } from "../../domain/upack-manifest.js";
 import {
   checkFeedGroup,
+  checkStoreAuthority,
   type ConnectorReference,
   credentialsNotLent,
   type FeedCaller,
@@ -23,7 +24,7 @@ import { refuseUnsafeStoreEndpoint } from "./storage-endpoint.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
 import type { FeedRepository } from "./repository.js";
 import type { SecretBox } from "../../storage/secrets.js";
-import { hideStorageSecrets, sealGivenSecrets } from "../../storage/storage-secrets.js";
+import { hideStorageSecrets, openStorageSecrets, sealGivenSecrets } from "../../storage/storage-secrets.js";
 import type { FeedInput, FeedJson } from "./schemas.js";
 
 /** How a feed is shown to one caller: the public URL of the server and what the caller may do. */
@@ -93,6 +94,16 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
   /** What a feed with no storage setting uses: the server default, as answers show it. */
   const defaultStorage = config.defaultStorage ? hideStorageSecrets(config.defaultStorage) : DISK_STORAGE;
 
+  /** A stored storage setting with its secrets open, to compare locations (undefined when unreadable). */
+  function opened(storage: StorageConfig | undefined): StorageConfig | undefined {
+    if (storage === undefined || storage.id === "disk" || deps.secrets === undefined) return storage;
+    try {
+      return openStorageSecrets(storage, deps.secrets);
+    } catch {
+      return undefined;
+    }
+  }
+
   /**
    * The draft with its storage credentials sealed: a new secret sealed, HIDDEN_SECRET replaced by
    * the one stored (storage-secrets.ts). Unchanged settings keep their sealed values as they are.
@@ -153,6 +164,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     async createFeed(input, caller) {
       const draft = withSealedStorage(mergeFeedInput(undefined, input), undefined);
       await checkFeedGroup(undefined, draft, caller);
+      await checkStoreAuthority(undefined, opened(draft.settings.storage), caller);
       refuseNewlyAttached([], draft, await checkReferences(input, draft, caller));
       return repository.insert(draft, randomBytes(16).toString("hex"), now());
     },
@@ -163,6 +175,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
       // merge again inside the transaction against the row as it is then.
       const draft = withSealedStorage(mergeFeedInput(current, input), current.settings.storage);
       await checkFeedGroup(current, draft, caller);
+      await checkStoreAuthority(opened(current.settings.storage), opened(draft.settings.storage), caller);
       const forbiddenConnectors = await checkReferences(input, draft, caller);
       refuseNewlyAttached(current.settings.connectors, draft, forbiddenConnectors);
       return repository.update(
