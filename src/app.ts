@@ -46,6 +46,7 @@ import { blobReferenceCheck } from "./storage/blob-keeper.js";
 import { createBlobStores } from "./storage/blob-stores.js";
 import type { createObjectStore } from "./storage/store-factory.js";
 import { createEveryStoreCollector } from "./storage/stores-collector.js";
+import { createFeedStoreMoves, type FeedStoreMoveHooks } from "./storage/feed-store-move.js";
 import { resealStorageCredentials } from "./storage/storage-reseal.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
@@ -65,6 +66,8 @@ export interface AppDeps {
   readonly blobs: BlobStore;
   /** Builds the S3 and Azure stores feeds name (tests wrap it to fail on cue); store-factory.ts by default. */
   readonly createObjectStore?: typeof createObjectStore;
+  /** Test seams of the mover of feeds between stores (storage/feed-store-move.ts). */
+  readonly feedStoreMoveHooks?: FeedStoreMoveHooks;
   readonly clock?: Clock;
   /** Overrides the pino options built from the config (tests pass `false`). */
   readonly logger?: FastifyServerOptions["logger"];
@@ -183,7 +186,19 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   await app.register(healthRoutes, { db: deps.db, disk });
   await app.register(securityArea, { db: deps.db, clock, feeds });
-  await app.register(managementArea, { feeds });
+  // Moves of feeds' blobs to their new store: resumed once the app is ready (below), stopped
+  // (between two blobs, the row keeping their place) before it closes.
+  const moves = createFeedStoreMoves({
+    db: deps.db,
+    stores,
+    clock,
+    log: app.log,
+    ...(deps.feedStoreMoveHooks ? { hooks: deps.feedStoreMoveHooks } : {}),
+  });
+  app.addHook("preClose", (done) => {
+    moves.stop().then(() => done(), done);
+  });
+  await app.register(managementArea, { feeds, moves });
   // One connector service: its area manages connectors, the universal feed asks their upstreams
   // (with one circuit breaker per upstream, for both APIs).
   if (secrets.source === "generated") {
@@ -217,13 +232,17 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   // Multipart uploads a crashed process left in the object stores are aborted in the background:
   // a store that is down must not delay the start.
+  // Unfinished feed moves resume after that: clearing removes a store's spool folder, which a copy uses.
   app.addHook("onReady", (done) => {
-    for (const entry of stores.all()) {
-      if (entry.kind === "disk") continue;
-      entry.blobs.clearStaleTemporaryFiles().catch((error: unknown) => {
+    const clearing = stores.all().map(async (entry) => {
+      if (entry.kind === "disk") return;
+      await entry.blobs.clearStaleTemporaryFiles().catch((error: unknown) => {
         app.log.warn({ err: error, store: entry.key }, "leftover uploads in a package store could not be cleared");
       });
-    }
+    });
+    Promise.all(clearing)
+      .then(() => moves.resumeUnfinished())
+      .catch((error: unknown) => app.log.warn({ err: error }, "unfinished feed moves could not be resumed"));
     done();
   });
   app.addHook("onClose", (_instance, done) => {

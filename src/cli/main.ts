@@ -23,6 +23,7 @@ Commands:
   serve                      run the server (configured by WHARF_* environment variables)
   healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
   gc [--dry-run]             delete stored blobs nothing references (asks the running server, if any)
+  storage move|status <feed> move a feed to another package store and follow it (asks the running server)
   feeds <subcommand>         list, get, create, update and delete feeds
   api-keys <subcommand>      manage API keys
   users <subcommand>         manage users and groups
@@ -140,6 +141,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     if (command === "gc") {
       const { gcCommand } = await import("./gc.js");
       return await gcCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
+    if (command === "storage") {
+      const { storageCommand } = await import("./storage.js");
+      return await storageCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
     }
     if (command === "healthcheck") {
       const { healthcheckCommand } = await import("./healthcheck.js");

@@ -33,8 +33,10 @@ export interface BlobKeeper {
   /**
    * Deletes the blob when nothing references it and no upload holds it; otherwise leaves it.
    * Resolves true when this call deleted it (garbage collection counts what it freed).
+   * `isReferenced` replaces the keeper's own check of the rows: a feed moved to another store
+   * (feed-store-move.ts) drops its old copy here when no other feed's row names it.
    */
-  discardIfUnused(sha256: string): Promise<boolean>;
+  discardIfUnused(sha256: string, isReferenced?: (sha256: string) => Promise<boolean>): Promise<boolean>;
 }
 
 /**
@@ -118,10 +120,10 @@ export function createBlobKeeper(
       return releaseOnce;
     },
 
-    async discardIfUnused(sha256) {
+    async discardIfUnused(sha256, referenced = isReferenced) {
       const before = epoch;
       if (held.has(sha256) || deleting.has(sha256)) return false;
-      if (await isReferenced(sha256)) return false;
+      if (await referenced(sha256)) return false;
       // Another upload may have taken (and even committed and released) it while we looked.
       if (epoch !== before || held.has(sha256) || deleting.has(sha256)) return false;
       const deletion = blobs.delete(sha256).finally(() => deleting.delete(sha256));

@@ -7,7 +7,9 @@ import { createFeedRepository } from "./repository.js";
 import { feedRoutes } from "./routes.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { createFeedServiceWith, type FeedService } from "./service.js";
+import { storageMoveRoutes } from "./storage-move-routes.js";
 import { storageRoutes } from "./storage-routes.js";
+import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
 
 export type { ConnectorReference, FeedCaller } from "./feed-caller.js";
 export type { Feed, FeedDraft, FeedSettings, RetentionRule } from "./feed-settings.js";
@@ -36,8 +38,12 @@ export function createFeedService(deps: {
   });
 }
 
-/** Area I: `/api/management/feeds/...` and `/api/storage`. */
-export const managementArea: FastifyPluginAsync<{ feeds: FeedService }> = async (app, { feeds }) => {
+/** Area I: `/api/management/feeds/...` and `/api/storage`; with `moves`, `/api/storage/move` too. */
+export const managementArea: FastifyPluginAsync<{ feeds: FeedService; moves?: FeedStoreMoves }> = async (
+  app,
+  { feeds, moves },
+) => {
   await app.register(feedRoutes, { feeds });
-  await app.register(storageRoutes, { feeds });
+  await app.register(storageRoutes, { feeds, ...(moves ? { moves } : {}) });
+  if (moves) await app.register(storageMoveRoutes, { feeds, moves });
 };

@@ -5,6 +5,7 @@ import { invalid } from "../../domain/errors.js";
 import { needOnFeed } from "../../domain/principal.js";
 import { needOnRequestFeed } from "../../http/feed-access.js";
 import { param } from "../../http/params.js";
+import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
 import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js";
 import {
   errorText,
@@ -24,8 +25,28 @@ import type { FeedService } from "./service.js";
 const TAGS = ["feeds"];
 const feedOf = (query: unknown) => param(query as Record<string, unknown>, "feed");
 const storageTypesSchema = z.array(storageTypeSchema);
+const storageSetQuery = storageQuery.extend({
+  move: z
+    .string()
+    .optional()
+    .describe(
+      "true: move the feed's blobs into the new store (the default when the store changes and the feed has " +
+        "content); false: new uploads only. GET /api/storage/move reports the move.",
+    ),
+});
 
-export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app, { feeds }) => {
+/** `?move=` as true, false or undefined (absent); anything else is a 400 naming the parameter. */
+function moveOf(query: unknown): boolean | undefined {
+  const value = param(query as Record<string, unknown>, "move")?.toLowerCase();
+  if (value === undefined) return undefined;
+  if (value === "true" || value === "false") return value === "true";
+  throw invalid("INVALID_MOVE", "The move parameter must be true or false.");
+}
+
+export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService; moves?: FeedStoreMoves }> = async (
+  app,
+  { feeds, moves },
+) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.route({
@@ -66,10 +87,11 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (
     schema: {
       summary: "Set a feed's storage configuration (?feed=)",
       description:
-        "Body: FeedStorageConfiguration `{id, properties}`. Only disk storage under the data directory is " +
-        "supported; s3 and azure are validated, then refused as not supported yet.",
+        "Body: FeedStorageConfiguration `{id, properties}` (disk, s3 or azure). New uploads go to the new store " +
+        "at once; unless `move=false`, the feed's blobs are then moved there in the background (header " +
+        "X-Wharf-Store-Move: copying). 409 MOVE_RUNNING while an earlier move of the feed runs.",
       tags: TAGS,
-      querystring: storageQuery,
+      querystring: storageSetQuery,
       body: storageConfigInputSchema.nullish(),
       response: {
         200: storageConfigSchema,
@@ -77,6 +99,7 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (
         401: errorText,
         403: errorText,
         404: errorText,
+        409: errorText,
         415: errorText,
       },
     },
@@ -85,7 +108,14 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (
     handler: async (request, reply) => {
       const feed = feedOf(request.query);
       if (feed === undefined) throw invalid("FEED_REQUIRED", "the feed query parameter is required");
-      const config = await feeds.setStorage(feed, request.body);
+      const move = moveOf(request.query);
+      const change = () => feeds.setStorage(feed, request.body);
+      const changed =
+        moves === undefined
+          ? { result: await change() }
+          : await moves.changeStore((await feeds.getFeed(feed)).id, move, change);
+      if (changed.move !== undefined) reply.header("X-Wharf-Store-Move", changed.move.state);
+      const config = changed.result;
       return sendJson(reply, 200, storageConfigSchema, config, wantsIndent(request.query));
     },
   });

@@ -1,0 +1,265 @@
+import type { Clock } from "../domain/clock.js";
+import { conflict, DomainError } from "../domain/errors.js";
+import type { BlobStores, StoreEntry } from "./blob-stores.js";
+import type { Db } from "./database.js";
+import {
+  createFeedStoreMoveRepository,
+  type FeedBlob,
+  type MovePhase,
+  type MoveProgress,
+  type MoveRow,
+} from "./feed-store-move-repository.js";
+
+export type { MoveRow, MoveState } from "./feed-store-move-repository.js";
+
+/**
+ * Moving a feed's blobs to the package store its storage setting now names (issue 15 section 4).
+ *
+ * The setting switches at once, so new uploads go to the new store while the feed keeps serving
+ * (the reader finds a blob in whichever store holds it). A mover then walks the blobs the feed's
+ * rows reference, in address order: `copying` puts each into the new store through its keeper,
+ * which checks the SHA-256 of the bytes it copies; `deleting` makes sure each is still there (an
+ * upload begun before the switch may have put it in the old store after `copying` passed it),
+ * then drops the copies in every other store that no other feed's row names and no upload there
+ * holds (dedupe across feeds: another feed may live on the old store). Copies are dropped from
+ * every other store, not only the one the feed came from, so that a feed that earlier changed
+ * stores with "new uploads only" ends up wholly in its store too.
+ *
+ * Every step is idempotent and the row records how far a phase got (its cursor, every few blobs),
+ * so a move the process stopped in (crash, restart) resumes from its row at the next start. A
+ * failed step (a blob in no store, a store down) marks the move failed with the error; the feed
+ * keeps serving, and a retry resumes where it stopped.
+ */
+export interface FeedStoreMoves {
+  /** The feed's latest move; undefined when it never moved. */
+  find(feedId: number): MoveRow | undefined;
+  /**
+   * Applies `change` (the feed's new storage setting) and, when it changed the feed's store, the
+   * feed has blobs and `move` is not false, moves them there in the background (false = new
+   * uploads only). Refuses (409 MOVE_RUNNING) while a move
+   * of the feed is under way: the operator waits for it, or for its failure, before changing again.
+   */
+  changeStore<T>(feedId: number, move: boolean | undefined, change: () => Promise<T>): Promise<ChangedStore<T>>;
+  /**
+   * Resumes the feed's failed move where it stopped; with no failed move, moves every blob of the
+   * feed into its current store (e.g. after a "new uploads only" change). 409 MOVE_RUNNING while one runs.
+   */
+  retry(feedId: number): MoveRow;
+  /** Resumes the moves a stopped process left under way; called once at start-up. */
+  resumeUnfinished(): void;
+  /** Resolves when the feed's move running in this process (if any) has stopped. */
+  settled(feedId: number): Promise<void>;
+  /** Lets running moves stop after their current blob (their rows keep them for the next start). */
+  stop(): Promise<void>;
+}
+
+export interface ChangedStore<T> {
+  readonly result: T;
+  /** The move begun (or retried); undefined when nothing moves. */
+  readonly move?: MoveRow;
+}
+
+/** Test seams: called after each blob a phase has finished (`done` counts the blobs of that phase). */
+export interface FeedStoreMoveHooks {
+  readonly afterBlob?: (feedId: number, phase: MovePhase, done: number) => Promise<void> | void;
+}
+
+export interface FeedStoreMovesDeps {
+  readonly db: Db;
+  readonly stores: BlobStores;
+  readonly clock: Clock;
+  readonly log?: { warn(fields: object, message: string): void };
+  readonly hooks?: FeedStoreMoveHooks;
+}
+
+/** Blobs read from the database at a time. */
+const PAGE = 200;
+/** Progress is written after this many blobs, or this long, whichever comes first. */
+const SAVE_EVERY_BLOBS = 5;
+const SAVE_EVERY_MS = 500;
+
+const moveRunning = () =>
+  conflict("MOVE_RUNNING", "The feed's blobs are being moved to another store; wait until the move is done or failed.");
+
+export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
+  const { stores } = deps;
+  const repo = createFeedStoreMoveRepository(deps.db);
+  const now = () => deps.clock.now().toISOString();
+  const running = new Map<number, Promise<void>>();
+  /** Feeds whose setting is being changed right now (one change at a time per feed). */
+  const changing = new Set<number>();
+  let stopping = false;
+
+  const isUnderWay = (feedId: number) => {
+    const state = repo.find(feedId)?.state;
+    return running.has(feedId) || state === "copying" || state === "deleting";
+  };
+
+  function launch(feedId: number): void {
+    if (stopping || running.has(feedId)) return;
+    const run = moveBlobs(feedId).finally(() => running.delete(feedId));
+    running.set(feedId, run);
+  }
+
+  function begin(feedId: number, from: string, to: string): MoveRow {
+    repo.begin(feedId, from, to, repo.totals(feedId), now());
+    launch(feedId);
+    return repo.find(feedId) as MoveRow;
+  }
+
+  function resumeFailed(feedId: number): MoveRow {
+    repo.resume(feedId, now());
+    launch(feedId);
+    return repo.find(feedId) as MoveRow;
+  }
+
+  async function moveBlobs(feedId: number): Promise<void> {
+    let row = repo.find(feedId);
+    if (row === undefined || (row.state !== "copying" && row.state !== "deleting")) return;
+    let phase: MovePhase = row.state;
+    try {
+      const target = stores.all().find((entry) => entry.key === row?.toStore);
+      if (target === undefined) {
+        throw new DomainError("unavailable", "MOVE_STORE_UNKNOWN", `The store ${row.toStore} is not configured.`);
+      }
+      if (phase === "copying") {
+        if (!(await walk(row, phase, (blob) => holdIn(target, feedId, blob.sha256).then((release) => release())))) {
+          return;
+        }
+        if (!repo.startDeleting(feedId, now())) return;
+        phase = "deleting";
+        row = repo.find(feedId) as MoveRow;
+      }
+      if (!(await walk(row, phase, (blob) => dropOldCopies(target, feedId, blob.sha256)))) return;
+      repo.finish(feedId, now());
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      repo.fail(feedId, phase, message, now());
+      deps.log?.warn({ feedId, phase, error: message }, "moving a feed's blobs to its new store failed");
+    }
+  }
+
+  /**
+   * Runs `step` on each blob of the feed after the row's cursor and records the progress every few
+   * blobs. False when the move stopped (the process is stopping, or the feed was deleted).
+   */
+  async function walk(row: MoveRow, phase: MovePhase, step: (blob: FeedBlob) => Promise<unknown>): Promise<boolean> {
+    const { feedId } = row;
+    let progress: MoveProgress = row;
+    let unsaved = 0;
+    let savedAt = Date.now();
+    let done = 0;
+    for (let page = repo.blobsAfter(feedId, progress.cursor, PAGE); page.length > 0;) {
+      for (const blob of page) {
+        if (stopping) return false;
+        try {
+          await step(blob);
+        } catch (error) {
+          // A failed move shows how far it got (and a retry resumes there).
+          repo.progress(feedId, progress, now());
+          throw error;
+        }
+        progress = phase === "copying" ? counted(progress, blob) : { ...progress, cursor: blob.sha256 };
+        await deps.hooks?.afterBlob?.(feedId, phase, ++done);
+        if (++unsaved >= SAVE_EVERY_BLOBS || Date.now() - savedAt >= SAVE_EVERY_MS) {
+          if (!repo.progress(feedId, progress, now())) return false;
+          unsaved = 0;
+          savedAt = Date.now();
+        }
+      }
+      page = repo.blobsAfter(feedId, progress.cursor, PAGE);
+    }
+    return repo.progress(feedId, progress, now());
+  }
+
+  /**
+   * Holds the blob in the target store, copying it from whichever store has it when it is missing
+   * (the keeper checks the copy's SHA-256). A blob the feed no longer references is passed over.
+   */
+  async function holdIn(target: StoreEntry, feedId: number, sha256: string): Promise<() => void> {
+    try {
+      return await target.keeper.hold(sha256);
+    } catch (error) {
+      if (!(error instanceof DomainError && error.code === "UPLOAD_RACED")) throw error;
+      if (!repo.referencedBy(feedId, sha256)) return () => undefined;
+      throw new DomainError(
+        "unavailable",
+        "MOVE_SOURCE_MISSING",
+        `The blob ${sha256} that the feed references is in no package store.`,
+      );
+    }
+  }
+
+  /** With the blob held in the target, drops the other stores' copies that no other feed needs. */
+  async function dropOldCopies(target: StoreEntry, feedId: number, sha256: string): Promise<void> {
+    const release = await holdIn(target, feedId, sha256);
+    try {
+      const elsewhere = async () => repo.referencedElsewhere(feedId, sha256);
+      for (const entry of stores.all()) {
+        if (entry.key !== target.key) await entry.keeper.discardIfUnused(sha256, elsewhere);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  return {
+    find: (feedId) => repo.find(feedId),
+
+    async changeStore(feedId, move, change) {
+      if (changing.has(feedId) || isUnderWay(feedId)) throw moveRunning();
+      changing.add(feedId);
+      try {
+        const from = stores.forFeed(feedId).key;
+        const result = await change();
+        const to = stores.forFeed(feedId).key;
+        if (move === false) return { result };
+        const previous = repo.find(feedId);
+        if (to === from) {
+          // Posting the setting of a failed move again retries it.
+          const retried = previous?.state === "failed" && previous.toStore === to;
+          return retried ? { result, move: resumeFailed(feedId) } : { result };
+        }
+        if (repo.totals(feedId).blobs === 0) return { result };
+        return { result, move: begin(feedId, from, to) };
+      } finally {
+        changing.delete(feedId);
+      }
+    },
+
+    retry(feedId) {
+      if (changing.has(feedId) || isUnderWay(feedId)) throw moveRunning();
+      const previous = repo.find(feedId);
+      const current = stores.forFeed(feedId).key;
+      if (previous?.state === "failed" && previous.toStore === current) return resumeFailed(feedId);
+      return begin(feedId, previous?.toStore ?? current, current);
+    },
+
+    resumeUnfinished() {
+      if (stopping) return;
+      for (const feedId of repo.unfinished()) launch(feedId);
+    },
+
+    settled: async (feedId) => {
+      await running.get(feedId);
+    },
+
+    async stop() {
+      stopping = true;
+      await Promise.all(running.values());
+    },
+  };
+}
+
+/** The copying phase's progress after one more blob (totals grow with blobs uploaded meanwhile). */
+function counted(progress: MoveProgress, blob: FeedBlob): MoveProgress {
+  const blobsDone = progress.blobsDone + 1;
+  const bytesDone = progress.bytesDone + blob.size;
+  return {
+    cursor: blob.sha256,
+    blobsDone,
+    bytesDone,
+    blobsTotal: Math.max(progress.blobsTotal, blobsDone),
+    bytesTotal: Math.max(progress.bytesTotal, bytesDone),
+  };
+}
