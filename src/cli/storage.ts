@@ -1,15 +1,18 @@
 import { readFile } from "node:fs/promises";
-import type { MoveStateJson } from "../areas/management/storage-move-routes.js";
 import type { Config } from "../config.js";
 import { parsePackageStoreXml, type StorageConfig } from "../domain/package-store.js";
 import { healthUrl } from "./healthcheck.js";
+import { type MoveApi, serverMoveApi } from "./storage-http.js";
+import { localMoveApi } from "./storage-local.js";
 import { progressLine, type Rate, statusLine, summaryLine } from "./storage-progress.js";
 
 /**
  * `wharf storage move <feed> --to <file|default>` and `wharf storage status <feed>` (issue 15
- * section 4). The move runs in the server, which keeps serving the feed meanwhile and alone knows
- * its uploads in flight: the command asks it over HTTP (as `wharf gc` does) with WHARF_API_KEY or
- * --api-key, at WHARF_HOST/WHARF_PORT or --server, then follows the move until it is done or failed.
+ * section 4). With a server running on the data directory, the move runs there (it keeps serving the
+ * feed meanwhile and alone knows its uploads in flight): the command asks it over HTTP, as `wharf gc`
+ * does, with WHARF_API_KEY or --api-key, at WHARF_HOST/WHARF_PORT or --server. With none, it takes
+ * the directory's lock and moves the feed itself. Either way it follows the move until it is done
+ * or failed.
  */
 
 const USAGE = `Usage:
@@ -25,8 +28,9 @@ move      sets the feed's package store (the file holds a packageStore XML eleme
           a failed move (or moves every blob into the feed's current store).
 status    prints the state of the feed's latest move.
 
-Asks the server running on WHARF_DATA_DIR at --server (default: where WHARF_HOST and WHARF_PORT
-say) with a key that may manage the feed in --api-key or WHARF_API_KEY.`;
+With a server running on WHARF_DATA_DIR (or with --server), asks it at --server (default: where
+WHARF_HOST and WHARF_PORT say) with a key that may manage the feed in --api-key or WHARF_API_KEY.
+With none, works on the data directory itself (holding its lock until the move ends).`;
 
 export interface StorageContext {
   readonly config: Config;
@@ -99,39 +103,61 @@ export async function storageCommand(args: string[], ctx: StorageContext): Promi
     ctx.err(`wharf storage: ${parsed}\n\n${USAGE}`);
     return 2;
   }
-  const apiKey = parsed.apiKey ?? process.env.WHARF_API_KEY;
-  if (apiKey === undefined || apiKey === "") {
-    ctx.err("wharf storage: give a key that may manage the feed in WHARF_API_KEY or --api-key");
-    return 2;
+  const { DataDirInUseError, lockDataDir } = await import("../storage/data-dir-lock.js");
+  let unlock: (() => void) | undefined;
+  if (parsed.server === undefined) {
+    try {
+      unlock = lockDataDir(ctx.config.dataDir);
+    } catch (error) {
+      if (!(error instanceof DataDirInUseError)) throw error;
+    }
   }
-  const base = (parsed.server ?? healthUrl(ctx.config.host, ctx.config.port).replace(/\/health$/, "")).replace(
-    /\/+$/,
-    "",
-  );
-  const api = createApi(base, apiKey, parsed.feed);
   try {
-    if (parsed.action === "status") {
-      const move = await api.state();
-      ctx.out(move === undefined ? `${parsed.feed} has never moved stores` : statusLine(move));
-      return 0;
-    }
-    if (parsed.retry) await api.retry();
+    let api: MoveApi;
+    if (unlock !== undefined) api = await localMoveApi(ctx.config, parsed.feed);
     else {
-      const started = await api.setStorage(await storageOf(parsed.to as string), !parsed.newUploadsOnly);
-      if (!started) {
-        ctx.out(
-          parsed.newUploadsOnly
-            ? `${parsed.feed}: new uploads go to the new store; stored blobs stay where they are`
-            : `${parsed.feed}: the store is set; there was nothing to move`,
+      const apiKey = parsed.apiKey ?? process.env.WHARF_API_KEY;
+      if (apiKey === undefined || apiKey === "") {
+        ctx.err(
+          "wharf storage: a server runs on the data directory; give a key that may manage the feed in WHARF_API_KEY or --api-key",
         );
-        return 0;
+        return 2;
       }
+      const base = parsed.server ?? healthUrl(ctx.config.host, ctx.config.port).replace(/\/health$/, "");
+      api = serverMoveApi(base.replace(/\/+$/, ""), apiKey, parsed.feed);
     }
-    return await follow(api, ctx);
+    try {
+      return await run(parsed, api, ctx);
+    } finally {
+      await api.close();
+    }
   } catch (error) {
     ctx.err(`wharf storage: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
+  } finally {
+    unlock?.();
   }
+}
+
+async function run(parsed: StorageArgs, api: MoveApi, ctx: StorageContext): Promise<number> {
+  if (parsed.action === "status") {
+    const move = await api.state();
+    ctx.out(move === undefined ? `${parsed.feed} has never moved stores` : statusLine(move));
+    return 0;
+  }
+  if (parsed.retry) await api.retry();
+  else {
+    const started = await api.setStorage(await storageOf(parsed.to as string), !parsed.newUploadsOnly);
+    if (!started) {
+      ctx.out(
+        parsed.newUploadsOnly
+          ? `${parsed.feed}: new uploads go to the new store; stored blobs stay where they are`
+          : `${parsed.feed}: the store is set; there was nothing to move`,
+      );
+      return 0;
+    }
+  }
+  return follow(api, ctx);
 }
 
 /** Polls the move, printing a progress line when it advanced, then the summary. */
@@ -160,46 +186,4 @@ async function follow(api: MoveApi, ctx: StorageContext): Promise<number> {
     printed = line;
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
-}
-
-interface MoveApi {
-  /** Sets the storage; true when the server began moving the feed's blobs. */
-  setStorage(storage: object, move: boolean): Promise<boolean>;
-  retry(): Promise<void>;
-  /** The feed's latest move; undefined when it never moved. */
-  state(): Promise<MoveStateJson | undefined>;
-}
-
-function createApi(base: string, apiKey: string, feed: string): MoveApi {
-  const query = `feed=${encodeURIComponent(feed)}`;
-  async function call(method: string, path: string, body?: object): Promise<Response> {
-    const url = `${base}${path}`;
-    try {
-      return await fetch(url, {
-        method,
-        headers: { "X-ApiKey": apiKey, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-    } catch (error) {
-      throw new Error(`${base} could not be reached (${error instanceof Error ? error.message : String(error)})`);
-    }
-  }
-  async function expectOk(response: Response): Promise<Response> {
-    if (response.status !== 200) throw new Error(`the server answered ${response.status}: ${await response.text()}`);
-    return response;
-  }
-  return {
-    async setStorage(storage, move) {
-      const response = await expectOk(await call("POST", `/api/storage?${query}&move=${move}`, storage));
-      return response.headers.get("x-wharf-store-move") !== null;
-    },
-    async retry() {
-      await expectOk(await call("POST", `/api/storage/move?${query}`));
-    },
-    async state() {
-      const response = await call("GET", `/api/storage/move?${query}`);
-      if (response.status === 404 && response.headers.get("x-wharf-error") === "MOVE_NOT_FOUND") return undefined;
-      return (await (await expectOk(response)).json()) as MoveStateJson;
-    },
-  };
 }

@@ -45,8 +45,8 @@ export interface FeedStoreMoves {
    * feed into its current store (e.g. after a "new uploads only" change). 409 MOVE_RUNNING while one runs.
    */
   retry(feedId: number): MoveRow;
-  /** Resumes the moves a stopped process left under way; called once at start-up. */
-  resumeUnfinished(): void;
+  /** Resumes the moves (or the feed's move) a stopped process left under way; called once at start-up. */
+  resumeUnfinished(feedId?: number): void;
   /** Resolves when the feed's move running in this process (if any) has stopped. */
   settled(feedId: number): Promise<void>;
   /** Lets running moves stop after their current blob (their rows keep them for the next start). */
@@ -190,13 +190,18 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     }
   }
 
-  /** With the blob held in the target, drops the other stores' copies that no other feed needs. */
+  /**
+   * With the blob held in the target, drops the other stores' copies that no other feed needs. The
+   * store the feed writes to now is left alone too: its setting may have changed meanwhile through
+   * the feed's `packageStore` (which changes stores for new uploads only).
+   */
   async function dropOldCopies(target: StoreEntry, feedId: number, sha256: string): Promise<void> {
     const release = await holdIn(target, feedId, sha256);
     try {
       const elsewhere = async () => repo.referencedElsewhere(feedId, sha256);
+      const kept = new Set([target.key, stores.forFeed(feedId).key]);
       for (const entry of stores.all()) {
-        if (entry.key !== target.key) await entry.keeper.discardIfUnused(sha256, elsewhere);
+        if (!kept.has(entry.key)) await entry.keeper.discardIfUnused(sha256, elsewhere);
       }
     } finally {
       release();
@@ -235,9 +240,9 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
       return begin(feedId, previous?.toStore ?? current, current);
     },
 
-    resumeUnfinished() {
+    resumeUnfinished(only) {
       if (stopping) return;
-      for (const feedId of repo.unfinished()) launch(feedId);
+      for (const feedId of repo.unfinished()) if (only === undefined || only === feedId) launch(feedId);
     },
 
     settled: async (feedId) => {

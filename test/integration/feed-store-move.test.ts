@@ -456,6 +456,43 @@ describe("moving a feed between package stores", { timeout: 60_000 }, () => {
     expect(await wharf("move", "cli")).toBe(2);
     expect(err.join("\n")).toContain("--to <file|default> or --retry");
   });
+
+  it("wharf storage move with no server running moves the feed itself, holding the data directory's lock", async () => {
+    const s = await startServer();
+    const azure = await azureContainer();
+    await createFeed(s, "offline", "asset");
+    const files = { "x.bin": randomBytes(2500), "y.bin": randomBytes(2600) };
+    await uploadAssets(s, "offline", files);
+    await s.close();
+    const settings = path.join(s.dataDir, "to-azure.xml");
+    const { ConnectionString, ContainerName, TargetPath } = azure.storage.properties;
+    await writeFile(
+      settings,
+      `<AzurePackageStore><Properties ConnectionString="${ConnectionString}" ContainerName="${ContainerName}" ` +
+        `TargetPath="${TargetPath}" /></AzurePackageStore>`,
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const wharf = (...args: string[]) =>
+      storageCommand(args, { config: s.config, out: (l) => out.push(l), err: (l) => err.push(l), pollMs: 10 });
+
+    expect(await wharf("move", "offline", "--to", settings)).toBe(0);
+    expect(err).toEqual([]);
+    expect(out.at(-1)).toMatch(new RegExp(`^moved offline: 2 blobs .* from disk to ${escape(azure.key)} in `));
+    for (const bytes of Object.values(files)) {
+      expect(await azure.store.stat(sha256(bytes))).toBeDefined();
+      expect(onDisk(s, sha256(bytes))).toBe(false);
+    }
+    expect(await wharf("status", "offline")).toBe(0);
+    expect(out.at(-1)).toMatch(/^offline: done, from disk to azure:/);
+    expect(await wharf("status", "nothere")).toBe(1);
+    expect(err.at(-1)).toContain("nothere");
+    expect(out.join("\n")).not.toContain(AZURITE_KEY);
+
+    // The server starts again on the moved feed and serves it from the container.
+    const again = await startServer({ dataDir: s.dataDir });
+    await expectAssets(again, "offline", files);
+  });
 });
 
 function pick(files: Record<string, Buffer>, addresses: string[]): Record<string, Buffer> {
