@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import {
@@ -39,7 +39,7 @@ export interface S3BlobStoreOptions {
   readonly tempDir: string;
   /** Content larger than this goes multipart (default 100 MiB). */
   readonly multipartThresholdBytes?: number;
-  /** Part size for multipart uploads (default 8 MiB; S3's minimum is 5 MiB except the last). */
+  /** Part size for multipart uploads (default 16 MiB; S3's minimum is 5 MiB except the last). */
   readonly partSizeBytes?: number;
 }
 
@@ -47,6 +47,51 @@ const ADDRESS = /^[0-9a-f]{64}$/;
 const MiB = 1024 * 1024;
 /** S3 allows at most 10,000 parts per upload. */
 const MAX_PARTS = 10_000;
+/**
+ * Parts sent at once: one part at a time made a 100 MiB multipart upload to Swift take three times
+ * as long as one PUT (each part waits for the server to store the one before); four close most of
+ * that gap (bench/object-store.ts). Part bodies stream from the spool file, so memory stays small.
+ */
+const PARTS_AT_ONCE = 4;
+/**
+ * How long a blob's size, once looked up, answers `stat` again without a request: a download
+ * looks the blob up more than once (reader, then size check, then open) within milliseconds, and
+ * each HEAD costs a round trip to the server. Short, and forgotten on this store's own delete.
+ */
+const STAT_REMEMBERED_MS = 2_000;
+
+/**
+ * The put's source, with the MD5 that a single PUT's Content-MD5 needs computed on the way (one
+ * pass with the other digests) for as long as the content may still go up in one PUT: a blob past
+ * the multipart threshold goes up in parts that carry their own MD5s, and its whole-file MD5 would
+ * be wasted work (about a fifth of the put's CPU).
+ */
+class Md5TappedReader extends SourceReader {
+  private readonly hash = createHash("md5");
+  private seen = 0;
+
+  constructor(
+    source: Readable | AsyncIterable<Uint8Array>,
+    signal: AbortSignal | undefined,
+    private readonly upTo: number,
+  ) {
+    super(source, signal);
+  }
+
+  override async next(): Promise<Uint8Array | undefined> {
+    const chunk = await super.next();
+    if (chunk !== undefined && this.seen <= this.upTo) {
+      this.seen += chunk.length;
+      if (this.seen <= this.upTo) this.hash.update(chunk);
+    }
+    return chunk;
+  }
+
+  /** Base64 MD5 of the whole content, when it was no larger than `upTo`. */
+  md5(): string | undefined {
+    return this.seen <= this.upTo ? this.hash.digest("base64") : undefined;
+  }
+}
 
 /**
  * A BlobStore on an S3-compatible server. A put is spooled to a local temp file while hashed
@@ -74,7 +119,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   const blobsPrefix = `${trimmed ? `${trimmed}/` : ""}blobs/`;
   const keyOf = (sha256: string) => `${blobsPrefix}${sha256.slice(0, 2)}/${sha256}`;
   const threshold = options.multipartThresholdBytes ?? 100 * MiB;
-  const partSize = Math.max(options.partSizeBytes ?? 8 * MiB, 5 * MiB);
+  const partSize = Math.max(options.partSizeBytes ?? 16 * MiB, 5 * MiB);
   const writeOptions = {
     ...(options.reducedRedundancy ? { StorageClass: "REDUCED_REDUNDANCY" as const } : {}),
     ...(options.makePublic ? { ACL: "public-read" as const } : {}),
@@ -82,6 +127,8 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   };
   /** Sum of listed sizes; forgotten whenever this store writes or deletes. */
   let cachedTotal: number | undefined;
+  /** Address -> size and when it was looked up (STAT_REMEMBERED_MS). */
+  const recentStats = new Map<string, { size: number; at: number }>();
 
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     try {
@@ -103,17 +150,15 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
 
   async function put(source: Readable | AsyncIterable<Uint8Array>, putOptions: PutOptions = {}): Promise<BlobInfo> {
     const { signal } = putOptions;
-    const reader = new SourceReader(source, signal);
+    const reader = new Md5TappedReader(source, signal, threshold);
     const tempPath = path.join(tempDir, `put-${randomUUID()}`);
     try {
       signal?.throwIfAborted();
       await mkdir(tempDir, { recursive: true });
       const wanted = putOptions.extraDigests ?? [];
-      // MD5 always: every request carries Content-MD5, which the server checks.
-      const { digests, size } = await writeHashed(reader, tempPath, {
-        ...putOptions,
-        extraDigests: [...new Set([...wanted, "md5" as const])],
-      });
+      // Every request carries Content-MD5, which the server checks: the reader computes the one a
+      // single PUT needs, and each part of a multipart upload gets its own.
+      const { digests, size } = await writeHashed(reader, tempPath, putOptions);
       signal?.throwIfAborted();
       await putOptions.beforePublish?.(digests.sha256);
       const info: BlobInfo = {
@@ -135,7 +180,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
               Key: key,
               Body: createReadStream(tempPath),
               ContentLength: size,
-              ContentMD5: Buffer.from(digests.md5 ?? "", "hex").toString("base64"),
+              ContentMD5: reader.md5() ?? "",
               ContentType: "application/octet-stream",
               ...writeOptions,
             }),
@@ -157,7 +202,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     }
   }
 
-  /** Uploads the spooled file in parts (one part's bytes in memory at a time), aborting on failure. */
+  /** Uploads the spooled file in parts (PARTS_AT_ONCE at a time, streamed from it), aborting on failure. */
   async function uploadMultipart(key: string, file: string, size: number, signal?: AbortSignal) {
     const chunk = Math.max(partSize, Math.ceil(size / MAX_PARTS));
     const created = await send("start a multipart upload", () =>
@@ -173,30 +218,49 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     );
     const uploadId = created.UploadId;
     if (!uploadId) throw objectStoreError("start a multipart upload", where, new Error("no UploadId in the answer"));
-    const handle = await open(file, "r");
-    try {
-      const parts: { ETag: string; PartNumber: number }[] = [];
-      const buffer = Buffer.allocUnsafe(chunk);
-      for (let offset = 0, number = 1; offset < size; offset += chunk, number++) {
-        const { bytesRead } = await handle.read(buffer, 0, Math.min(chunk, size - offset), offset);
-        const body = buffer.subarray(0, bytesRead);
-        const md5 = createHash("md5").update(body).digest("base64");
+    const count = Math.ceil(size / chunk);
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    /** Stops the other senders once one part failed. */
+    const failed = new AbortController();
+    const stop = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;
+    let next = 0;
+    const sender = async () => {
+      for (let index = next++; index < count && !stop.aborted; index = next++) {
+        const start = index * chunk;
+        const length = Math.min(chunk, size - start);
+        // The part's MD5 from the spool file (in the page cache), then its bytes streamed from it.
+        const md5 = await md5Of(file, start, length);
         const answer = await send("upload a part", () =>
           client.send(
             new UploadPartCommand({
               Bucket: bucket,
               Key: key,
               UploadId: uploadId,
-              PartNumber: number,
-              Body: body,
-              ContentLength: bytesRead,
+              PartNumber: index + 1,
+              Body: createReadStream(file, { start, end: start + length - 1, highWaterMark: MiB }),
+              ContentLength: length,
               ContentMD5: md5,
             }),
-            { abortSignal: signal },
+            { abortSignal: stop },
           ),
         );
-        parts.push({ ETag: answer.ETag ?? "", PartNumber: number });
+        parts[index] = { ETag: answer.ETag ?? "", PartNumber: index + 1 };
       }
+    };
+    try {
+      // Every sender settles before the upload is aborted or completed: a part still in flight
+      // after the abort could leave a stray segment on the server.
+      let firstFailure: { error: unknown } | undefined;
+      await Promise.all(
+        Array.from({ length: Math.min(PARTS_AT_ONCE, count) }, () =>
+          sender().catch((error: unknown) => {
+            firstFailure ??= { error };
+            failed.abort(error);
+          }),
+        ),
+      );
+      signal?.throwIfAborted();
+      if (firstFailure !== undefined) throw firstFailure.error;
       await send("complete a multipart upload", () =>
         client.send(
           new CompleteMultipartUploadCommand({
@@ -214,20 +278,29 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
         .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
         .catch(() => undefined);
       throw error;
-    } finally {
-      await handle.close();
     }
   }
 
   async function statBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return undefined;
+    const recent = recentStats.get(sha256);
+    if (recent !== undefined && Date.now() - recent.at < STAT_REMEMBERED_MS) return { size: recent.size };
     try {
       const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(sha256) }));
-      return { size: head.ContentLength ?? 0 };
+      const size = head.ContentLength ?? 0;
+      rememberStat(sha256, size);
+      return { size };
     } catch (error) {
       if (isMissingObject(error)) return undefined;
       throw objectStoreError("look up a blob", where, error);
     }
+  }
+
+  function rememberStat(sha256: string, size: number) {
+    recentStats.delete(sha256);
+    recentStats.set(sha256, { size, at: Date.now() });
+    // Only the last few matter (a download's repeated look-ups): oldest first out.
+    if (recentStats.size > 256) recentStats.delete(recentStats.keys().next().value as string);
   }
 
   async function openBlob(sha256: string, range?: { start: number; end: number }) {
@@ -250,6 +323,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   async function deleteBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return;
     cachedTotal = undefined;
+    recentStats.delete(sha256);
     await send("delete a blob", () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: keyOf(sha256) })));
   }
 
@@ -329,4 +403,13 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     totalBytes,
     clearStaleTemporaryFiles,
   };
+}
+
+/** Base64 MD5 of `length` bytes of `file` from `start`. */
+async function md5Of(file: string, start: number, length: number): Promise<string> {
+  const hash = createHash("md5");
+  for await (const chunk of createReadStream(file, { start, end: start + length - 1, highWaterMark: MiB })) {
+    hash.update(chunk as Buffer);
+  }
+  return hash.digest("base64");
 }
