@@ -82,6 +82,17 @@ describe("the server-wide default package store", () => {
     expect(storage.body).not.toContain("AccountKey");
     await t.stop();
 
+    // New credentials in the environment replace the remembered ones (here a wrong key: refused).
+    t = await start({ ...azureEnv(), WHARF_AZURE_CONNECTION_STRING: azurite.connectionString("d3Jvbmcga2V5") });
+    const refused = await putAsset(t, "site", "refused.txt", "never stored");
+    expect(refused.statusCode, refused.body).toBe(502);
+    expect(refused.body).not.toContain("d3Jvbmcga2V5");
+    await t.stop();
+    // And the right ones again.
+    t = await start(azureEnv());
+    expect((await putAsset(t, "site", "again.txt", "written to azure again")).statusCode).toBe(201);
+    await t.stop();
+
     // Back to the disk default: what went to Azure is still served (the store is remembered).
     t = await start({});
     expect((await get(t, "/endpoints/site/content/after.txt")).body).toBe("written to azure");
