@@ -55,8 +55,11 @@ export interface FeedStoreMoveRepository {
   resume(feedId: number, now: string): void;
   /** How many distinct blobs the feed's rows reference and their bytes. */
   totals(feedId: number): { blobs: number; bytes: number };
-  /** The next `limit` blobs of the feed after `cursor`, in address order. */
-  blobsAfter(feedId: number, cursor: string, limit: number): FeedBlob[];
+  /**
+   * Every blob of the feed, in address order. One query for the whole feed: a page at a time would
+   * scan the feed's rows again for each page (about half a second per page at 100,000 files).
+   */
+  blobsOf(feedId: number): FeedBlob[];
   /** Whether a row of this feed references the blob. */
   referencedBy(feedId: number, sha256: string): boolean;
   /** Whether a row of a feed other than this one references the blob. */
@@ -121,9 +124,8 @@ export function createFeedStoreMoveRepository(db: Db): FeedStoreMoveRepository {
     `SELECT count(*) AS blobs, sum(size) AS bytes FROM
        (SELECT sha256, max(size) AS size FROM (${FEED_BLOBS}) WHERE feed_id = ? GROUP BY sha256)`,
   );
-  const selectBlobs = db.prepare<[number, string, number], FeedBlob>(
-    `SELECT sha256, max(size) AS size FROM (${FEED_BLOBS}) WHERE feed_id = ? AND sha256 > ?
-       GROUP BY sha256 ORDER BY sha256 LIMIT ?`,
+  const selectBlobs = db.prepare<[number], FeedBlob>(
+    `SELECT sha256, max(size) AS size FROM (${FEED_BLOBS}) WHERE feed_id = ? GROUP BY sha256 ORDER BY sha256`,
   );
   const selectReferenced = db.prepare<[number, string], { one: number }>(
     `SELECT 1 AS one FROM (${FEED_BLOBS}) WHERE feed_id = ? AND sha256 = ? LIMIT 1`,
@@ -167,7 +169,7 @@ export function createFeedStoreMoveRepository(db: Db): FeedStoreMoveRepository {
       const row = selectTotals.get(feedId);
       return { blobs: row?.blobs ?? 0, bytes: row?.bytes ?? 0 };
     },
-    blobsAfter: (feedId, cursor, limit) => selectBlobs.all(feedId, cursor, limit),
+    blobsOf: (feedId) => selectBlobs.all(feedId),
     referencedBy: (feedId, sha256) => selectReferenced.get(feedId, sha256) !== undefined,
     referencedElsewhere: (feedId, sha256) =>
       selectElsewhere.get(sha256, feedId, sha256, feedId, sha256, feedId) !== undefined,

@@ -72,8 +72,6 @@ export interface FeedStoreMovesDeps {
   readonly hooks?: FeedStoreMoveHooks;
 }
 
-/** Blobs read from the database at a time. */
-const PAGE = 200;
 /** Progress is written after this many blobs, or this long, whichever comes first. */
 const SAVE_EVERY_BLOBS = 5;
 const SAVE_EVERY_MS = 500;
@@ -101,8 +99,8 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     running.set(feedId, run);
   }
 
-  function begin(feedId: number, from: string, to: string): MoveRow {
-    repo.begin(feedId, from, to, repo.totals(feedId), now());
+  function begin(feedId: number, from: string, to: string, totals = repo.totals(feedId)): MoveRow {
+    repo.begin(feedId, from, to, totals, now());
     launch(feedId);
     return repo.find(feedId) as MoveRow;
   }
@@ -149,25 +147,26 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     let unsaved = 0;
     let savedAt = Date.now();
     let done = 0;
-    for (let page = repo.blobsAfter(feedId, progress.cursor, PAGE); page.length > 0;) {
-      for (const blob of page) {
-        if (stopping) return false;
-        try {
-          await step(blob);
-        } catch (error) {
-          // A failed move shows how far it got (and a retry resumes there).
-          repo.progress(feedId, progress, now());
-          throw error;
-        }
-        progress = phase === "copying" ? counted(progress, blob) : { ...progress, cursor: blob.sha256 };
-        await deps.hooks?.afterBlob?.(feedId, phase, ++done);
-        if (++unsaved >= SAVE_EVERY_BLOBS || Date.now() - savedAt >= SAVE_EVERY_MS) {
-          if (!repo.progress(feedId, progress, now())) return false;
-          unsaved = 0;
-          savedAt = Date.now();
-        }
+    // The blobs as the phase (re)starts: one uploaded since goes to the new store anyway, and one
+    // an upload begun before the switch left in the old store stays readable there.
+    const blobs = repo.blobsOf(feedId);
+    for (let i = firstAfter(blobs, progress.cursor); i < blobs.length; i++) {
+      const blob = blobs[i] as FeedBlob;
+      if (stopping) return false;
+      try {
+        await step(blob);
+      } catch (error) {
+        // A failed move shows how far it got (and a retry resumes there).
+        repo.progress(feedId, progress, now());
+        throw error;
       }
-      page = repo.blobsAfter(feedId, progress.cursor, PAGE);
+      progress = phase === "copying" ? counted(progress, blob) : { ...progress, cursor: blob.sha256 };
+      await deps.hooks?.afterBlob?.(feedId, phase, ++done);
+      if (++unsaved >= SAVE_EVERY_BLOBS || Date.now() - savedAt >= SAVE_EVERY_MS) {
+        if (!repo.progress(feedId, progress, now())) return false;
+        unsaved = 0;
+        savedAt = Date.now();
+      }
     }
     return repo.progress(feedId, progress, now());
   }
@@ -225,8 +224,9 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
           const retried = previous?.state === "failed" && previous.toStore === to;
           return retried ? { result, move: resumeFailed(feedId) } : { result };
         }
-        if (repo.totals(feedId).blobs === 0) return { result };
-        return { result, move: begin(feedId, from, to) };
+        const totals = repo.totals(feedId);
+        if (totals.blobs === 0) return { result };
+        return { result, move: begin(feedId, from, to, totals) };
       } finally {
         changing.delete(feedId);
       }
@@ -254,6 +254,18 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
       await Promise.all(running.values());
     },
   };
+}
+
+/** The index of the first blob whose address sorts after `cursor` (blobs in address order). */
+function firstAfter(blobs: readonly FeedBlob[], cursor: string): number {
+  let low = 0;
+  let high = blobs.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((blobs[middle] as FeedBlob).sha256 <= cursor) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The copying phase's progress after one more blob (totals grow with blobs uploaded meanwhile). */
