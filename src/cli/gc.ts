@@ -136,9 +136,12 @@ function report(result: CollectionResult, ctx: GcContext): void {
   for (const blob of result.blobs) ctx.out(`${blob.sha256} ${blob.size}${several ? ` ${blob.store ?? ""}` : ""}`);
   // Each store's part when there are several, and any store that could not be collected.
   for (const part of result.stores) {
-    if (part.error !== undefined) ctx.err(`wharf gc: store ${part.store} was not collected: ${part.error}`);
-    else if (several)
-      ctx.out(`store ${part.store}: examined ${part.examined}, ${part.deleted} (${part.bytesFreed} bytes)`);
+    if (part.error !== undefined) {
+      ctx.err(`wharf gc: store ${part.store} was not collected: ${part.error}`);
+      continue;
+    }
+    if (several) ctx.out(`store ${part.store}: examined ${part.examined}, ${part.deleted} (${part.bytesFreed} bytes)`);
+    if (part.abandonedUploads) ctx.out(`store ${part.store}: aborted ${part.abandonedUploads} abandoned uploads`);
   }
   const verb = result.dryRun ? "would delete" : "deleted";
   const grace = result.inGracePeriod > 0 ? `; ${result.inGracePeriod} unreferenced kept for their grace period` : "";

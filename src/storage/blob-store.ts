@@ -93,3 +93,16 @@ export interface RandomAccessBlobs {
 export function canOpenReader(store: BlobStore): store is BlobStore & RandomAccessBlobs {
   return typeof (store as Partial<RandomAccessBlobs>).openReader === "function";
 }
+
+/**
+ * A store whose unfinished uploads live on a server (an S3 multipart upload): those begun at least
+ * `olderThanMs` ago are aborted, safely while uploads run (none takes that long between its first
+ * and last part), so garbage collection calls it on every run. Says what it removed.
+ */
+export interface AbandonedUploads {
+  abortAbandonedUploads(olderThanMs: number): Promise<TemporaryFiles>;
+}
+
+export function canAbortAbandonedUploads(store: BlobStore): store is BlobStore & AbandonedUploads {
+  return typeof (store as Partial<AbandonedUploads>).abortAbandonedUploads === "function";
+}

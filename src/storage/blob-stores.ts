@@ -4,7 +4,14 @@ import type { Clock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import type { StorageConfig } from "../domain/package-store.js";
 import { type BlobKeeper, blobReferenceCheck, createBlobKeeper } from "./blob-keeper.js";
-import { type BlobReader, type BlobStore, canOpenReader, type RandomAccessBlobs } from "./blob-store.js";
+import {
+  type AbandonedUploads,
+  type BlobReader,
+  type BlobStore,
+  canAbortAbandonedUploads,
+  canOpenReader,
+  type RandomAccessBlobs,
+} from "./blob-store.js";
 import type { Db } from "./database.js";
 import { dataPaths } from "./data-paths.js";
 import { createFileBlobStore } from "./file-blob-store.js";
@@ -83,7 +90,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   const selectFeedStorage = db.prepare<[number], { storage: string | null }>(
     "SELECT json_extract(settings, '$.storage') AS storage FROM feeds WHERE id = ?",
   );
-  /** The stored config JSON each entry was built from: a changed one (new credentials) rebuilds it. */
+  /** The configuration (secrets open, as JSON) each store was built from: another one (new credentials) rebuilds it. */
   const builtFrom = new Map<string, string>();
 
   const reader = createReader(() => [...entries.values()].map((entry) => entry.blobs));
@@ -104,9 +111,9 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
    * only the client behind it, so its keeper's holds and its collector's marks survive a change of
    * credentials.
    */
-  function build(key: string, open: StorageConfig, storedJson: string): StoreEntry {
+  function build(key: string, open: StorageConfig): StoreEntry {
     current.set(key, createStore(open, key, deps.tempDir));
-    builtFrom.set(key, storedJson);
+    builtFrom.set(key, JSON.stringify(open));
     const existing = entries.get(key);
     if (existing !== undefined) return existing;
     const entry = entryOf(
@@ -120,29 +127,26 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   }
 
   /** Records the store (so that it stays readable and collected) and returns its entry. */
-  function register(open: StorageConfig, sealedJson: string | undefined): StoreEntry {
+  function register(open: StorageConfig): StoreEntry {
     const key = storeKeyOf(open);
     const existing = entries.get(key);
-    if (existing !== undefined && (sealedJson === undefined || builtFrom.get(key) === sealedJson)) return existing;
-    const stored = sealedJson ?? JSON.stringify(sealStorageSecrets(open, secrets));
+    if (existing !== undefined && builtFrom.get(key) === JSON.stringify(open)) return existing;
     const now = deps.clock.now().toISOString();
-    upsertStore.run(key, open.id, stored, now, now);
-    return build(key, open, stored);
+    upsertStore.run(key, open.id, JSON.stringify(sealStorageSecrets(open, secrets)), now, now);
+    return build(key, open);
   }
 
   // Stores named before this start stay readable and collected.
   for (const row of selectStores.all()) {
     try {
-      build(row.key, openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets), row.config);
+      build(row.key, openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets));
     } catch (error) {
       if (!(error instanceof SecretUnreadableError)) throw error;
       deps.onUnreadable?.(row.key);
     }
   }
   const defaultEntry =
-    deps.defaultStorage === undefined || deps.defaultStorage.id === "disk"
-      ? disk
-      : register(deps.defaultStorage, undefined);
+    deps.defaultStorage === undefined || deps.defaultStorage.id === "disk" ? disk : register(deps.defaultStorage);
 
   function entryFor(storage: StorageConfig | undefined): StoreEntry {
     if (storage === undefined) return defaultEntry;
@@ -158,7 +162,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
         "The feed's storage credentials cannot be decrypted with the configured secret keys (WHARF_SECRET_KEY).",
       );
     }
-    return register(open, JSON.stringify(storage));
+    return register(open);
   }
 
   function forFeed(feedId: number): StoreEntry {
@@ -284,8 +288,12 @@ export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
 }
 
 /** A store that forwards every call to whichever store `target` returns at the time of the call. */
-function delegateTo(target: () => BlobStore): BlobStore {
+function delegateTo(target: () => BlobStore): BlobStore & AbandonedUploads {
   return {
+    abortAbandonedUploads: async (olderThanMs) => {
+      const store = target();
+      return canAbortAbandonedUploads(store) ? store.abortAbandonedUploads(olderThanMs) : { files: 0, bytes: 0 };
+    },
     put: (source, options) => target().put(source, options),
     stat: (sha256) => target().stat(sha256),
     open: (sha256, range) => target().open(sha256, range),

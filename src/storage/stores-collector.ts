@@ -1,5 +1,6 @@
 import { DomainError } from "../domain/errors.js";
 import type { Clock } from "../domain/clock.js";
+import { canAbortAbandonedUploads } from "./blob-store.js";
 import type { StoreEntry } from "./blob-stores.js";
 import { type CollectionResult, createGarbageCollector, type GarbageCollector } from "./garbage-collector.js";
 
@@ -9,6 +10,8 @@ export interface StoreCollection {
   readonly examined: number;
   readonly deleted: number;
   readonly bytesFreed: number;
+  /** Unfinished uploads left on the store's server (S3 multipart) that were aborted. */
+  readonly abandonedUploads?: number;
   readonly error?: string;
 }
 
@@ -29,6 +32,9 @@ export interface EveryStoreCollectorDeps {
 export interface EveryStoreCollector {
   collect(options?: { dryRun?: boolean }): Promise<EveryStoreCollection>;
 }
+
+/** An upload on a store's server begun this long ago is abandoned (a crash, a lost connection). */
+const ABANDONED_UPLOAD_MS = 24 * 3_600_000;
 
 /**
  * Garbage collection of every package store, one after the other, each with its own collector
@@ -61,10 +67,15 @@ export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryS
       running = true;
       const started = Date.now();
       try {
-        const parts: Array<{ store: string; result?: CollectionResult; error?: string }> = [];
+        const parts: Array<{ store: string; result?: CollectionResult; abandoned?: number; error?: string }> = [];
         for (const entry of deps.stores()) {
           try {
-            parts.push({ store: entry.key, result: await collectorOf(entry).collect({ dryRun }) });
+            const result = await collectorOf(entry).collect({ dryRun });
+            const abandoned =
+              !dryRun && canAbortAbandonedUploads(entry.blobs)
+                ? (await entry.blobs.abortAbandonedUploads(ABANDONED_UPLOAD_MS)).files
+                : undefined;
+            parts.push({ store: entry.key, result, ...(abandoned === undefined ? {} : { abandoned }) });
           } catch (error) {
             parts.push({ store: entry.key, error: error instanceof Error ? error.message : String(error) });
           }
@@ -81,11 +92,12 @@ export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryS
           bytesFreed: sum("bytesFreed"),
           blobs: parts.flatMap((part) => (part.result?.blobs ?? []).map((blob) => ({ ...blob, store: part.store }))),
           durationMs: Date.now() - started,
-          stores: parts.map(({ store, result, error }) => ({
+          stores: parts.map(({ store, result, abandoned, error }) => ({
             store,
             examined: result?.examined ?? 0,
             deleted: result?.deleted ?? 0,
             bytesFreed: result?.bytesFreed ?? 0,
+            ...(abandoned === undefined ? {} : { abandonedUploads: abandoned }),
             ...(error === undefined ? {} : { error }),
           })),
         };

@@ -27,6 +27,7 @@ const resultSchema = z.object({
       examined: z.number(),
       deleted: z.number(),
       bytesFreed: z.number(),
+      abandonedUploads: z.number().optional(),
       error: z.string().optional(),
     }),
   ),
