@@ -26,8 +26,9 @@ export function azureFailure(doing: string, error: unknown): DomainError {
   if (statusCode === undefined) {
     // A network failure (refused, reset, DNS): the SDK's message names the host, not a secret.
     const detail = name === "AbortError" ? "aborted" : (code ?? name ?? "no answer");
+    // 503, not 502: nothing answered, so trying again later is the remedy (issue 15 section 3).
     return new DomainError(
-      "bad_gateway",
+      "unavailable",
       "AZURE_UNREACHABLE",
       `Azure storage did not answer while ${doing} (${detail}).`,
     );

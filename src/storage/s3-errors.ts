@@ -3,6 +3,8 @@ import { DomainError } from "../domain/errors.js";
 interface S3Failure {
   name?: string;
   Code?: string;
+  /** A Node network error's code (ECONNREFUSED, ECONNRESET...): the server never answered. */
+  code?: string;
   $metadata?: { httpStatusCode?: number };
 }
 
@@ -14,6 +16,13 @@ export function isMissingObject(error: unknown): boolean {
 
 const REFUSED_CREDENTIALS = new Set(["SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied"]);
 
+/** No answer at all (refused, reset, timed out, unknown host): the store is down, which may pass. */
+function networkFailure(failure: S3Failure | undefined): string | undefined {
+  if (failure?.$metadata?.httpStatusCode !== undefined) return undefined;
+  if (typeof failure?.code === "string" && /^E[A-Z_]+$/.test(failure.code)) return failure.code;
+  return failure?.name === "TimeoutError" ? "timed out" : undefined;
+}
+
 /**
  * A DomainError for an object-store failure that says what was tried and where, and the server's
  * error code; never the SDK's message verbatim (it may echo request details) nor any credential.
@@ -23,6 +32,16 @@ export function objectStoreError(what: string, where: string, error: unknown): u
   if (error instanceof DomainError) return error;
   const failure = error as S3Failure | undefined;
   if (failure?.name === "AbortError") return error;
+  const unreachable = networkFailure(failure);
+  if (unreachable !== undefined) {
+    // 503, not 502: nothing answered, so trying again later is the remedy (issue 15 section 3).
+    return new DomainError(
+      "unavailable",
+      "OBJECT_STORE_UNREACHABLE",
+      `The object store did not answer when trying to ${what} in ${where} (${unreachable}); try again later.`,
+      { cause: error },
+    );
+  }
   const code = failure?.Code ?? failure?.name ?? "unknown error";
   const status = failure?.$metadata?.httpStatusCode;
   if (REFUSED_CREDENTIALS.has(code) || status === 403) {

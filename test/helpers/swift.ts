@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -143,15 +143,21 @@ export async function startSwift(timeoutMs = 60_000): Promise<SwiftS3> {
   );
   for (const kind of ["account", "container", "object"] as const) {
     const builder = path.join(dir, `${kind}.builder`);
+    // Not execFileSync: each run takes a second or more of CPU, and a blocked event loop would
+    // stall whatever the test process runs meanwhile (an app, another server's start).
     const ring = (...args: string[]) =>
-      execFileSync(PYTHON, [path.join(BIN, "swift-ring-builder"), builder, ...args], { stdio: "ignore" });
-    ring("create", "8", "1", "1");
-    ring("add", `r1z1-127.0.0.1:${ports[kind]}/d1`, "1");
+      new Promise<void>((resolve, reject) =>
+        execFile(PYTHON, [path.join(BIN, "swift-ring-builder"), builder, ...args], (error) =>
+          error ? reject(error) : resolve(),
+        ),
+      );
+    await ring("create", "8", "1", "1");
+    await ring("add", `r1z1-127.0.0.1:${ports[kind]}/d1`, "1");
     try {
-      ring("rebalance");
+      await ring("rebalance");
     } catch (error) {
       // swift-ring-builder exits 1 with a warning ("balance ... not met") that is harmless here.
-      if ((error as { status?: number }).status !== 1) throw error;
+      if ((error as { code?: unknown }).code !== 1) throw error;
     }
     await writeFile(path.join(dir, `${kind}-server.conf`), serverConf(kind, ports[kind], dir, user));
   }
