@@ -15,6 +15,8 @@ import type { BlobStore } from "../../src/storage/blob-store.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
 import type { FeedStoreMoveHooks } from "../../src/storage/feed-store-move.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { createObjectStore } from "../../src/storage/store-factory.js";
+import { DomainError } from "../../src/domain/errors.js";
 import { AZURITE_KEY, type AzuriteServer, startAzurite } from "../helpers/azurite.js";
 import { buildUpack } from "../helpers/upack-fixtures.js";
 
@@ -51,7 +53,9 @@ interface Server {
 }
 
 /** An app on `dataDir` (new when absent), closed after the test unless closed before. */
-async function startServer(options: { dataDir?: string; hooks?: FeedStoreMoveHooks } = {}): Promise<Server> {
+async function startServer(
+  options: { dataDir?: string; hooks?: FeedStoreMoveHooks; createObjectStore?: typeof createObjectStore } = {},
+): Promise<Server> {
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), "wharf-move-")));
   if (options.dataDir === undefined) cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   const key = "move-test-admin-key-0123456789";
@@ -63,6 +67,7 @@ async function startServer(options: { dataDir?: string; hooks?: FeedStoreMoveHoo
     blobs: createFileBlobStore(dataDir),
     logger: false,
     ...(options.hooks ? { feedStoreMoveHooks: options.hooks } : {}),
+    ...(options.createObjectStore ? { createObjectStore: options.createObjectStore } : {}),
   });
   await app.ready();
   let closed = false;
@@ -394,6 +399,39 @@ describe("moving a feed between package stores", { timeout: 60_000 }, () => {
     expect(await settledMove(s, "flaky")).toMatchObject({ state: "done", blobsDone: 3 });
     for (const address of sorted) expect(await azure.store.stat(address)).toBeDefined();
     expect(onDisk(s, lost)).toBe(false);
+  });
+
+  it("a store that is down fails the move; the feed keeps serving; posting the setting again retries", async () => {
+    const outage = { down: false };
+    const s = await startServer({
+      // The object store refuses every write while `down`, as a stopped server would.
+      createObjectStore: (config, key, tempDir) => {
+        const store = createObjectStore(config, key, tempDir);
+        return {
+          ...store,
+          put: (source, options) =>
+            outage.down
+              ? Promise.reject(new DomainError("bad_gateway", "AZURE_UNREACHABLE", "Azure storage did not answer."))
+              : store.put(source, options),
+        };
+      },
+    });
+    const azure = await azureContainer();
+    await createFeed(s, "outage", "universal");
+    const packages = await uploadPackages(s, "outage", 3);
+    outage.down = true;
+    expect((await setStorage(s, "outage", azure.storage)).headers["x-wharf-store-move"]).toBe("copying");
+    const failed = await settledMove(s, "outage");
+    expect(failed).toMatchObject({ state: "failed", blobsDone: 0, error: "Azure storage did not answer." });
+    await expectPackages(s, "outage", packages);
+    for (const bytes of packages.values()) expect(onDisk(s, sha256(bytes))).toBe(true);
+
+    outage.down = false;
+    const again = await setStorage(s, "outage", azure.storage);
+    expect(again.headers["x-wharf-store-move"]).toBe("copying");
+    expect(await settledMove(s, "outage")).toMatchObject({ state: "done", blobsDone: 3 });
+    for (const bytes of packages.values()) expect(onDisk(s, sha256(bytes))).toBe(false);
+    await expectPackages(s, "outage", packages);
   });
 
   it("answers 404 for a feed that never moved, 400 for a bad move parameter, 401 without a key", async () => {
