@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
@@ -276,6 +277,32 @@ describe("moving a feed between package stores", { timeout: 60_000 }, () => {
     expect(onDisk(s, sha256(shared))).toBe(true);
     expect(onDisk(s, sha256(own))).toBe(false);
     await expectAssets(s, "theirs", { "copy-of-shared.bin": shared });
+  });
+
+  it("moves the assembled packages of virtual versions with the feed", async () => {
+    const s = await startServer();
+    const azure = await azureContainer();
+    await createFeed(s, "virtual", "universal");
+    const packages = await uploadPackages(s, "virtual", 1);
+    // As a download of a virtual version leaves it: an ordinary blob named by upack_assembled.
+    const assembled = randomBytes(3300);
+    const info = await createFileBlobStore(s.dataDir).put(Readable.from([assembled]));
+    s.db
+      .prepare(
+        `INSERT INTO upack_assembled (version_id, blob_sha256, sha1, size, assembled_at)
+       SELECT id, ?, ?, ?, ? FROM upack_versions LIMIT 1`,
+      )
+      .run(info.sha256, info.sha1, info.size, new Date().toISOString());
+
+    await setStorage(s, "virtual", azure.storage);
+    const bytes = [...packages.values()][0] as Buffer;
+    expect(await settledMove(s, "virtual")).toMatchObject({
+      state: "done",
+      blobsDone: 2,
+      bytesDone: bytes.length + assembled.length,
+    });
+    expect(await azure.store.stat(info.sha256)).toEqual({ size: assembled.length });
+    expect(onDisk(s, info.sha256)).toBe(false);
   });
 
   it("new uploads only: moves nothing, old blobs stay served, new ones go to the new store", async () => {
