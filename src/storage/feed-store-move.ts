@@ -47,8 +47,6 @@ export interface FeedStoreMoves {
   retry(feedId: number): MoveRow;
   /** Resumes the moves (or the feed's move) a stopped process left under way; called once at start-up. */
   resumeUnfinished(feedId?: number): void;
-  /** Resolves when the feed's move running in this process (if any) has stopped. */
-  settled(feedId: number): Promise<void>;
   /** Lets running moves stop after their current blob (their rows keep them for the next start). */
   stop(): Promise<void>;
 }
@@ -95,7 +93,10 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
 
   function launch(feedId: number): void {
     if (stopping || running.has(feedId)) return;
-    const run = moveBlobs(feedId).finally(() => running.delete(feedId));
+    const run = moveBlobs(feedId)
+      // Only the database can fail here (the row could not be written): the row resumes at the next start.
+      .catch((error: unknown) => deps.log?.warn({ feedId, err: error }, "a feed's move stopped"))
+      .finally(() => running.delete(feedId));
     running.set(feedId, run);
   }
 
@@ -243,10 +244,6 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     resumeUnfinished(only) {
       if (stopping) return;
       for (const feedId of repo.unfinished()) if (only === undefined || only === feedId) launch(feedId);
-    },
-
-    settled: async (feedId) => {
-      await running.get(feedId);
     },
 
     async stop() {
