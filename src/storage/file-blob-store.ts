@@ -189,8 +189,9 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
 
 /**
  * Streams the source into a new file at `tempPath`, hashing and counting on the way, checks the
- * claimed digests and fsyncs the file. The caller removes the file if this throws; the file
- * handle is closed before this settles, whichever way.
+ * claimed digests and fsyncs the file (unless `durable` is false: an object store's spool, read
+ * back at once and never kept). The caller removes the file if this throws; the file handle is
+ * closed before this settles, whichever way.
  *
  * Every await here is either a local file operation, which always completes, or
  * `SourceReader.next`, which gives up as soon as the signal aborts. A chunk is written before the
@@ -200,6 +201,7 @@ export async function writeHashed(
   reader: SourceReader,
   tempPath: string,
   options: PutOptions,
+  { durable = true }: { readonly durable?: boolean } = {},
 ): Promise<{ digests: Digests; size: number }> {
   const algorithms = new Set<Algorithm>(["sha256", "sha1", ...(options.extraDigests ?? [])]);
   // A claimed digest can only be checked if it is computed.
@@ -228,7 +230,7 @@ export async function writeHashed(
     const digests = Object.fromEntries(hashes.map(([algorithm, hash]) => [algorithm, hash.digest("hex")]));
     // Checked before the fsync, so a rejected upload costs no disk flush.
     checkExpected(digests, options.expected);
-    await handle.sync();
+    if (durable) await handle.sync();
     failed = false;
     return { digests: digests as Digests, size };
   } finally {

@@ -158,7 +158,9 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       const wanted = putOptions.extraDigests ?? [];
       // Every request carries Content-MD5, which the server checks: the reader computes the one a
       // single PUT needs, and each part of a multipart upload gets its own.
-      const { digests, size } = await writeHashed(reader, tempPath, putOptions);
+      // Not fsynced: the spool is read back at once and discarded, whatever happens (a crash
+      // leaves it to clearStaleTemporaryFiles); the object store makes the content durable.
+      const { digests, size } = await writeHashed(reader, tempPath, putOptions, { durable: false });
       signal?.throwIfAborted();
       await putOptions.beforePublish?.(digests.sha256);
       const info: BlobInfo = {
