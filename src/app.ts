@@ -230,19 +230,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
     onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
   });
-  // Multipart uploads a crashed process left in the object stores are aborted in the background:
-  // a store that is down must not delay the start.
-  // Unfinished feed moves resume after that: clearing removes a store's spool folder, which a copy uses.
+  // Unfinished feed moves resume in the background: a store that is down must not delay the start.
+  // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.)
   app.addHook("onReady", (done) => {
-    const clearing = stores.all().map(async (entry) => {
-      if (entry.kind === "disk") return;
-      await entry.blobs.clearStaleTemporaryFiles().catch((error: unknown) => {
-        app.log.warn({ err: error, store: entry.key }, "leftover uploads in a package store could not be cleared");
-      });
-    });
-    Promise.all(clearing)
-      .then(() => moves.resumeUnfinished())
-      .catch((error: unknown) => app.log.warn({ err: error }, "unfinished feed moves could not be resumed"));
+    moves.resumeUnfinished();
     done();
   });
   app.addHook("onClose", (_instance, done) => {
