@@ -233,6 +233,9 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     const refused = await post("/api/management/feeds/update/other", { packageStore: azureXml }, felix);
     expectText(refused, 403, "Admin_ConfigureProGet");
     expect(refused.headers["x-wharf-error"]).toBe("STORE_FORBIDDEN");
+    const viaStorage = await post("/api/storage?feed=other", { id: "azure", properties: azure }, felix);
+    expectText(viaStorage, 403, "Admin_ConfigureProGet");
+    expect(viaStorage.headers["x-wharf-error"]).toBe("STORE_FORBIDDEN");
     // Set by an administrator, the feed can be read and sent back whole by its manager.
     expectJson(await post("/api/storage?feed=other", { id: "azure", properties: azure }), 200);
     const feed = expectJson(await get("/api/management/feeds/get/other", felix), 200) as Record<string, unknown>;
@@ -247,6 +250,15 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       ),
       403,
       "Admin_ConfigureProGet",
+    );
+    // ...and the same store posted again through /api/storage is the manager's too.
+    expectJson(
+      await post(
+        "/api/storage?feed=other",
+        { id: "azure", properties: { ...azure, ConnectionString: "********" } },
+        felix,
+      ),
+      200,
     );
     expectJson(await post("/api/storage?feed=other", { id: "disk" }), 200);
   });

@@ -59,7 +59,7 @@ export interface FeedService {
   storageTypes(): readonly StorageType[];
   /** FeedStorageConfiguration of a feed; the default is disk with no StoragePath. */
   getStorage(name: string): Promise<StorageConfig>;
-  setStorage(name: string, input: unknown): Promise<StorageConfig>;
+  setStorage(name: string, input: unknown, caller?: FeedCaller): Promise<StorageConfig>;
   /** The Feed JSON of docs/compat.md 5.2 for one caller. */
   present(feed: Feed, view: FeedView): FeedJson;
 }
@@ -202,12 +202,13 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
       return storage === undefined ? defaultStorage : hideStorageSecrets(storage);
     },
 
-    async setStorage(name, input) {
+    async setStorage(name, input, caller) {
       const current = await getFeed(name);
-      withSealedStorage(
+      const draft = withSealedStorage(
         storageDraft(current, storageFromInput(input, current.settings.storage)),
         current.settings.storage,
       );
+      await checkStoreAuthority(opened(current.settings.storage), opened(draft.settings.storage), caller);
       const updated = await repository.update(
         current.id,
         (fresh) => {

@@ -109,7 +109,7 @@ export const storageRoutes: FastifyPluginAsync<{ feeds: FeedService; moves?: Fee
       const feed = feedOf(request.query);
       if (feed === undefined) throw invalid("FEED_REQUIRED", "the feed query parameter is required");
       const move = moveOf(request.query);
-      const change = () => feeds.setStorage(feed, request.body);
+      const change = () => feeds.setStorage(feed, request.body, { can: (need) => request.can(need) });
       const changed =
         moves === undefined
           ? { result: await change() }
