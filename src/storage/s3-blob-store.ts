@@ -18,7 +18,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import type { BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
+import type { AbandonedUploads, BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
 import { diskFull, isDiskFull } from "./disk-full.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
 import { isMissingObject, objectStoreError } from "./s3-errors.js";
@@ -102,7 +102,7 @@ class Md5TappedReader extends SourceReader {
  * clearStaleTemporaryFiles. Same bytes under the same key make a racing second upload harmless,
  * so no conditional write is needed (Swift and s3rver do not support them).
  */
-export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
+export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & AbandonedUploads {
   const client = new S3Client({
     region: options.region ?? "us-east-1",
     ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true } : {}),
@@ -369,6 +369,13 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       cleared.files++;
       await rm(file, { recursive: true, force: true });
     }
+    const aborted = await abortUploads(() => true);
+    return { files: cleared.files + aborted.files, bytes: cleared.bytes + aborted.bytes };
+  }
+
+  /** Aborts the unfinished multipart uploads under blobs/ that `abandoned` picks, counting their parts' bytes. */
+  async function abortUploads(abandoned: (initiated: Date | undefined) => boolean): Promise<TemporaryFiles> {
+    const cleared = { files: 0, bytes: 0 };
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     do {
@@ -383,7 +390,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
         ),
       );
       for (const upload of page.Uploads ?? []) {
-        if (!upload.Key || !upload.UploadId) continue;
+        if (!upload.Key || !upload.UploadId || !abandoned(upload.Initiated)) continue;
         const ids = { Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId };
         const parts = await send("list parts of an unfinished upload", () => client.send(new ListPartsCommand(ids)));
         cleared.bytes += (parts.Parts ?? []).reduce((sum, part) => sum + (part.Size ?? 0), 0);
@@ -396,8 +403,13 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     return cleared;
   }
 
+  /** Unfinished uploads begun `olderThanMs` ago or earlier (garbage collection: safe while puts run). */
+  const abortAbandonedUploads = (olderThanMs: number) =>
+    abortUploads((initiated) => initiated !== undefined && Date.now() - initiated.getTime() >= olderThanMs);
+
   return {
     put,
+    abortAbandonedUploads,
     stat: statBlob,
     open: openBlob,
     delete: deleteBlob,
