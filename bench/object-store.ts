@@ -10,10 +10,10 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from "@aws-sdk/client-s3";
 import { createS3BlobStore } from "../src/storage/s3-blob-store.js";
-import { startSwift, swiftInstalled, type SwiftS3 } from "../test/helpers/swift.js";
+import { startSwift, swiftClient, swiftInstalled, type SwiftS3 } from "../test/helpers/swift.js";
 import { Agent, request } from "undici";
 import { cpuSeconds, MiB, round } from "./load.js";
 import type { Scenario, ScenarioContext } from "./scenarios.js";
@@ -74,16 +74,7 @@ async function drained(body: AsyncIterable<Uint8Array>, expected: number, what: 
   if (bytes !== expected) throw new Error(`${what}: ${bytes} bytes, expected ${expected}`);
 }
 
-function s3ClientOf(swift: SwiftS3): S3Client {
-  return new S3Client({
-    region: swift.region,
-    endpoint: swift.endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: swift.accessKeyId, secretAccessKey: swift.secretAccessKey },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-  });
-}
+const s3ClientOf = (swift: SwiftS3): S3Client => swiftClient(swift);
 
 /** The feed's store set to the bucket through the storage API, as an administrator would. */
 async function putFeedOnS3(ctx: ScenarioContext, swift: SwiftS3): Promise<void> {

@@ -2,7 +2,7 @@ import type { Config } from "../config.js";
 import type { Db } from "../storage/database.js";
 import { systemClock } from "../domain/clock.js";
 import type { EveryStoreCollection as CollectionResult } from "../storage/stores-collector.js";
-import { healthUrl } from "./healthcheck.js";
+import { serverTarget } from "./server-target.js";
 
 /**
  * `wharf gc [--dry-run]`: deletes the blobs nothing references. With no server on the data
@@ -106,18 +106,17 @@ async function collectIn(db: Db, dryRun: boolean, ctx: GcContext): Promise<Colle
 }
 
 async function askServer(args: GcArgs, ctx: GcContext): Promise<number> {
-  const apiKey = args.apiKey ?? process.env.WHARF_API_KEY;
-  if (apiKey === undefined || apiKey === "") {
-    ctx.err(
-      "wharf gc: a server is running on the data directory; give its full-control or administrator key in WHARF_API_KEY or --api-key",
-    );
-    return 2;
-  }
-  const base = args.server ?? healthUrl(ctx.config.host, ctx.config.port).replace(/\/health$/, "");
-  const url = `${base.replace(/\/+$/, "")}/api/storage/gc?dryRun=${args.dryRun}`;
+  const target = serverTarget(
+    args,
+    ctx.config,
+    ctx.err,
+    "wharf gc: a server is running on the data directory; give its full-control or administrator key in WHARF_API_KEY or --api-key",
+  );
+  if (target === undefined) return 2;
+  const url = `${target.base}/api/storage/gc?dryRun=${args.dryRun}`;
   let response: Response;
   try {
-    response = await fetch(url, { method: "POST", headers: { "X-ApiKey": apiKey } });
+    response = await fetch(url, { method: "POST", headers: { "X-ApiKey": target.apiKey } });
   } catch (error) {
     ctx.err(`wharf gc: ${url} could not be reached (${error instanceof Error ? error.message : String(error)})`);
     return 1;

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Config } from "../config.js";
 import { parsePackageStoreXml, type StorageConfig } from "../domain/package-store.js";
-import { healthUrl } from "./healthcheck.js";
+import { serverTarget } from "./server-target.js";
 import { type MoveApi, serverMoveApi } from "./storage-http.js";
 import { localMoveApi } from "./storage-local.js";
 import { progressLine, type Rate, statusLine, summaryLine } from "./storage-progress.js";
@@ -116,15 +116,14 @@ export async function storageCommand(args: string[], ctx: StorageContext): Promi
     let api: MoveApi;
     if (unlock !== undefined) api = await localMoveApi(ctx.config, parsed.feed);
     else {
-      const apiKey = parsed.apiKey ?? process.env.WHARF_API_KEY;
-      if (apiKey === undefined || apiKey === "") {
-        ctx.err(
-          "wharf storage: a server runs on the data directory; give a key that may manage the feed in WHARF_API_KEY or --api-key",
-        );
-        return 2;
-      }
-      const base = parsed.server ?? healthUrl(ctx.config.host, ctx.config.port).replace(/\/health$/, "");
-      api = serverMoveApi(base.replace(/\/+$/, ""), apiKey, parsed.feed);
+      const target = serverTarget(
+        parsed,
+        ctx.config,
+        ctx.err,
+        "wharf storage: a server runs on the data directory; give a key that may manage the feed in WHARF_API_KEY or --api-key",
+      );
+      if (target === undefined) return 2;
+      api = serverMoveApi(target.base, target.apiKey, parsed.feed);
     }
     try {
       return await run(parsed, api, ctx);

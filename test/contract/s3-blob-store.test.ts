@@ -13,13 +13,13 @@ import {
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { createS3BlobStore, type S3BlobStoreOptions } from "../../src/storage/s3-blob-store.js";
-import { type SwiftS3, startSwift, swiftInstalled } from "../helpers/swift.js";
+import { type SwiftS3, startSwift, swiftInstalled, swiftClient } from "../helpers/swift.js";
 import { countEntries, describeBlobStoreContract } from "./blob-store.contract.js";
 
 const MiB = 1024 * 1024;
@@ -34,16 +34,7 @@ let admin: S3Client;
 
 const sha256 = (content: Buffer) => createHash("sha256").update(content).digest("hex");
 
-function clientFor(server: SwiftS3, secretAccessKey = server.secretAccessKey) {
-  return new S3Client({
-    region: server.region,
-    endpoint: server.endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: server.accessKeyId, secretAccessKey },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-  });
-}
+const clientFor = swiftClient;
 
 function running(): SwiftS3 {
   if (!swift) throw new Error("swift is not running");

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { CreateBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import type { AzuriteServer } from "./azurite.js";
-import type { SwiftS3 } from "./swift.js";
+import { type SwiftS3, swiftClient } from "./swift.js";
 
 /**
  * A real object-store server for end-to-end feed tests (issue 15 section 3): what a user sends to
@@ -25,14 +25,7 @@ export async function swiftStoreServer(started: Promise<SwiftS3>): Promise<Objec
   const swift = await started;
   const bucket = `wharf-e2e-${randomUUID().slice(0, 8)}`;
   const targetPath = "feeds/e2e";
-  const client = new S3Client({
-    region: swift.region,
-    endpoint: swift.endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: swift.accessKeyId, secretAccessKey: swift.secretAccessKey },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-  });
+  const client = swiftClient(swift);
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
   return {
     storage: {

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { S3Client } from "@aws-sdk/client-s3";
 import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -218,4 +219,19 @@ export async function startSwift(timeoutMs = 60_000): Promise<SwiftS3> {
     await stop();
     throw error;
   }
+}
+
+/**
+ * An SDK client for the Swift server, set as Wharf's S3 store sets its own (path-style, checksums
+ * only when required); `secretAccessKey` defaults to the right one.
+ */
+export function swiftClient(server: SwiftS3, secretAccessKey = server.secretAccessKey): S3Client {
+  return new S3Client({
+    region: server.region,
+    endpoint: server.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: server.accessKeyId, secretAccessKey },
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
 }
