@@ -227,6 +227,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     onResult: (result) => {
       const { examined, deleted, bytesFreed } = result;
       if (deleted > 0) app.log.info({ examined, deleted, bytesFreed }, "garbage collection deleted unreferenced blobs");
+      // A store that could not be collected (down, or its credentials refused) is said at each run.
+      for (const { store, error } of result.stores) {
+        if (error !== undefined) app.log.warn({ store }, `garbage collection skipped a package store: ${error}`);
+      }
     },
     onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
   });

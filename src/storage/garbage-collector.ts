@@ -145,10 +145,10 @@ async function inBatches(items: readonly string[], work: (item: string) => Promi
 }
 
 /** Runs a collection every `intervalMs` (0 = never); returns the stop function. Failures go to `onError`. */
-export function scheduleGarbageCollection(
-  collector: GarbageCollector,
+export function scheduleGarbageCollection<Result extends CollectionResult>(
+  collector: { collect(): Promise<Result> },
   intervalMs: number,
-  report: { onResult: (result: CollectionResult) => void; onError: (error: unknown) => void },
+  report: { onResult: (result: Result) => void; onError: (error: unknown) => void },
 ): () => void {
   if (intervalMs <= 0) return () => {};
   const timer = setInterval(() => {
