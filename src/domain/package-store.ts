@@ -1,5 +1,6 @@
 import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
 import { invalid } from "./errors.js";
+import { decodeXmlReference } from "./xml-references.js";
 import { findStorageType, STORAGE_TYPES, type StorageType, type StorageTypeId } from "./storage-types.js";
 
 export {
@@ -222,8 +223,6 @@ function hasProperty(type: StorageType, lowerName: string): boolean {
   return Object.keys(type.properties).some((known) => known.toLowerCase() === lowerName);
 }
 
-const PREDEFINED_ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
-
 /**
  * Resolves `&name;`, `&#n;` and `&#xh;` in an attribute value. Anything else (a DOCTYPE-declared
  * entity, a bare `&`) is refused rather than kept, since it would never mean what the author meant.
@@ -232,7 +231,7 @@ function decodeReferences(attribute: string, raw: string): string {
   // Not well-formed XML, but fast-xml-parser's validator lets it through.
   if (raw.includes("<")) throw invalid(XML_ERROR, `package store XML: attribute '${attribute}' contains a raw '<'`);
   return raw.replace(/&([^&;\s]*)(;?)/g, (whole: string, body: string, semicolon: string) => {
-    const decoded = semicolon === ";" ? decodeReference(body) : undefined;
+    const decoded = semicolon === ";" ? decodeXmlReference(body) : undefined;
     if (decoded === undefined) {
       throw invalid(
         XML_ERROR,
@@ -242,24 +241,4 @@ function decodeReferences(attribute: string, raw: string): string {
     }
     return decoded;
   });
-}
-
-function decodeReference(body: string): string | undefined {
-  if (Object.hasOwn(PREDEFINED_ENTITIES, body)) return PREDEFINED_ENTITIES[body];
-  const numeric = /^#(?:x([0-9a-fA-F]{1,6})|([0-9]{1,7}))$/.exec(body);
-  if (numeric === null) return undefined;
-  const code = numeric[1] !== undefined ? Number.parseInt(numeric[1], 16) : Number(numeric[2]);
-  return isXmlChar(code) ? String.fromCodePoint(code) : undefined;
-}
-
-// XML 1.0 production [2] Char.
-function isXmlChar(code: number): boolean {
-  return (
-    code === 0x9 ||
-    code === 0xa ||
-    code === 0xd ||
-    (code >= 0x20 && code <= 0xd7ff) ||
-    (code >= 0xe000 && code <= 0xfffd) ||
-    (code >= 0x10000 && code <= 0x10ffff)
-  );
 }

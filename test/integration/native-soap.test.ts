@@ -388,6 +388,11 @@ describe("hostile XML: refused fast, as a fault or 413, never a 500", () => {
       envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&xxe;" })),
     );
     expect(fault11(undeclared, "Client")).toMatch(/^The envelope refers to the entity &xxe; which is not declared/);
+    // A name an object has by inheritance is no entity either.
+    const inherited = await refusedFast(
+      envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&constructor;" })),
+    );
+    expect(inherited.headers["x-wharf-error"]).toBe("SOAP_UNKNOWN_ENTITY");
     const control = await refusedFast(
       envelope11(call("Applications_GetApplication", { API_Key: nativeKey, Application_Id: "&#1;" })),
     );

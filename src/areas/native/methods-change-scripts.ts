@@ -4,6 +4,7 @@ import {
   changeScriptsResultSchema,
   scriptIdResultSchema,
 } from "./change-script-rows.js";
+import { applicationId } from "./parameters.js";
 import { defineNativeMethod, type NativeMethod } from "./registry.js";
 
 /**
@@ -13,12 +14,6 @@ import { defineNativeMethod, type NativeMethod } from "./registry.js";
  * Writes need Releases_Manage and name what is missing. A System key needs the `native` scope.
  */
 
-const applicationId = {
-  name: "Application_Id",
-  type: "integer",
-  required: true,
-  description: "Id of the application",
-} as const;
 const scriptId = { name: "Script_Id", type: "integer", required: true, description: "Id of the script" } as const;
 
 const getChangeScripts = defineNativeMethod({

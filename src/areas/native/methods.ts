@@ -3,6 +3,7 @@ import { OTTER_METHODS } from "./methods-otter.js";
 import { PROGET_METHODS } from "./methods-proget.js";
 import { applicationRow, releaseRow } from "./rows.js";
 import { CHANGE_SCRIPT_METHODS } from "./methods-change-scripts.js";
+import { applicationId } from "./parameters.js";
 import { defineNativeMethod, type NativeMethod } from "./registry.js";
 import { applicationDetailsResultSchema, applicationsResultSchema, releaseDetailsResultSchema } from "./schemas.js";
 
@@ -13,12 +14,6 @@ import { applicationDetailsResultSchema, applicationsResultSchema, releaseDetail
  * `CancelledReason_Text`).
  */
 
-const applicationId = {
-  name: "Application_Id",
-  type: "integer",
-  required: true,
-  description: "Id of the application",
-} as const;
 const releaseNumber = {
   name: "Release_Number",
   type: "string",

@@ -1,5 +1,6 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { DomainError, invalid } from "../../domain/errors.js";
+import { decodeXmlReference } from "../../domain/xml-references.js";
 import type { RawPair } from "../releases/params.js";
 import type { RawArguments } from "./arguments.js";
 import { SOAP_11, SOAP_12, type SoapProtocol } from "./soap-protocol.js";
@@ -205,42 +206,20 @@ function localName(qualified: string): string {
   return qualified.slice(qualified.indexOf(":") + 1);
 }
 
-const PREDEFINED: Readonly<Record<string, string>> = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
-
 /** Decodes the predefined entities and character references; refuses any other (undeclared) entity. */
 function decodeText(text: string): string {
   if (!text.includes("&")) return text;
   return text.replace(/&(#x[0-9A-Fa-f]+|#[0-9]+|[^;&\s]*);/g, (_whole, reference: string) => {
+    const value = decodeXmlReference(reference);
+    if (value !== undefined) return value;
     if (reference.startsWith("#")) {
-      const code = reference.startsWith("#x") ? parseInt(reference.slice(2), 16) : parseInt(reference.slice(1), 10);
-      if (!isXmlChar(code)) {
-        throw invalid(
-          "SOAP_MALFORMED",
-          `The envelope refers to the character &${reference}; which XML does not allow.`,
-        );
-      }
-      return String.fromCodePoint(code);
+      throw invalid("SOAP_MALFORMED", `The envelope refers to the character &${reference}; which XML does not allow.`);
     }
-    const value = PREDEFINED[reference];
-    if (value === undefined) {
-      throw invalid(
-        "SOAP_UNKNOWN_ENTITY",
-        `The envelope refers to the entity &${reference}; which is not declared: only &lt; &gt; &amp; &quot; &apos; and character references are read.`,
-      );
-    }
-    return value;
+    throw invalid(
+      "SOAP_UNKNOWN_ENTITY",
+      `The envelope refers to the entity &${reference}; which is not declared: only &lt; &gt; &amp; &quot; &apos; and character references are read.`,
+    );
   });
-}
-
-function isXmlChar(code: number): boolean {
-  return (
-    code === 0x9 ||
-    code === 0xa ||
-    code === 0xd ||
-    (code >= 0x20 && code <= 0xd7ff) ||
-    (code >= 0xe000 && code <= 0xfffd) ||
-    (code >= 0x10000 && code <= 0x10ffff)
-  );
 }
 
 function repeated(name: string) {
