@@ -61,13 +61,8 @@ export async function gcCommand(args: string[], ctx: GcContext): Promise<number>
     ctx.err(`wharf gc: ${parsed}\n\n${USAGE}`);
     return 2;
   }
-  const { DataDirInUseError, lockDataDir } = await import("../storage/data-dir-lock.js");
-  let unlock: (() => void) | undefined;
-  try {
-    unlock = lockDataDir(ctx.config.dataDir);
-  } catch (error) {
-    if (!(error instanceof DataDirInUseError)) throw error;
-  }
+  const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
+  const unlock = lockDataDirIfFree(ctx.config.dataDir);
   if (unlock === undefined) return askServer(parsed, ctx);
   try {
     report(await collectHere(parsed.dryRun, ctx), ctx);

@@ -103,15 +103,9 @@ export async function storageCommand(args: string[], ctx: StorageContext): Promi
     ctx.err(`wharf storage: ${parsed}\n\n${USAGE}`);
     return 2;
   }
-  const { DataDirInUseError, lockDataDir } = await import("../storage/data-dir-lock.js");
-  let unlock: (() => void) | undefined;
-  if (parsed.server === undefined) {
-    try {
-      unlock = lockDataDir(ctx.config.dataDir);
-    } catch (error) {
-      if (!(error instanceof DataDirInUseError)) throw error;
-    }
-  }
+  const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
+  // With --server the user named the server to ask; otherwise a free data directory is worked on here.
+  const unlock = parsed.server === undefined ? lockDataDirIfFree(ctx.config.dataDir) : undefined;
   try {
     let api: MoveApi;
     if (unlock !== undefined) api = await localMoveApi(ctx.config, parsed.feed);

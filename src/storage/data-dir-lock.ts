@@ -28,3 +28,16 @@ export function lockDataDir(dataDir: string): () => void {
   }
   return () => lock.close();
 }
+
+/**
+ * The lock when no server holds it, else undefined: a command that may run beside the server
+ * (`wharf gc`, `wharf storage`) works on the data directory itself only when none runs.
+ */
+export function lockDataDirIfFree(dataDir: string): (() => void) | undefined {
+  try {
+    return lockDataDir(dataDir);
+  } catch (error) {
+    if (error instanceof DataDirInUseError) return undefined;
+    throw error;
+  }
+}
