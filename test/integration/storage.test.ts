@@ -302,6 +302,30 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     expectText(await post("/api/storage?feed=store", { id: "disk" }, anonymous), 401);
   });
 
+  it("access and bad input on /api/storage/move: view to read, manage to retry, names never paths", async () => {
+    const viewKey = { "x-apikey": createFeedKey(t.db, "store", ["view"]) };
+    const otherKey = { "x-apikey": createFeedKey(t.db, "other", ["view"]) };
+    // (The test above granted Anonymous view: reading is open to it, retrying is not.)
+    expectText(await get("/api/storage/move?feed=store", {}), 404, "never moved");
+    expectText(await post("/api/storage/move?feed=store", {}, {}), 401);
+    expectText(await get("/api/storage/move?feed=store", { "x-apikey": newKey() }), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await get("/api/storage/move?feed=store", otherKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await post("/api/storage/move?feed=store", {}, viewKey), 403, PERMISSION_DENIED_MESSAGE);
+    expectText(await get("/api/storage/move?feed=store", viewKey), 404, "never moved");
+    expectText(await get("/api/storage/move", admin), 400, "feed query parameter is required");
+    for (const name of ["..%2f..%2fstore", "%2e%2e", "../store"]) {
+      expectText(await get(`/api/storage/move?feed=${name}`, admin), 404, "was not found");
+    }
+    // A body is not read: a large one is refused before anything else happens.
+    const large = await t.app.inject({
+      method: "POST",
+      url: "/api/storage/move?feed=store",
+      headers: { ...admin, "content-type": "application/json" },
+      payload: JSON.stringify({ filler: "x".repeat(2 * 1024 * 1024) }),
+    });
+    expect(large.statusCode).toBe(413);
+  });
+
   it("is documented in /openapi.json", async () => {
     const doc = (await get("/openapi.json")).json() as { paths: Record<string, Record<string, unknown>> };
     expect(Object.keys(doc.paths["/api/storage"] ?? {})).toEqual(expect.arrayContaining(["get", "post"]));
