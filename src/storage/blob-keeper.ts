@@ -134,10 +134,34 @@ export function createBlobKeeper(
   };
 }
 
-/** Whether any row keeps the blob alive: the `blob_references` view lists every such table. */
-export function blobReferenceCheck(db: Db): (sha256: string) => Promise<boolean> {
+/**
+ * Whether any row keeps a blob alive, for one address; `unreferencedAmong` (optional) answers for
+ * a whole batch at once, which garbage collection uses to mark a large store quickly.
+ */
+export interface BlobReferenceCheck {
+  (sha256: string): Promise<boolean>;
+  /** The addresses of `addresses` that no row references (each once, in no particular order). */
+  readonly unreferencedAmong?: (addresses: readonly string[]) => Promise<string[]>;
+}
+
+/**
+ * The `blob_references` view lists every table whose rows keep blobs alive. A batch is one query,
+ * each address looked up in each table's blob index: a collection over 100,000 blobs makes 500 of
+ * them (of about a millisecond each, on the event loop) instead of 100,000 single lookups each
+ * with its own promise.
+ */
+export function blobReferenceCheck(db: Db): BlobReferenceCheck {
   const reference = db.prepare<[string], { one: number }>(
     "SELECT 1 AS one FROM blob_references WHERE blob_sha256 = ? LIMIT 1",
   );
-  return async (sha256) => reference.get(sha256) !== undefined;
+  const unreferenced = db
+    .prepare<[string], string>(
+      `SELECT DISTINCT value FROM json_each(?)
+       WHERE NOT EXISTS (SELECT 1 FROM blob_references WHERE blob_sha256 = value)`,
+    )
+    .pluck();
+  return Object.assign(async (sha256: string) => reference.get(sha256) !== undefined, {
+    unreferencedAmong: async (addresses: readonly string[]) =>
+      addresses.length === 0 ? [] : unreferenced.all(JSON.stringify(addresses)),
+  });
 }

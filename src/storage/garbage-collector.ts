@@ -1,6 +1,8 @@
+import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
+import type { BlobReferenceCheck } from "./blob-keeper.js";
 import type { BlobStore } from "./blob-store.js";
 
 /** One blob that a collection deleted, or would delete in a dry run. */
@@ -29,8 +31,11 @@ export interface CollectionResult {
 
 export interface GarbageCollectorDeps {
   readonly blobs: BlobStore;
-  /** Whether a row keeps the blob alive (blobReferenceCheck: the `blob_references` view). */
-  readonly isReferenced: (sha256: string) => Promise<boolean>;
+  /**
+   * Whether a row keeps the blob alive (blobReferenceCheck: the `blob_references` view); its
+   * `unreferencedAmong`, when given, checks a whole batch of listed addresses in one go.
+   */
+  readonly isReferenced: BlobReferenceCheck;
   /**
    * Deletes the blob unless a row references it or an upload holds it, checked right before the
    * delete, and says whether it deleted it: BlobKeeper.discardIfUnused, so that an upload of the
@@ -41,7 +46,7 @@ export interface GarbageCollectorDeps {
   readonly clock: Clock;
   /** How long a blob must have been seen unreferenced before it is deleted; 0 = at once. */
   readonly graceMs: number;
-  /** Addresses checked between two yields to the event loop. */
+  /** Listed addresses whose references are checked together. */
   readonly batchSize?: number;
   /** Called after a collection that deleted something (the metrics' cached store size). */
   readonly onDeleted?: () => void;
@@ -53,6 +58,12 @@ export interface GarbageCollector {
 }
 
 const DEFAULT_BATCH = 200;
+/**
+ * Longest stretch the collector works on the event loop before it lets other work run: uploads
+ * beside a collection must not wait for it (issue 15: no more than 50 ms). Listing a store whose
+ * pages arrive at once, checking a batch, or settling deletions could otherwise run on unbroken.
+ */
+const SLICE_MS = 5;
 /**
  * How long a blob must have been seen unreferenced before it is deleted: longer than any upload
  * takes between storing its blob and committing the row that names it.
@@ -69,11 +80,13 @@ const DELETE_CONCURRENCY = 8;
  * a blob before they commit the row naming it; the keeper covers uploads that find the same bytes
  * already stored. Nothing here must be finished after a crash: each delete stands alone, and marks
  * lost with the process only delay deletions by one collection (and the start-up sweep removes
- * every unreferenced blob anyway). The database is only read, one indexed lookup at a time.
+ * every unreferenced blob anyway). The database is only read: listed addresses are checked a batch
+ * at a time, and each deletion once more on its own right before it.
  */
 export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageCollector {
-  const batchSize = deps.batchSize ?? DEFAULT_BATCH;
-  /** Address -> when a collection first saw it unreferenced (ms). */
+  const batchSize = Math.max(1, deps.batchSize ?? DEFAULT_BATCH);
+  const unreferencedAmong = deps.isReferenced.unreferencedAmong ?? oneByOne(deps.isReferenced);
+  /** Address -> when a collection first saw it unreferenced (ms): only the garbage, never the whole store. */
   let marks = new Map<string, number>();
   let running = false;
 
@@ -82,25 +95,35 @@ export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageColle
     running = true;
     const started = Date.now();
     try {
+      const slice = new TimeSlice();
       const now = deps.clock.now().getTime();
       const nextMarks = new Map<string, number>();
       const due: string[] = [];
       let examined = 0;
       let unreferenced = 0;
+      let batch: string[] = [];
+      const mark = async () => {
+        for (const sha256 of await unreferencedAmong(batch)) {
+          if (nextMarks.has(sha256)) continue;
+          unreferenced++;
+          const firstSeen = marks.get(sha256) ?? now;
+          nextMarks.set(sha256, firstSeen);
+          if (now - firstSeen >= deps.graceMs) due.push(sha256);
+        }
+        batch = [];
+      };
       for await (const sha256 of deps.blobs.list()) {
         examined++;
-        if (examined % batchSize === 0) await yieldToEventLoop();
-        if (await deps.isReferenced(sha256)) continue;
-        unreferenced++;
-        const firstSeen = marks.get(sha256) ?? now;
-        nextMarks.set(sha256, firstSeen);
-        if (now - firstSeen >= deps.graceMs) due.push(sha256);
+        batch.push(sha256);
+        if (batch.length >= batchSize) await mark();
+        if (slice.spent()) await slice.yield();
       }
+      await mark();
       // Blobs referenced again (or gone) lose their mark: a later unreferenced spell starts afresh.
       marks = nextMarks;
 
       const collected: CollectedBlob[] = [];
-      await inBatches(due, async (sha256) => {
+      await eachConcurrently(due, slice, async (sha256) => {
         const size = (await deps.blobs.stat(sha256))?.size;
         if (size === undefined) {
           marks.delete(sha256);
@@ -136,12 +159,48 @@ export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageColle
   return { collect };
 }
 
-/** Runs `work` on every item, DELETE_CONCURRENCY at a time, yielding between groups. */
-async function inBatches(items: readonly string[], work: (item: string) => Promise<void>): Promise<void> {
-  for (let start = 0; start < items.length; start += DELETE_CONCURRENCY) {
-    await Promise.all(items.slice(start, start + DELETE_CONCURRENCY).map(work));
-    await yieldToEventLoop();
+/** A batch check made of single ones, for callers that give only `isReferenced`. */
+function oneByOne(isReferenced: (sha256: string) => Promise<boolean>) {
+  return async (addresses: readonly string[]): Promise<string[]> => {
+    const unreferenced: string[] = [];
+    for (const sha256 of addresses) if (!(await isReferenced(sha256))) unreferenced.push(sha256);
+    return unreferenced;
+  };
+}
+
+/**
+ * Work on the event loop measured by time rather than by count: a batch may be cheap (a directory
+ * of the file store) or not (a page of an object store's listing), and only the time it takes
+ * delays the uploads waiting behind it.
+ */
+class TimeSlice {
+  private startedAt = performance.now();
+
+  spent(): boolean {
+    return performance.now() - this.startedAt >= SLICE_MS;
   }
+
+  /** Lets timers and I/O (uploads) run, then starts a new slice. */
+  async yield(): Promise<void> {
+    await yieldToEventLoop();
+    this.startedAt = performance.now();
+  }
+}
+
+/** Runs `work` on every item, DELETE_CONCURRENCY at a time, yielding whenever the slice is spent. */
+async function eachConcurrently(
+  items: readonly string[],
+  slice: TimeSlice,
+  work: (item: string) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      await work(items[next++] as string);
+      if (slice.spent()) await slice.yield();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, items.length) }, worker));
 }
 
 /** Runs a collection every `intervalMs` (0 = never); returns the stop function. Failures go to `onError`. */

@@ -1,5 +1,6 @@
 import { DomainError } from "../domain/errors.js";
 import type { Clock } from "../domain/clock.js";
+import type { BlobReferenceCheck } from "./blob-keeper.js";
 import { canAbortAbandonedUploads } from "./blob-store.js";
 import type { StoreEntry } from "./blob-stores.js";
 import { type CollectionResult, createGarbageCollector, type GarbageCollector } from "./garbage-collector.js";
@@ -23,7 +24,8 @@ export interface EveryStoreCollection extends CollectionResult {
 export interface EveryStoreCollectorDeps {
   /** The stores to collect, asked at each collection (a feed may have named a new one). */
   readonly stores: () => readonly StoreEntry[];
-  readonly isReferenced: (sha256: string) => Promise<boolean>;
+  /** blobReferenceCheck: its batch check marks each store quickly. */
+  readonly isReferenced: BlobReferenceCheck;
   readonly clock: Clock;
   readonly graceMs: number;
   readonly onDeleted?: () => void;

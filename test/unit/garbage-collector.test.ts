@@ -76,6 +76,35 @@ describe("garbage collector", () => {
     expect(await blobs.stat(blob.sha256)).toBeUndefined();
   });
 
+  it("marks through the batch check when the reference check has one, batchSize addresses at a time", async () => {
+    const stored: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { blob, release } = await keeper.put(bytesOf(`batched ${i}`));
+      release();
+      stored.push(blob.sha256);
+    }
+    referenced.add(stored[0] as string);
+    referenced.add(stored[3] as string);
+    const batches: number[] = [];
+    const isReferenced = Object.assign(async (sha256: string) => referenced.has(sha256), {
+      unreferencedAmong: async (addresses: readonly string[]) => {
+        batches.push(addresses.length);
+        return addresses.filter((sha256) => !referenced.has(sha256));
+      },
+    });
+    const gc = createGarbageCollector({
+      blobs,
+      isReferenced,
+      discardIfUnused: (sha256) => keeper.discardIfUnused(sha256),
+      clock: time.clock,
+      graceMs: 0,
+      batchSize: 2,
+    });
+    expect(await gc.collect()).toMatchObject({ examined: 5, unreferenced: 3, deleted: 3 });
+    expect(batches).toEqual([2, 2, 1]);
+    for (const sha256 of stored) expect((await blobs.stat(sha256)) !== undefined).toBe(referenced.has(sha256));
+  });
+
   it("one collection at a time: a second is refused with GC_RUNNING", async () => {
     for (let i = 0; i < 5; i++) (await keeper.put(bytesOf(`blob ${i}`))).release();
     const gc = collector(0, 1);
