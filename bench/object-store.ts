@@ -32,7 +32,8 @@ import { createFeed, createFeedKey, uploadFile, writeUpack } from "./upack-seed.
  * - httpUpload: `PUT /upack/<feed>/upload` of a 100 MiB package (the blob is then just over the
  *   multipart threshold, so it goes up in parts), against the same PutObject baseline.
  *
- * BENCH_S3_ROUNDS (default 5) rounds of each, after one unmeasured warm-up of each. Skipped, with a
+ * BENCH_S3_ROUNDS (default 5) rounds of each, after one unmeasured warm-up of each; BENCH_S3_ONLY=
+ * download or upload measures only that side (to profile it). Skipped, with a
  * reason in the figures, where Swift is not installed.
  */
 
@@ -277,8 +278,9 @@ const objectStore: Scenario = {
     // Other work on the machine slows the four-process chain (client, Wharf, Swift's proxy and
     // object server) more than the three-process baseline: the load average tells how busy it was.
     const loadBefore = os.loadavg()[0] ?? NaN;
-    const download = await measureDownloads(ctx, s3, count);
-    const upload = await measureUploads(ctx, swift, s3, count);
+    const only = process.env.BENCH_S3_ONLY;
+    const download = only === "upload" ? undefined : await measureDownloads(ctx, s3, count);
+    const upload = only === "download" ? undefined : await measureUploads(ctx, swift, s3, count);
     return {
       server: "OpenStack Swift (s3api) on 127.0.0.1, one client at a time",
       loadAverage: { before: round(loadBefore), after: round(os.loadavg()[0] ?? NaN) },

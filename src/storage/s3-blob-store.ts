@@ -1,5 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -20,6 +19,7 @@ import {
 } from "@aws-sdk/client-s3";
 import type { AbandonedUploads, BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
 import { diskFull, isDiskFull } from "./disk-full.js";
+import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
 import { isMissingObject, objectStoreError } from "./s3-errors.js";
 
@@ -61,13 +61,13 @@ const PARTS_AT_ONCE = 4;
 const STAT_REMEMBERED_MS = 2_000;
 
 /**
- * The put's source, with the MD5 that a single PUT's Content-MD5 needs computed on the way (one
- * pass with the other digests) for as long as the content may still go up in one PUT: a blob past
- * the multipart threshold goes up in parts that carry their own MD5s, and its whole-file MD5 would
- * be wasted work (about a fifth of the put's CPU).
+ * The put's source, with the MD5 that a single PUT's Content-MD5 needs computed on the way, on the
+ * digest thread (beside the SHA-256 and SHA-1 on this one), for as long as the content may still
+ * go up in one PUT: a blob past the multipart threshold goes up in parts that carry their own MD5s,
+ * and its whole-file MD5 would be wasted work.
  */
 class Md5TappedReader extends SourceReader {
-  private readonly hash = createHash("md5");
+  private hash: OffThreadDigest | undefined = digestOffThread(["md5"]);
   private seen = 0;
 
   constructor(
@@ -80,16 +80,25 @@ class Md5TappedReader extends SourceReader {
 
   override async next(): Promise<Uint8Array | undefined> {
     const chunk = await super.next();
-    if (chunk !== undefined && this.seen <= this.upTo) {
+    if (chunk !== undefined && this.hash !== undefined) {
       this.seen += chunk.length;
-      if (this.seen <= this.upTo) this.hash.update(chunk);
+      if (this.seen <= this.upTo) await this.hash.update(chunk);
+      else this.forget();
     }
     return chunk;
   }
 
   /** Base64 MD5 of the whole content, when it was no larger than `upTo`. */
-  md5(): string | undefined {
-    return this.seen <= this.upTo ? this.hash.digest("base64") : undefined;
+  async md5(): Promise<string | undefined> {
+    const hex = (await this.hash?.digest())?.md5;
+    this.hash = undefined;
+    return hex === undefined ? undefined : Buffer.from(hex, "hex").toString("base64");
+  }
+
+  /** Stops the MD5 (content too large for one PUT, or the put failed). */
+  forget() {
+    this.hash?.cancel();
+    this.hash = undefined;
   }
 }
 
@@ -175,20 +184,18 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
       if (await exists(key, signal)) return info;
       cachedTotal = undefined;
       if (size <= threshold) {
-        await send("store a blob", () =>
-          client.send(
-            new PutObjectCommand({
-              Bucket: bucket,
-              Key: key,
-              Body: createReadStream(tempPath),
-              ContentLength: size,
-              ContentMD5: reader.md5() ?? "",
-              ContentType: "application/octet-stream",
-              ...writeOptions,
-            }),
-            { abortSignal: signal },
-          ),
-        );
+        const md5 = (await reader.md5()) ?? "";
+        const command = new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: createReadStream(tempPath, { highWaterMark: MiB }),
+          ContentLength: size,
+          ContentMD5: md5,
+          ContentType: "application/octet-stream",
+          ...writeOptions,
+        });
+        signPayloadAs(command, info.sha256);
+        await send("store a blob", () => client.send(command, { abortSignal: signal }));
       } else {
         await uploadMultipart(key, tempPath, size, signal);
       }
@@ -199,6 +206,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
       if (isDiskFull(error)) throw diskFull("the upload was not stored", error);
       throw error;
     } finally {
+      reader.forget();
       reader.release();
       await rm(tempPath, { force: true });
     }
@@ -417,6 +425,23 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     totalBytes,
     clearStaleTemporaryFiles,
   };
+}
+
+/**
+ * Signs the request's body as the content with this SHA-256 (SigV4's x-amz-content-sha256, which
+ * the signer takes as given instead of UNSIGNED-PAYLOAD for a streamed body): a server that checks
+ * signed payloads (S3, Swift, MinIO, Ceph) then refuses bytes that do not match the very address
+ * they are stored under. Costs nothing here, as the put has just computed it.
+ */
+function signPayloadAs(command: PutObjectCommand, sha256: string) {
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers?: Record<string, string> };
+      if (request.headers) request.headers["x-amz-content-sha256"] = sha256;
+      return next(args);
+    },
+    { step: "build", name: "wharfSignedPayload" },
+  );
 }
 
 /** Base64 MD5 of `length` bytes of `file` from `start`. */

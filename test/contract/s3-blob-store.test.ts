@@ -67,12 +67,19 @@ async function makeStore(overrides: Partial<S3BlobStoreOptions> = {}) {
   return { store, cleanup, tempDir, targetPath };
 }
 
-/** An HTTP proxy in front of Swift that records each request's Content-MD5 and the MD5 of its body. */
+/** An HTTP proxy in front of Swift that records each request's digest headers and the digests of its body. */
 async function startRecordingProxy(target: string) {
-  const requests: Array<{ method: string; contentMd5: string | undefined; bodyMd5: string }> = [];
+  const requests: Array<{
+    method: string;
+    contentMd5: string | undefined;
+    bodyMd5: string;
+    contentSha256: string | undefined;
+    bodySha256: string;
+  }> = [];
   const upstream = new URL(target);
   const server = createServer((req, res) => {
     const hash = createHash("md5");
+    const sha256 = createHash("sha256");
     const forward = httpRequest(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
@@ -81,10 +88,18 @@ async function startRecordingProxy(target: string) {
       },
     );
     forward.on("error", () => res.destroy());
-    req.on("data", (chunk: Buffer) => hash.update(chunk));
+    req.on("data", (chunk: Buffer) => {
+      hash.update(chunk);
+      sha256.update(chunk);
+    });
     req.on("end", () => {
-      const header = req.headers["content-md5"] as string | undefined;
-      requests.push({ method: req.method ?? "", contentMd5: header, bodyMd5: hash.digest("base64") });
+      requests.push({
+        method: req.method ?? "",
+        contentMd5: req.headers["content-md5"] as string | undefined,
+        bodyMd5: hash.digest("base64"),
+        contentSha256: req.headers["x-amz-content-sha256"] as string | undefined,
+        bodySha256: sha256.digest("hex"),
+      });
     });
     req.pipe(forward);
   });
@@ -164,17 +179,42 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
         });
         try {
           const small = randomBytes(2000);
-          await store.put(Readable.from([small]));
+          const stored = await store.put(Readable.from([small]));
           await store.put(Readable.from([randomBytes(11 * MiB)]));
+          expect(stored.sha256).toBe(createHash("sha256").update(small).digest("hex"));
         } finally {
           await cleanup();
         }
         const writes = recorder.requests.filter((r) => r.method === "PUT");
         expect(writes.length).toBe(4); // one PUT, three parts
         for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
+        // The single PUT also signs its body as the blob's address.
+        expect(writes[0]?.contentSha256).toBe(writes[0]?.bodySha256);
       } finally {
         await recorder.close();
       }
+    });
+
+    it("signs a single PUT's body with its SHA-256, which the server checks: other bytes are refused", async () => {
+      const key = `${fixture.targetPath}/signed`;
+      const command = new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: randomBytes(1000) });
+      command.middlewareStack.add(
+        (next) => async (args) => {
+          (args.request as { headers: Record<string, string> }).headers["x-amz-content-sha256"] = createHash("sha256")
+            .update("other bytes")
+            .digest("hex");
+          return next(args);
+        },
+        { step: "build", name: "wrongSignedPayload" },
+      );
+      const refused = await admin.send(command).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ $metadata: { httpStatusCode: expect.any(Number) } });
+      expect((refused as { $metadata: { httpStatusCode: number } }).$metadata.httpStatusCode).toBeGreaterThanOrEqual(
+        400,
+      );
+      await expect(admin.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key }))).rejects.toMatchObject({
+        name: "NotFound",
+      });
     });
 
     it("puts a large blob in parts, and a range across a part boundary reads right", async () => {
