@@ -26,6 +26,7 @@ import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
 import { securityArea } from "./areas/security/index.js";
+import { webUiArea } from "./areas/web-ui/index.js";
 import { createUpackServices, upackArea } from "./areas/upack/index.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
@@ -308,6 +309,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
     config,
   });
+  await app.register(webUiArea, { db: deps.db, config, clock, authenticator, feeds, upack: upackServices });
   await registerOpenApiRoutes(app);
   return app;
 }

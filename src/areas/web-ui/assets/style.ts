@@ -1,0 +1,45 @@
+/** The pages' stylesheet, served as /ui/style.css. Light and dark follow the system setting. */
+export const STYLE = `:root {
+  color-scheme: light dark;
+  --bg: #ffffff; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --accent: #0a58ca; --panel: #f6f8fa;
+  --danger: #b42318; --focus: #0a58ca;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 16px; line-height: 1.5;
+}
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9da7b3; --line: #30363d; --accent: #6cb6ff; --panel: #161b22;
+    --danger: #ff8182; --focus: #6cb6ff; }
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg); }
+a { color: var(--accent); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.skip { position: absolute; left: -9999px; }
+.skip:focus { left: 1rem; top: 1rem; background: var(--bg); padding: .5rem; z-index: 10; }
+.top { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .75rem 1.25rem;
+  border-bottom: 1px solid var(--line); background: var(--panel); }
+.top .brand { font-weight: 700; font-size: 1.2rem; text-decoration: none; color: var(--fg); }
+.top nav { display: flex; gap: 1rem; flex: 1; }
+.top .who { display: flex; gap: .75rem; align-items: center; }
+.top form { margin: 0; }
+main { max-width: 72rem; margin: 0 auto; padding: 1.25rem; }
+h1 { font-size: 1.6rem; margin: .25rem 0 1rem; }
+table { width: 100%; border-collapse: collapse; }
+th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { color: var(--muted); font-weight: 600; }
+td.num, th.num { text-align: right; }
+button, input, select, textarea { font: inherit; color: inherit; }
+button { background: var(--accent); color: #fff; border: 0; border-radius: .375rem; padding: .4rem .9rem; cursor: pointer; }
+@media (prefers-color-scheme: dark) { button { color: #0d1117; } }
+button.danger { background: var(--danger); }
+input, select, textarea { background: var(--bg); border: 1px solid var(--line); border-radius: .375rem; padding: .4rem .6rem; }
+label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
+.muted { color: var(--muted); }
+.error { color: var(--danger); font-weight: 600; }
+.pager { display: flex; gap: 1rem; margin: 1rem 0; }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
+pre { background: var(--panel); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; border-radius: .375rem; }
+@media (max-width: 40rem) {
+  th.wide, td.wide { display: none; }
+  main { padding: .75rem; }
+}
+`;
