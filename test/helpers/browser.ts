@@ -1,0 +1,71 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import axe from "axe-core";
+import { type Browser, chromium, type Page } from "playwright-core";
+
+/**
+ * Debian's Chromium driven by playwright-core (no browser download: `.ci/run` installs the
+ * package). The flags keep a headless Chromium from reaching for Google's services, which this
+ * network refuses at every start; --no-sandbox because tests may run as root.
+ */
+export const CHROMIUM = "/usr/bin/chromium";
+export const chromiumInstalled = () => existsSync(CHROMIUM);
+
+const FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+}
+
+/** Desktop and phone widths the pages are checked (and photographed) at. */
+export const VIEWPORTS = {
+  desktop: { width: 1280, height: 800 },
+  phone: { width: 390, height: 844 },
+} as const;
+
+export interface AxeFinding {
+  readonly id: string;
+  readonly impact: string | null | undefined;
+  readonly help: string;
+  readonly targets: readonly string[];
+}
+
+/**
+ * axe-core's serious and critical violations on the page as it stands. The engine goes in through
+ * the DevTools protocol (page.evaluate), which the page's Content-Security-Policy does not govern,
+ * so the policy under test stays strict.
+ */
+export async function seriousAxeViolations(page: Page): Promise<AxeFinding[]> {
+  await page.evaluate(axe.source);
+  const result = await page.evaluate(async () => {
+    const engine = (globalThis as unknown as { axe: typeof axe }).axe;
+    const run = await engine.run(document);
+    return run.violations.map((violation) => ({
+      id: violation.id,
+      impact: violation.impact,
+      help: violation.help,
+      targets: violation.nodes.map((node) => node.target.join(" ")),
+    }));
+  });
+  return result.filter((finding) => finding.impact === "serious" || finding.impact === "critical");
+}
+
+const SCREENSHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../test-output/screenshots");
+
+/** A full-page screenshot under test-output/screenshots/<name>.png, for people to look at. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  const file = path.join(SCREENSHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
