@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
+import type { Dirent } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -20,6 +21,8 @@ const ADDRESS = /^[0-9a-f]{64}$/;
  */
 const READ_CHUNK_BYTES = 512 * 1024;
 const FAN_OUT_DIR = /^[0-9a-f]{2}$/;
+/** Fan-out directories `list` reads at once (the thread pool has 4 threads unless UV_THREADPOOL_SIZE says otherwise). */
+const LIST_READ_AHEAD = 3;
 const ALGORITHM_NAMES: Record<Algorithm, string> = {
   sha256: "SHA-256",
   sha1: "SHA-1",
@@ -143,9 +146,25 @@ export function createFileBlobStore(rootDir: string): BlobStore & RandomAccessBl
   async function* list(): AsyncIterable<string> {
     for (const first of await subdirectories(blobsDir)) {
       const firstDir = path.join(blobsDir, first);
-      for (const second of await subdirectories(firstDir)) {
-        const prefix = first + second;
-        for (const entry of await entries(path.join(firstDir, second))) {
+      const seconds = await subdirectories(firstDir);
+      // A store of 100,000 blobs has some 65,000 of these small directories, and each read is a
+      // round trip to the thread pool: a few are read ahead (not all, so that uploads beside a
+      // collection still find free threads for their own file operations).
+      const reads = seconds.map(() => undefined as Promise<Dirent[]> | undefined);
+      const readAhead = (index: number) => {
+        const second = seconds[index];
+        if (second === undefined || reads[index] !== undefined) return;
+        const read = entries(path.join(firstDir, second));
+        // Awaited (and its failure thrown) in turn below; until then a failure is not unhandled.
+        read.catch(() => {});
+        reads[index] = read;
+      };
+      for (let index = 0; index < seconds.length; index++) {
+        for (let ahead = index; ahead < index + LIST_READ_AHEAD; ahead++) readAhead(ahead);
+        const prefix = first + seconds[index];
+        const found = await (reads[index] as Promise<Dirent[]>);
+        reads[index] = undefined;
+        for (const entry of found) {
           // Only names that could have been written here count; strays are not blobs.
           if (entry.isFile() && ADDRESS.test(entry.name) && entry.name.startsWith(prefix)) {
             yield entry.name;

@@ -48,6 +48,8 @@ export interface GarbageCollectorDeps {
   readonly graceMs: number;
   /** Listed addresses whose references are checked together. */
   readonly batchSize?: number;
+  /** Deletions under way at once (DELETE_CONCURRENCY unless given). */
+  readonly deleteConcurrency?: number;
   /** Called after a collection that deleted something (the metrics' cached store size). */
   readonly onDeleted?: () => void;
 }
@@ -69,7 +71,7 @@ const SLICE_MS = 5;
  * takes between storing its blob and committing the row that names it.
  */
 export const GC_GRACE_MS = 3_600_000;
-/** Deletions under way at once: enough to hide a store's latency, few enough to leave it to uploads. */
+/** Deletions under way at once: enough to hide an object store's latency, few enough to leave it to uploads. */
 const DELETE_CONCURRENCY = 8;
 
 /**
@@ -123,7 +125,7 @@ export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageColle
       marks = nextMarks;
 
       const collected: CollectedBlob[] = [];
-      await eachConcurrently(due, slice, async (sha256) => {
+      await eachConcurrently(due, deps.deleteConcurrency ?? DELETE_CONCURRENCY, slice, async (sha256) => {
         const size = (await deps.blobs.stat(sha256))?.size;
         if (size === undefined) {
           marks.delete(sha256);
@@ -187,9 +189,10 @@ class TimeSlice {
   }
 }
 
-/** Runs `work` on every item, DELETE_CONCURRENCY at a time, yielding whenever the slice is spent. */
+/** Runs `work` on every item, `concurrency` at a time, yielding whenever the slice is spent. */
 async function eachConcurrently(
   items: readonly string[],
+  concurrency: number,
   slice: TimeSlice,
   work: (item: string) => Promise<void>,
 ): Promise<void> {
@@ -200,7 +203,7 @@ async function eachConcurrently(
       if (slice.spent()) await slice.yield();
     }
   };
-  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, items.length) }, worker));
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
 }
 
 /** Runs a collection every `intervalMs` (0 = never); returns the stop function. Failures go to `onError`. */

@@ -35,6 +35,13 @@ export interface EveryStoreCollector {
   collect(options?: { dryRun?: boolean }): Promise<EveryStoreCollection>;
 }
 
+/**
+ * Deletions under way at once in the data directory's store: each is a quick local unlink, and
+ * every one under way holds a thread of libuv's pool (4 by default) that uploads beside the
+ * collection need for their own writes and fsyncs.
+ */
+const DISK_DELETE_CONCURRENCY = 2;
+
 /** An upload on a store's server begun this long ago is abandoned (a crash, a lost connection). */
 const ABANDONED_UPLOAD_MS = 24 * 3_600_000;
 
@@ -56,6 +63,7 @@ export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryS
         discardIfUnused: (sha256) => entry.keeper.discardIfUnused(sha256),
         clock: deps.clock,
         graceMs: deps.graceMs,
+        ...(entry.kind === "disk" ? { deleteConcurrency: DISK_DELETE_CONCURRENCY } : {}),
         ...(deps.onDeleted ? { onDeleted: deps.onDeleted } : {}),
       });
       collectors.set(entry.key, collector);
