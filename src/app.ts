@@ -27,6 +27,7 @@ import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
 import { securityArea } from "./areas/security/index.js";
 import { webUiArea } from "./areas/web-ui/index.js";
+import { createUiSessions } from "./areas/web-ui/session/ui-sessions.js";
 import { createUpackServices, upackArea } from "./areas/upack/index.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./domain/clock.js";
@@ -156,7 +157,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     clock,
     resolveFeed: (name) => feeds.findScope(name),
   });
-  registerAuthentication(app, authenticator);
+  // The web UI's signed-in browsers: their cookie is read for UI routes alone (http/auth.ts).
+  const uiSessions = createUiSessions({ db: deps.db, clock, config });
+  registerAuthentication(app, authenticator, uiSessions);
   const preAuthMetrics = registerPreAuthBodyLimits(app, { ...config.preAuthBody, connections: guards.connections });
   // Watched for uploads (refused while space is low), /health and /metrics.
   const disk = createDiskSpace({
@@ -309,7 +312,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
     config,
   });
-  await app.register(webUiArea, { db: deps.db, config, clock, authenticator, feeds, upack: upackServices });
+  await app.register(webUiArea, {
+    db: deps.db,
+    config,
+    clock,
+    authenticator,
+    feeds,
+    upack: upackServices,
+    sessions: uiSessions,
+  });
   await registerOpenApiRoutes(app);
   return app;
 }

@@ -38,6 +38,13 @@ export interface Config {
     /** Password hashes computed at once; sign-ins beyond a queue of eight per hash are answered 503. */
     readonly passwordChecks: number;
   };
+  /** Signed-in browsers of the web UI (areas/web-ui/session/). */
+  readonly uiSessions: {
+    /** A session not used for this long ends (its last use is recorded at most once a minute). */
+    readonly idleMinutes: number;
+    /** A session ends this long after its sign-in, however much it is used. */
+    readonly absoluteHours: number;
+  };
   /** Largest accepted upload body, in bytes. */
   readonly maxUploadBytes: number;
   /**
@@ -231,6 +238,8 @@ const envSchema = z.object({
   WHARF_AUTH_USER_FREE_FAILURES: wholeNumber(0, 10_000).default(5),
   WHARF_AUTH_MAX_WAIT_SECONDS: wholeNumber(1, 86_400).default(300),
   WHARF_AUTH_PASSWORD_CHECKS: wholeNumber(1, 64).default(2),
+  WHARF_UI_SESSION_IDLE_MINUTES: wholeNumber(5, 43_200).default(480),
+  WHARF_UI_SESSION_HOURS: wholeNumber(1, 8_760).default(168),
   WHARF_MAX_UPLOAD_BYTES: byteCount().default(DEFAULT_MAX_UPLOAD_BYTES),
   WHARF_MIN_FREE_DISK_BYTES: z
     .string()
@@ -378,6 +387,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
       userFreeFailures: v.WHARF_AUTH_USER_FREE_FAILURES,
       maxWaitSeconds: v.WHARF_AUTH_MAX_WAIT_SECONDS,
       passwordChecks: v.WHARF_AUTH_PASSWORD_CHECKS,
+    }),
+    uiSessions: Object.freeze({
+      idleMinutes: v.WHARF_UI_SESSION_IDLE_MINUTES,
+      absoluteHours: v.WHARF_UI_SESSION_HOURS,
     }),
     maxUploadBytes: v.WHARF_MAX_UPLOAD_BYTES,
     minFreeDiskBytes: v.WHARF_MIN_FREE_DISK_BYTES,

@@ -46,6 +46,15 @@ export interface Authenticator {
   allowsFromMemory(credentials: Credentials | undefined, need: AccessNeed, request?: IncomingMessage): boolean;
 }
 
+/**
+ * The web UI's signed-in browsers (areas/web-ui/session/): the user whose session cookie a UI
+ * request carries. Asked for routes marked `config.ui` alone, so that the cookie never
+ * authenticates a machine API (no cross-site request through `/api` rides on it).
+ */
+export interface UiSessionReader {
+  principalOf(request: FastifyRequest): Promise<Principal | undefined>;
+}
+
 /** Per-request cache the authenticator may fill (grants of the principal). */
 export interface AccessMemo {
   grants?: Promise<readonly Grant[]>;
@@ -54,6 +63,12 @@ export interface AccessMemo {
 declare module "fastify" {
   interface FastifyContextConfig {
     access?: AccessRule;
+    /**
+     * A web UI route: a signed-in browser's session cookie authenticates it when the request
+     * carries no API credentials in its headers or query string (a key in the body is not read:
+     * forms are the UI's own), and its state-changing methods require a CSRF token.
+     */
+    ui?: boolean;
   }
   interface FastifyRequest {
     principal: Principal;
@@ -87,7 +102,11 @@ function memoOf(request: FastifyRequest): AccessMemo {
   return (request.authState.memo ??= {});
 }
 
-export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
+export function registerAuthentication(
+  app: FastifyInstance,
+  authenticator: Authenticator,
+  uiSessions?: UiSessionReader,
+): void {
   // Decorated empty (Fastify refuses shared objects) and set for every request in onRequest.
   app.decorateRequest("principal", null as never);
   app.decorateRequest("authState", null);
@@ -106,8 +125,10 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
 
   app.addHook("onRequest", async (request) => {
     request.principal = ANONYMOUS;
-    const rule = request.routeOptions.config.access;
-    if (!rule || "public" in rule) return; // unmatched URLs fall through to the 404 handler
+    const { access: rule, ui } = request.routeOptions.config;
+    if (!rule) return; // unmatched URLs fall through to the 404 handler
+    if (ui === true) return authenticateUi(request, rule);
+    if ("public" in rule) return;
     const credentials = credentialsFromHeadersAndQuery(request);
     if (credentials) {
       request.principal = await authenticator.authenticate(credentials, request);
@@ -118,11 +139,25 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
     await enforce(request, rule);
   });
 
+  /**
+   * A page: API credentials in the headers or query string (a client asking a page's JSON) are
+   * checked as anywhere; without them, the session cookie decides (none or a dead one: Anonymous).
+   * A public page only looks at the cookie, to show who is signed in.
+   */
+  async function authenticateUi(request: FastifyRequest, rule: AccessRule): Promise<void> {
+    const credentials = "public" in rule ? undefined : credentialsFromHeadersAndQuery(request);
+    if (credentials) request.principal = await authenticator.authenticate(credentials, request);
+    else request.principal = (await uiSessions?.principalOf(request)) ?? ANONYMOUS;
+    if (!("public" in rule)) await enforce(request, rule);
+  }
+
   app.addHook("preValidation", async (request) => {
-    // A key in the body is always taken out, so that it is never stored as data.
-    const credentials = bodyMayCarryKey(request)
-      ? takeCredentialsFromBody(request.body, request.headers["content-type"])
-      : undefined;
+    // A key in the body is always taken out, so that it is never stored as data; a UI form's
+    // fields are its own (a page never reads a key from its body).
+    const credentials =
+      request.routeOptions.config.ui !== true && bodyMayCarryKey(request)
+        ? takeCredentialsFromBody(request.body, request.headers["content-type"])
+        : undefined;
     if (request.authState?.awaitingBodyCredentials !== true) return;
     request.authState.awaitingBodyCredentials = false;
     if (credentials) request.principal = await authenticator.authenticate(credentials, request);

@@ -7,6 +7,9 @@ import type { FeedService } from "../management/service.js";
 import type { UpackServices } from "../upack/index.js";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
+import { registerUiSecurity } from "./session/ui-security.js";
+import type { UiSessions } from "./session/ui-sessions.js";
+import { signInRoutes } from "./sign-in-routes.js";
 import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
@@ -18,6 +21,8 @@ export interface WebUiDeps {
   readonly authenticator: Authenticator;
   readonly feeds: FeedService;
   readonly upack: UpackServices;
+  /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
+  readonly sessions: UiSessions;
 }
 
 /**
@@ -25,7 +30,10 @@ export interface WebUiDeps {
  * its routes here, marked `config.ui` so that the session cookie authenticates them (and only them:
  * the machine APIs never accept it).
  */
-export async function webUiArea(app: FastifyInstance, _deps: WebUiDeps) {
+export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
+  // First: cookies, CSRF checks and security headers for every route of this area (and no other).
+  await registerUiSecurity(app);
+  await signInRoutes(app, deps);
   const immutable = "public, max-age=31536000, immutable";
   const asset = (type: string, body: string) => ({
     config: { access: { public: true as const } },

@@ -36,6 +36,8 @@ label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 .muted { color: var(--muted); }
 .error { color: var(--danger); font-weight: 600; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
+.sign-in { max-width: 22rem; margin: 2rem auto; }
+.sign-in input:not([type=hidden]) { width: 100%; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; border-radius: .375rem; }
 @media (max-width: 40rem) {

@@ -1,0 +1,155 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Config } from "../../../config.js";
+import type { Clock } from "../../../domain/clock.js";
+import type { Principal } from "../../../domain/principal.js";
+import { retryWhileBusy, unlessBusy } from "../../../storage/busy.js";
+import { changeWatchOf } from "../../../storage/change-watch.js";
+import type { Db } from "../../../storage/database.js";
+
+/** A signed-in browser's session, as the request that carries its cookie finds it. */
+export interface UiSession {
+  readonly id: number;
+  readonly principal: Extract<Principal, { type: "user" }>;
+  /** The secret this session's CSRF tokens are made from (never sent to the browser). */
+  readonly csrfSecret: string;
+  readonly expiresAt: Date;
+}
+
+/** Where a sign-in came from, kept on its row. */
+export interface SignInOrigin {
+  readonly address: string | undefined;
+  readonly userAgent: string | undefined;
+}
+
+/** Server-side session rows (migrations/0015-ui-sessions.sql). */
+export interface UiSessionStore {
+  /** A new session for the user: the token for the cookie (never stored; its hash is) and the row. */
+  start(userId: number, origin: SignInOrigin): Promise<{ token: string; session: UiSession } | undefined>;
+  /** The live session of a cookie's token; an expired one is deleted and undefined. */
+  find(token: string): UiSession | undefined;
+  /** Ends the session of a cookie's token (sign-out, or a sign-in replacing it). */
+  end(token: string): Promise<void>;
+}
+
+export interface UiSessionStoreDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Pick<Config, "uiSessions">;
+}
+
+/** last_seen_at is written at most this often per session: no write per request. */
+const TOUCH_INTERVAL_MS = 60_000;
+const MAX_USER_AGENT = 512;
+const MAX_ADDRESS = 64;
+
+interface SessionRow {
+  id: number;
+  user_id: number;
+  user_name: string;
+  password_hash: string | null;
+  password_stamp: string;
+  csrf_secret: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps): UiSessionStore {
+  const idleMs = config.uiSessions.idleMinutes * 60_000;
+  const absoluteMs = config.uiSessions.absoluteHours * 3_600_000;
+  // Session writes change nothing any cache depends on: they leave the change version alone, so
+  // that a sign-in does not make every cached key, grant and download be read again.
+  const watch = changeWatchOf(db);
+  const byToken = db.prepare<[Buffer], SessionRow>(
+    `SELECT s.id, s.user_id, u.name AS user_name, u.password_hash, s.password_stamp, s.csrf_secret,
+            s.last_seen_at, s.expires_at
+       FROM ui_sessions s JOIN users u ON u.id = s.user_id
+      WHERE s.token_hash = ?`,
+  );
+  const userOf = db.prepare<[number], { name: string; password_hash: string | null }>(
+    "SELECT name, password_hash FROM users WHERE id = ?",
+  );
+  const insert = db.prepare<[Buffer, number, string, string, string, string, string, string | null, string | null]>(
+    `INSERT INTO ui_sessions (token_hash, user_id, csrf_secret, password_stamp, created_at, last_seen_at, expires_at,
+                              address, user_agent)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const purgeExpired = db.prepare<[string, string]>(
+    "DELETE FROM ui_sessions WHERE expires_at <= ? OR last_seen_at <= ?",
+  );
+  const deleteById = db.prepare<[number]>("DELETE FROM ui_sessions WHERE id = ?");
+  const deleteByHash = db.prepare<[Buffer]>("DELETE FROM ui_sessions WHERE token_hash = ?");
+  const touch = db.prepare<[string, number]>("UPDATE ui_sessions SET last_seen_at = ? WHERE id = ?");
+
+  function isLive(row: SessionRow, now: number): boolean {
+    // A password changed or removed since the sign-in ends the session; a deleted user took the row along.
+    if (row.password_hash === null || passwordStamp(row.password_hash) !== row.password_stamp) return false;
+    return Date.parse(row.expires_at) > now && now - Date.parse(row.last_seen_at) < idleMs;
+  }
+
+  return {
+    async start(userId, origin) {
+      const token = randomBytes(32).toString("base64url");
+      const csrfSecret = randomBytes(24).toString("base64url");
+      const now = clock.now().getTime();
+      const expiresAt = new Date(now + absoluteMs);
+      return retryWhileBusy(db, () =>
+        watch.quietly(() =>
+          db
+            .transaction(() => {
+              const user = userOf.get(userId);
+              if (!user?.password_hash) return undefined;
+              purgeExpired.run(iso(now), iso(now - idleMs));
+              const { lastInsertRowid } = insert.run(
+                tokenHash(token),
+                userId,
+                csrfSecret,
+                passwordStamp(user.password_hash),
+                iso(now),
+                iso(now),
+                expiresAt.toISOString(),
+                origin.address?.slice(0, MAX_ADDRESS) ?? null,
+                origin.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
+              );
+              const principal = { type: "user", userId, userName: user.name, via: "password" } as const;
+              return { token, session: { id: Number(lastInsertRowid), principal, csrfSecret, expiresAt } };
+            })
+            .immediate(),
+        ),
+      );
+    },
+
+    find(token) {
+      const row = byToken.get(tokenHash(token));
+      if (row === undefined) return undefined;
+      const now = clock.now().getTime();
+      if (!isLive(row, now)) {
+        unlessBusy(() => watch.quietly(() => deleteById.run(row.id)));
+        return undefined;
+      }
+      if (now - Date.parse(row.last_seen_at) >= TOUCH_INTERVAL_MS) {
+        // Bookkeeping: skipped while another process holds the write lock, done by a later request.
+        unlessBusy(() => watch.quietly(() => touch.run(iso(now), row.id)));
+      }
+      return {
+        id: row.id,
+        principal: { type: "user", userId: row.user_id, userName: row.user_name, via: "password" },
+        csrfSecret: row.csrf_secret,
+        expiresAt: new Date(row.expires_at),
+      };
+    },
+
+    async end(token) {
+      await retryWhileBusy(db, () => watch.quietly(() => deleteByHash.run(tokenHash(token))));
+    },
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function tokenHash(token: string): Buffer {
+  return createHash("sha256").update(token).digest();
+}
+
+function passwordStamp(passwordHash: string): string {
+  return createHash("sha256").update(passwordHash).digest("hex").slice(0, 32);
+}
