@@ -19,6 +19,12 @@ const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  */
 export async function registerUiSecurity(app: FastifyInstance): Promise<void> {
   app.decorateRequest("session", null);
+  // A page asked with API credentials (no session looked up) still gets a holder: a form token made
+  // for it is then bound to nothing that lasts, and no page fails for the lack of one.
+  app.addHook("onRequest", (request, _reply, done) => {
+    request.session ??= {};
+    done();
+  });
   await app.register(fastifyCookie);
   await app.register(fastifyCsrfProtection, {
     sessionPlugin: "@fastify/session",
