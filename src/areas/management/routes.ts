@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type FeedScope, needOnFeed } from "../../domain/principal.js";
+import { needOnFeed } from "../../domain/principal.js";
 import type { Feed } from "./feed-settings.js";
 import { requestBaseUrl } from "../../http/base-url.js";
 import { needOnRequestFeed } from "../../http/feed-access.js";
@@ -9,6 +9,7 @@ import { requireJsonBody, sendJson, wantsIndent } from "../../http/json-reply.js
 import type { FeedCaller } from "./feed-caller.js";
 import { errorText, feedInputSchema, feedNameParams, feedSchema, managementQuery } from "./schemas.js";
 import type { FeedService } from "./service.js";
+import { feedsVisibleTo, scopeOf } from "./visible-feeds.js";
 
 /**
  * Feed management (docs/seed-api.md area I; docs/compat.md 5.1, 5.2): `/api/management/feeds/...`.
@@ -24,8 +25,6 @@ const PREFIX = "/api/management/feeds";
 const TAGS = ["feeds"];
 
 const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
-/** A feed already read needs no second lookup to be checked against. */
-const scopeOf = (feed: Feed): FeedScope => ({ id: feed.id, name: feed.name, group: feed.feedGroup });
 const callerOf = (request: FastifyRequest): FeedCaller => ({ can: (need) => request.can(need) });
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
@@ -91,8 +90,8 @@ export const feedRoutes: FastifyPluginAsync<{ feeds: FeedService }> = async (app
     config: { access: { inHandler: true } },
     handler: async (request, reply) => {
       const visible = [];
-      for (const feed of await feeds.listFeeds()) {
-        if (await request.can(needOnFeed("Feeds_ViewFeed", scopeOf(feed)))) visible.push(await present(request, feed));
+      for (const feed of await feedsVisibleTo(feeds, (need) => request.can(need))) {
+        visible.push(await present(request, feed));
       }
       return sendJson(reply, 200, z.array(feedSchema), visible, wantsIndent(request.query));
     },

@@ -10,6 +10,7 @@ import { cacheDownloadLookups } from "./download/cache.js";
 import { createUpackDownloadService, type UpackDownloadService } from "./download/service.js";
 import { createUpackImportService, type UpackImportService } from "./import/service.js";
 import type { UpackAreaOptions } from "./index.js";
+import { createUpackBrowseQueries, type UpackBrowseQueries } from "./read/browse-queries.js";
 import { createUpackQueryRepository, type UpackQueryRepository } from "./read/query-repository.js";
 import { createUpackQueryService, type UpackQueryService } from "./read/query-service.js";
 import { createUpackWriteRepository } from "./repository.js";
@@ -37,6 +38,8 @@ export interface UpackServices {
   readonly remote: RemoteDownloads | undefined;
   /** Typed reads of stored packages and versions (the native API's ProGetPackages_* methods). */
   readonly queries: UpackQueryRepository;
+  /** Paged reads for the web UI's feed and package pages (read/browse-queries.ts). */
+  readonly browse: UpackBrowseQueries;
 }
 
 export function createUpackServices(options: UpackAreaOptions): UpackServices {
@@ -99,7 +102,8 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       maxBytes: config.maxUploadBytes,
     });
   const downloadBlobs = withSmallBlobCache(options.blobs);
-  return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote, queries };
+  const browse = createUpackBrowseQueries(options.db);
+  return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote, queries, browse };
 }
 
 /**

@@ -121,7 +121,7 @@ const VERSIONS_FROM = "upack_packages p JOIN upack_versions v ON v.package_id = 
  * title, description (or shortDescription), tags. LIKE is case-insensitive for ASCII, which is
  * every character a name or tag may hold.
  */
-const SEARCH_RANK = `CASE
+export const SEARCH_RANK = `CASE
   WHEN p.name_key = @term THEN 0
   WHEN p.name_key LIKE @prefix ESCAPE '\\' THEN 1
   WHEN p.name_key LIKE @infix ESCAPE '\\' THEN 2
@@ -130,6 +130,12 @@ const SEARCH_RANK = `CASE
     OR json_extract(v.manifest, '$.shortDescription') LIKE @infix ESCAPE '\\' THEN 4
   WHEN EXISTS (SELECT 1 FROM json_each(v.manifest, '$.tags') t WHERE t.value LIKE @infix ESCAPE '\\') THEN 5
 END`;
+
+/** SEARCH_RANK's parameters for a lowercased term: LIKE's wildcards in it match themselves. */
+export function searchTerms(termKey: string): { term: string; prefix: string; infix: string } {
+  const escaped = termKey.replace(/[\\%_]/g, (char) => `\\${char}`);
+  return { term: termKey, prefix: `${escaped}%`, infix: `%${escaped}%` };
+}
 
 export function createUpackQueryRepository(db: Db): UpackQueryRepository {
   // Prepared once: a listing is then one statement execution with no per-row query.
@@ -211,8 +217,7 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
     },
     async searchPackages(feedId, termKey, limit) {
       withCounts();
-      const escaped = termKey.replace(/[\\%_]/g, (char) => `\\${char}`);
-      return search.all({ feed: feedId, term: termKey, prefix: `${escaped}%`, infix: `%${escaped}%`, limit });
+      return search.all({ feed: feedId, ...searchTerms(termKey), limit });
     },
     async listVersions(feedId, filter, limit, withFiles) {
       withCounts();

@@ -40,6 +40,21 @@ label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 .sign-in input:not([type=hidden]) { width: 100%; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; border-radius: .375rem; }
+h2 { font-size: 1.25rem; margin: 1.5rem 0 .5rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-bottom: 1rem; }
+form.search label { margin: 0; }
+form.search input[type=search] { flex: 1; min-width: 12rem; }
+.package-head { display: flex; gap: 1rem; align-items: center; }
+.package-head .icon { border-radius: .375rem; }
+.description { white-space: pre-line; }
+.tags { display: flex; flex-wrap: wrap; gap: .4rem; list-style: none; padding: 0; }
+.tags li { background: var(--panel); border: 1px solid var(--line); border-radius: 1rem; padding: 0 .6rem; }
+a.button { display: inline-block; border: 1px solid var(--accent); border-radius: .375rem; padding: .4rem .9rem;
+  text-decoration: none; margin: 0 .5rem .5rem 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+dl.facts dt { color: var(--muted); font-weight: 600; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 @media (max-width: 40rem) {
   th.wide, td.wide { display: none; }
   main { padding: .75rem; }

@@ -1,0 +1,178 @@
+import type { Db } from "../../../storage/database.js";
+import { flushDownloadCounts } from "../download/counts.js";
+import { SEARCH_RANK, searchTerms } from "./query-repository.js";
+
+/**
+ * Paged reads of stored universal packages for people browsing (the web UI's feed and package
+ * pages). The API's listings answer whole lists (up to 1,000 entries, every version of a package);
+ * a page shows 50 and must stay fast on a feed of 100,000 versions, so these reads are paged in SQL
+ * (LIMIT/OFFSET on the same indexes the API's listings use) and never load a list to slice it.
+ * Search ranks exactly as the API's `search` does (SEARCH_RANK). Keys are lowercased by callers.
+ */
+
+export type PackageOrder = "name" | "updated" | "relevance";
+
+export interface PackagePageQuery {
+  /** Lowercased search term; "" or absent lists every package. */
+  readonly termKey?: string;
+  /** "relevance" applies to a search only; without a term it lists by name. */
+  readonly order: PackageOrder;
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/** One package of a feed page: what its latest version says. */
+export interface BrowsePackageRow {
+  readonly group_name: string;
+  readonly name: string;
+  readonly latest_version: string;
+  /** The latest version's manifest: a JSON object text. */
+  readonly manifest: string;
+  readonly downloads: number;
+  /** When the latest version was published ("last updated" orders by it). */
+  readonly published_at: string;
+}
+
+/** One version with what a package page shows about it. */
+export interface BrowseVersionRow {
+  readonly version: string;
+  readonly manifest: string;
+  readonly downloads: number;
+  readonly published_at: string;
+  readonly published_by: string | null;
+  readonly size: number;
+  readonly sha1: string;
+  /** The package file's SHA-256 (its content address). */
+  readonly sha256: string;
+  readonly is_cached: number;
+  readonly is_virtual: number;
+}
+
+export interface BrowsePackage {
+  readonly group_name: string;
+  readonly name: string;
+  readonly latest_version: string;
+  readonly downloads: number;
+  readonly version_count: number;
+}
+
+export interface UpackBrowseQueries {
+  /** Up to `limit` packages from `offset`, and whether more follow. */
+  packagesPage(feedId: number, query: PackagePageQuery): { rows: BrowsePackageRow[]; more: boolean };
+  /** Packages with at least one version, per feed id (one grouped read of the packages table). */
+  packageCounts(): ReadonlyMap<number, number>;
+  findPackage(feedId: number, groupKey: string, nameKey: string): BrowsePackage | undefined;
+  /** Newest first, `limit` from `offset`. */
+  versionsPage(feedId: number, groupKey: string, nameKey: string, offset: number, limit: number): BrowseVersionRow[];
+  /** `versionKey` undefined: the latest version. */
+  findVersion(feedId: number, groupKey: string, nameKey: string, versionKey?: string): BrowseVersionRow | undefined;
+  /** The stored archive entry list (JSON `[{name, size, date}]`) of one version. */
+  fileListOf(feedId: number, groupKey: string, nameKey: string, versionKey: string): string | undefined;
+  /** Which of these (groupKey, nameKey) pairs are packages of the feed: for linking dependencies. */
+  existing(feedId: number, ids: ReadonlyArray<{ groupKey: string; nameKey: string }>): Set<string>;
+}
+
+/** The key `existing` answers with for a package id. */
+export const packageIdKey = (groupKey: string, nameKey: string) => `${groupKey}\0${nameKey}`;
+
+const PACKAGE_COLUMNS = `p.group_name, p.name, v.version AS latest_version, v.manifest, p.downloads, v.published_at`;
+const LATEST = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
+const VERSION_COLUMNS = `v.version, v.manifest, v.downloads, v.published_at, v.published_by, v.size, v.sha1,
+  v.blob_sha256 AS sha256, v.is_cached, v.is_virtual`;
+const VERSIONS = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
+const ONE_PACKAGE = "p.feed_id = @feed AND p.group_key = @group AND p.name_key = @name";
+
+const ORDER_BY: Record<PackageOrder, string> = {
+  name: "p.group_key, p.name_key",
+  updated: "v.published_at DESC, p.group_key, p.name_key",
+  relevance: "rank, p.name_key, p.group_key",
+};
+
+export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
+  const listing = (order: PackageOrder) =>
+    db.prepare<[{ feed: number; limit: number; offset: number }], BrowsePackageRow>(
+      `SELECT ${PACKAGE_COLUMNS} FROM ${LATEST} WHERE p.feed_id = @feed ORDER BY ${ORDER_BY[order]}
+       LIMIT @limit OFFSET @offset`,
+    );
+  const searching = (order: PackageOrder) =>
+    db.prepare<
+      [{ feed: number; term: string; prefix: string; infix: string; limit: number; offset: number }],
+      BrowsePackageRow
+    >(
+      `SELECT ${PACKAGE_COLUMNS}, ${SEARCH_RANK} AS rank FROM ${LATEST}
+       WHERE p.feed_id = @feed AND rank IS NOT NULL ORDER BY ${ORDER_BY[order]} LIMIT @limit OFFSET @offset`,
+    );
+  const list = { name: listing("name"), updated: listing("updated"), relevance: listing("name") };
+  const search = { name: searching("name"), updated: searching("updated"), relevance: searching("relevance") };
+  const counts = db.prepare<[], { feed_id: number; packages: number }>(
+    `SELECT feed_id, COUNT(*) AS packages FROM upack_packages WHERE latest_version_id IS NOT NULL GROUP BY feed_id`,
+  );
+  type One = { feed: number; group: string; name: string };
+  const packageOne = db.prepare<[One], BrowsePackage>(
+    `SELECT p.group_name, p.name, v.version AS latest_version, p.downloads,
+       (SELECT COUNT(*) FROM upack_versions c WHERE c.package_id = p.id) AS version_count
+     FROM ${LATEST} WHERE ${ONE_PACKAGE}`,
+  );
+  const versions = db.prepare<[One & { limit: number; offset: number }], BrowseVersionRow>(
+    `SELECT ${VERSION_COLUMNS} FROM ${VERSIONS} WHERE ${ONE_PACKAGE}
+     ORDER BY v.sort_key DESC LIMIT @limit OFFSET @offset`,
+  );
+  const versionOne = db.prepare<[One & { version: string }], BrowseVersionRow>(
+    `SELECT ${VERSION_COLUMNS} FROM ${VERSIONS} WHERE ${ONE_PACKAGE} AND v.version_key = @version`,
+  );
+  const versionLatest = db.prepare<[One], BrowseVersionRow>(
+    `SELECT ${VERSION_COLUMNS} FROM ${LATEST} WHERE ${ONE_PACKAGE}`,
+  );
+  const fileList = db
+    .prepare<[One & { version: string }], string>(
+      `SELECT v.file_list FROM ${VERSIONS} WHERE ${ONE_PACKAGE} AND v.version_key = @version`,
+    )
+    .pluck();
+  const exists = db
+    .prepare<[One], number>(`SELECT 1 FROM upack_packages p WHERE ${ONE_PACKAGE} AND p.latest_version_id IS NOT NULL`)
+    .pluck();
+  /** Pages show download counts: the batched ones are written first (as the API's reads do). */
+  const withCounts = () => flushDownloadCounts(db);
+
+  return {
+    packagesPage(feedId, query) {
+      withCounts();
+      const termKey = query.termKey?.trim() ?? "";
+      const window = { feed: feedId, limit: query.limit + 1, offset: query.offset };
+      const rows =
+        termKey === ""
+          ? list[query.order].all(window)
+          : search[query.order].all({ ...window, ...searchTerms(termKey) });
+      const more = rows.length > query.limit;
+      return { rows: more ? rows.slice(0, query.limit) : rows, more };
+    },
+    packageCounts() {
+      return new Map(counts.all().map((row) => [row.feed_id, row.packages]));
+    },
+    findPackage(feedId, groupKey, nameKey) {
+      withCounts();
+      return packageOne.get({ feed: feedId, group: groupKey, name: nameKey });
+    },
+    versionsPage(feedId, groupKey, nameKey, offset, limit) {
+      withCounts();
+      return versions.all({ feed: feedId, group: groupKey, name: nameKey, limit, offset });
+    },
+    findVersion(feedId, groupKey, nameKey, versionKey) {
+      withCounts();
+      const one = { feed: feedId, group: groupKey, name: nameKey };
+      return versionKey === undefined ? versionLatest.get(one) : versionOne.get({ ...one, version: versionKey });
+    },
+    fileListOf(feedId, groupKey, nameKey, versionKey) {
+      return fileList.get({ feed: feedId, group: groupKey, name: nameKey, version: versionKey });
+    },
+    existing(feedId, ids) {
+      const found = new Set<string>();
+      for (const { groupKey, nameKey } of ids) {
+        if (exists.get({ feed: feedId, group: groupKey, name: nameKey }) !== undefined) {
+          found.add(packageIdKey(groupKey, nameKey));
+        }
+      }
+      return found;
+    },
+  };
+}

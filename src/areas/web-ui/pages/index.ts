@@ -1,0 +1,16 @@
+import type { FastifyInstance } from "fastify";
+import type { WebUiDeps } from "../index.js";
+import { registerFeedPage } from "./feed-page.js";
+import { registerFeedsPage } from "./feeds-page.js";
+import { registerPackagePage } from "./package-page.js";
+
+/**
+ * Read-only browsing (issue 16 section 1, Feeds and A package page): /feeds, /feeds/:feed and
+ * /feeds/:feed/packages/:name?group=. They read through the services the APIs use (feedsVisibleTo,
+ * upack.browse) and decide access with request.can as the APIs do.
+ */
+export function registerBrowsePages(app: FastifyInstance, deps: WebUiDeps): void {
+  registerFeedsPage(app, deps);
+  registerFeedPage(app, deps);
+  registerPackagePage(app, deps);
+}

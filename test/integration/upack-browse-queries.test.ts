@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createUpackBrowseQueries, type UpackBrowseQueries } from "../../src/areas/upack/read/browse-queries.js";
+import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { feedIdOf } from "../helpers/fixtures.js";
+import { createUpackFixtures } from "../helpers/upack-fixtures.js";
+
+/**
+ * The web UI's paged reads (read/browse-queries.ts): pages in SQL that join up to the API's whole
+ * lists, in the same order, and a search that finds what the API's `search` finds.
+ */
+
+let t: TestApp;
+let browse: UpackBrowseQueries;
+let feedId: number;
+const day = (n: number) => new Date(Date.UTC(2030, 0, 1 + n));
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  const upack = createUpackFixtures(t);
+  await upack.createFeed("main");
+  await upack.createFeed("other");
+  // Published in an order unlike the names', so that both orders are checked.
+  const names = ["delta", "alpha", "echo", "charlie", "bravo"];
+  for (const [i, name] of names.entries()) {
+    await upack.addVersion(
+      "main",
+      { name, version: "1.0.0", manifest: { title: `${name} title` } },
+      { publishedAt: day(i) },
+    );
+  }
+  await upack.addVersion("main", { group: "g/h", name: "alpha", version: "1.0.0" }, { publishedAt: day(9) });
+  for (let i = 0; i < 12; i += 1) {
+    await upack.addVersion("main", { name: "many", version: `2.${i}.0` }, { publishedAt: day(20 + i) });
+  }
+  await upack.addVersion("main", { name: "many", version: "10.0.0-rc.1" }, { publishedAt: day(1) });
+  await upack.addVersion("other", { name: "elsewhere", version: "1.0.0" });
+  browse = createUpackBrowseQueries(t.db);
+  feedId = feedIdOf(t.db, "main");
+});
+afterAll(async () => t.close());
+
+const ids = (rows: ReadonlyArray<{ group_name: string; name: string }>) =>
+  rows.map((row) => (row.group_name === "" ? row.name : `${row.group_name}/${row.name}`));
+
+describe("packagesPage", () => {
+  it("pages by name in the API's order, saying whether more follow", async () => {
+    const whole = await createUpackQueryRepository(t.db).listPackages(feedId, undefined, 1000);
+    const pages = [0, 3, 6].map((offset) => browse.packagesPage(feedId, { order: "name", offset, limit: 3 }));
+    expect(pages.flatMap((p) => ids(p.rows))).toEqual(ids(whole));
+    expect(pages.map((p) => p.more)).toEqual([true, true, false]);
+    expect(ids(pages[0]?.rows ?? [])).toEqual(["alpha", "bravo", "charlie"]);
+    expect(ids(pages[1]?.rows ?? [])).toEqual(["delta", "echo", "many"]);
+    expect(ids(pages[2]?.rows ?? [])).toEqual(["g/h/alpha"]);
+  });
+
+  it("orders by the latest version's publication, newest first", () => {
+    const page = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 10 });
+    // many's latest version is 10.0.0-rc.1 (the highest, prereleases included), published on day 1 like
+    // alpha: a tie is ordered by name.
+    expect(ids(page.rows)).toEqual(["g/h/alpha", "bravo", "charlie", "echo", "alpha", "many", "delta"]);
+    expect(page.rows.find((row) => row.name === "many")?.latest_version).toBe("10.0.0-rc.1");
+  });
+
+  it("searches as the API's search does, best match first, wildcards taken literally", async () => {
+    const api = createUpackQueryRepository(t.db);
+    for (const term of ["alpha", "a", "title", "charlie title", "%", "_"]) {
+      const page = browse.packagesPage(feedId, { termKey: term, order: "relevance", offset: 0, limit: 100 });
+      expect(ids(page.rows), term).toEqual(ids(await api.searchPackages(feedId, term, 100)));
+    }
+    const second = browse.packagesPage(feedId, { termKey: "a", order: "relevance", offset: 2, limit: 2 });
+    expect(ids(second.rows)).toEqual(ids(await api.searchPackages(feedId, "a", 100)).slice(2, 4));
+    const byName = browse.packagesPage(feedId, { termKey: "title", order: "name", offset: 0, limit: 100 });
+    expect(ids(byName.rows)).toEqual(["alpha", "bravo", "charlie", "delta", "echo"]);
+  });
+});
+
+describe("one package", () => {
+  it("pages versions newest first and counts them", () => {
+    expect(browse.findPackage(feedId, "", "many")).toMatchObject({ latest_version: "10.0.0-rc.1", version_count: 13 });
+    const first = browse.versionsPage(feedId, "", "many", 0, 5).map((v) => v.version);
+    expect(first).toEqual(["10.0.0-rc.1", "2.11.0", "2.10.0", "2.9.0", "2.8.0"]);
+    const last = browse.versionsPage(feedId, "", "many", 10, 5).map((v) => v.version);
+    expect(last).toEqual(["2.2.0", "2.1.0", "2.0.0"]);
+    expect(browse.findPackage(feedId, "", "elsewhere")).toBeUndefined();
+  });
+
+  it("finds a version, the latest by default, with its digests and file list", () => {
+    const latest = browse.findVersion(feedId, "g/h", "alpha");
+    expect(latest).toMatchObject({ version: "1.0.0", sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(browse.findVersion(feedId, "", "many", "2.3.0")?.version).toBe("2.3.0");
+    expect(browse.findVersion(feedId, "", "many", "9.9.9")).toBeUndefined();
+    const files = JSON.parse(browse.fileListOf(feedId, "", "many", "2.3.0") ?? "[]") as Array<{ name: string }>;
+    expect(files.map((file) => file.name)).toContain("package/readme.txt");
+  });
+
+  it("tells which dependencies are packages of the feed, and counts packages per feed", () => {
+    const found = browse.existing(feedId, [
+      { groupKey: "g/h", nameKey: "alpha" },
+      { groupKey: "", nameKey: "elsewhere" },
+    ]);
+    expect([...found]).toEqual(["g/h\0alpha"]);
+    const counts = browse.packageCounts();
+    expect(counts.get(feedId)).toBe(7);
+    expect(counts.get(feedIdOf(t.db, "other"))).toBe(1);
+  });
+});
