@@ -88,19 +88,36 @@ const ORDER_BY: Record<PackageOrder, string> = {
   relevance: "rank, p.name_key, p.group_key",
 };
 
+/**
+ * A page is chosen first by id alone (what OFFSET skips and what the sort holds stay small: no
+ * manifest), then only its rows are joined to their latest version. A listing by name skips along
+ * the (feed_id, group_key, name_key) index without reading a version.
+ */
+const pageOf = (inner: string, order: PackageOrder) =>
+  `SELECT ${PACKAGE_COLUMNS} FROM (${inner}) page JOIN upack_packages p ON p.id = page.id
+   JOIN upack_versions v ON v.id = p.latest_version_id ORDER BY ${order === "relevance" ? "page.rank, p.name_key, p.group_key" : ORDER_BY[order]}`;
+
 export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
-  const listing = (order: PackageOrder) =>
+  const listing = (order: "name" | "updated") =>
     db.prepare<[{ feed: number; limit: number; offset: number }], BrowsePackageRow>(
-      `SELECT ${PACKAGE_COLUMNS} FROM ${LATEST} WHERE p.feed_id = @feed ORDER BY ${ORDER_BY[order]}
-       LIMIT @limit OFFSET @offset`,
+      pageOf(
+        order === "name"
+          ? `SELECT p.id FROM upack_packages p WHERE p.feed_id = @feed AND p.latest_version_id IS NOT NULL
+             ORDER BY ${ORDER_BY.name} LIMIT @limit OFFSET @offset`
+          : `SELECT p.id FROM ${LATEST} WHERE p.feed_id = @feed ORDER BY ${ORDER_BY.updated} LIMIT @limit OFFSET @offset`,
+        order,
+      ),
     );
   const searching = (order: PackageOrder) =>
     db.prepare<
       [{ feed: number; term: string; prefix: string; infix: string; limit: number; offset: number }],
       BrowsePackageRow
     >(
-      `SELECT ${PACKAGE_COLUMNS}, ${SEARCH_RANK} AS rank FROM ${LATEST}
-       WHERE p.feed_id = @feed AND rank IS NOT NULL ORDER BY ${ORDER_BY[order]} LIMIT @limit OFFSET @offset`,
+      pageOf(
+        `SELECT p.id, ${SEARCH_RANK} AS rank FROM ${LATEST}
+         WHERE p.feed_id = @feed AND rank IS NOT NULL ORDER BY ${ORDER_BY[order]} LIMIT @limit OFFSET @offset`,
+        order,
+      ),
     );
   const list = { name: listing("name"), updated: listing("updated"), relevance: listing("name") };
   const search = { name: searching("name"), updated: searching("updated"), relevance: searching("relevance") };
