@@ -15,7 +15,7 @@ import { buildUpack, createUpackFixtures, type PackageSpec } from "../helpers/up
 let t: TestApp;
 let admin: Record<string, string>;
 const time = manualClock();
-const alice = basic("alice", "alice-password"); // view on "secret" only
+const alice = basic("alice", "alice-password"); // view and download on "secret" only
 const bob = basic("bob", "bob-password"); // no grant at all
 const carol = basic("carol", "carol-password"); // view on every feed
 
@@ -52,7 +52,7 @@ beforeAll(async () => {
   grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
   grant(t.db, {
     user: await createUser(t.db, "alice", "alice-password"),
-    attributes: ["Feeds_ViewFeed"],
+    attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"],
     feed: "secret",
   });
   await createUser(t.db, "bob", "bob-password");
@@ -220,11 +220,11 @@ describe("GET /feeds/:feed/packages/:name?group=", () => {
       /<dt>Published<\/dt><dd>2030-01-01 \d\d:\d\d UTC by Administrator \(WHARF_ADMIN_API_KEY\)<\/dd>/,
     );
     expect(html).toContain("<dt>Downloads</dt><dd>1 of this version, 1 of all versions</dd>");
-    expect(html).toContain('href="/upack/main/download/acme/tools/tool/2.0.0" download>');
-    expect(html).toContain('href="/upack/main/download/acme/tools/tool/2.0.0?contentOnly=zip" download>');
-    expect(html).toContain('href="/upack/main/download/acme/tools/tool/2.0.0?contentOnly=tgz" download>');
+    expect(html).toContain('href="/ui/upack/main/download/acme/tools/tool/2.0.0" download>');
+    expect(html).toContain('href="/ui/upack/main/download/acme/tools/tool/2.0.0?contentOnly=zip" download>');
+    expect(html).toContain('href="/ui/upack/main/download/acme/tools/tool/2.0.0?contentOnly=tgz" download>');
     expect(html).toContain(
-      '<a href="/upack/main/download-file/acme/tools/tool/2.0.0?path=package%2Fbin%2Ftool.sh">package/bin/tool.sh</a>',
+      '<a href="/ui/upack/main/download-file/acme/tools/tool/2.0.0?path=package%2Fbin%2Ftool.sh">package/bin/tool.sh</a>',
     );
     expect(html).toContain("upack install acme/tools/tool --source=");
     expect(html).toContain("upack push tool-2.0.0.upack ");
@@ -237,7 +237,7 @@ describe("GET /feeds/:feed/packages/:name?group=", () => {
     expect(zip.statusCode).toBe(200);
     const file = await t.app.inject({
       method: "GET",
-      url: "/upack/main/download-file/acme/tools/tool/2.0.0?path=package%2Fbin%2Ftool.sh",
+      url: "/ui/upack/main/download-file/acme/tools/tool/2.0.0?path=package%2Fbin%2Ftool.sh",
     });
     expect(file.body).toBe("echo tool");
   });
@@ -260,7 +260,41 @@ describe("GET /feeds/:feed/packages/:name?group=", () => {
     expect(older.statusCode).toBe(200);
     expect(older.body).toContain("<strong>1.7.0</strong>");
     expect(older.body).toContain('<a href="/feeds/main/packages/many">latest is 1.51.0</a>');
-    expect(older.body).toContain('href="/upack/main/download/many/1.7.0" download>');
+    expect(older.body).toContain('href="/ui/upack/main/download/many/1.7.0" download>');
+  });
+});
+
+describe("signed in with a session", () => {
+  /** Signs in through the sign-in form as a browser does; answers the session cookie header. */
+  async function signIn(user: string, password: string): Promise<{ cookie: string }> {
+    const form = await page("/sign-in");
+    const token = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
+    const formCookies = form.cookies.map((c) => `${c.name}=${c.value}`).join("; ");
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/sign-in",
+      headers: { cookie: formCookies, "content-type": "application/x-www-form-urlencoded" },
+      payload: new URLSearchParams({ _csrf: token, user, password }).toString(),
+    });
+    const session = res.cookies.find((c) => c.name === "wharf_session");
+    expect(session?.value, res.body).toBeTruthy();
+    return { cookie: `wharf_session=${session?.value ?? ""}` };
+  }
+
+  it("browses what the user may view, and the page's download links take the session (the API does not)", async () => {
+    const browser = await signIn("alice", "alice-password");
+    const feed = await page("/feeds/secret", browser);
+    expect(feed.statusCode).toBe(200);
+    expect(feed.body).toContain("Signed in as <strong>alice</strong>");
+    const pkg = await page("/feeds/secret/packages/hidden", browser);
+    expect(pkg.body).toContain('href="/ui/upack/secret/download/hidden/1.0.0" download>');
+
+    const download = await page("/ui/upack/secret/download/hidden/1.0.0", browser);
+    expect(download.statusCode).toBe(200);
+    expect(download.headers["content-disposition"]).toContain("hidden.1.0.0.upack");
+    expect((await page("/upack/secret/download/hidden/1.0.0", browser)).statusCode).toBe(401);
+    expect((await page("/ui/upack/secret/download/hidden/1.0.0")).statusCode).toBe(401);
+    expect((await page("/feeds/secret/packages/hidden", await signIn("bob", "bob-password"))).statusCode).toBe(403);
   });
 });
 

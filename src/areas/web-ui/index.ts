@@ -50,5 +50,5 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   app.get("/ui/style.css", asset("text/css; charset=utf-8", STYLE));
   app.get("/ui/app.js", asset("text/javascript; charset=utf-8", SCRIPT));
   app.get("/", { config: { access: { public: true } } }, async (_request, reply) => reply.redirect("/feeds", 303));
-  registerBrowsePages(app, deps);
+  await registerBrowsePages(app, deps);
 }

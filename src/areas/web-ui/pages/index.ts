@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { WebUiDeps } from "../index.js";
+import { registerUiDownloads } from "./downloads.js";
 import { registerFeedPage } from "./feed-page.js";
 import { registerFeedsPage } from "./feeds-page.js";
 import { registerPackagePage } from "./package-page.js";
@@ -7,10 +8,12 @@ import { registerPackagePage } from "./package-page.js";
 /**
  * Read-only browsing (issue 16 section 1, Feeds and A package page): /feeds, /feeds/:feed and
  * /feeds/:feed/packages/:name?group=. They read through the services the APIs use (feedsVisibleTo,
- * upack.browse) and decide access with request.can as the APIs do.
+ * upack.browse) and decide access with request.can as the APIs do; their download links are the
+ * upack download routes mounted for browsers (downloads.ts).
  */
-export function registerBrowsePages(app: FastifyInstance, deps: WebUiDeps): void {
+export async function registerBrowsePages(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
   registerFeedsPage(app, deps);
   registerFeedPage(app, deps);
   registerPackagePage(app, deps);
+  await registerUiDownloads(app, deps);
 }
