@@ -70,6 +70,7 @@ beforeAll(async () => {
       description: "Does things.",
       tags: ["cli", "build"],
       dependencies: ["acme/tools/lib:0.9.0", "elsewhere/missing:1.0.0"],
+      icon: "package://docs/icon.png",
     },
     files: { "bin/tool.sh": "echo tool", "docs/readme.txt": "read me" },
   });
@@ -210,6 +211,9 @@ describe("GET /feeds/:feed/packages/:name?group=", () => {
     const html = res.body;
     expect(html).toContain("<title>acme/tools/tool 2.0.0 · Wharf</title>");
     expect(html).toContain("<h1>The Tool</h1>");
+    expect(html).toContain(
+      '<img class="icon" src="/ui/upack/main/download-file/acme/tools/tool/2.0.0?path=package%2Fdocs%2Ficon.png"',
+    );
     expect(html).toContain("Does things.");
     expect(html).toContain("<li>cli</li><li>build</li>");
     expect(html).toContain('<a href="/feeds/main/packages/lib?group=acme%2Ftools">acme/tools/lib:0.9.0</a>');
@@ -317,7 +321,7 @@ describe("escaping", () => {
         `UPDATE upack_versions SET manifest = json_set(manifest, '$.tags', json_array(?), '$.dependencies', json_array(?),
            '$.icon', ?) WHERE package_id = (SELECT id FROM upack_packages WHERE name_key = 'xss')`,
       )
-      .run(hostile, `${hostile}:1.0`, `https://example.com/"><script>x</script>`);
+      .run(hostile, `${hostile}:1.0`, `package://"><script>x</script>`);
     t.db.prepare("UPDATE upack_packages SET group_name = ?, name = ? WHERE name_key = 'xss'").run(hostile, hostile);
 
     const feed = await page(`/feeds/main?q=xss`);
@@ -332,6 +336,6 @@ describe("escaping", () => {
     expect(pkg.body).toContain(`<h1>${escaped}</h1>`);
     expect(pkg.body).toContain(`<li>${escaped}</li>`);
     expect(pkg.body).toContain(`<li>${escaped}:1.0</li>`);
-    expect(pkg.body).toContain('src="https://example.com/&quot;&gt;&lt;script&gt;x&lt;/script&gt;"');
+    expect(pkg.body).toContain("?path=package%2F%22%3E%3Cscript%3Ex%3C%2Fscript%3E");
   });
 });

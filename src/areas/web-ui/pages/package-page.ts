@@ -120,7 +120,10 @@ export function registerPackagePage(app: FastifyInstance, { feeds, upack, config
         isLatest,
         title: manifest.title,
         description: manifest.description,
-        icon: manifest.icon,
+        icon:
+          manifest.icon === undefined
+            ? undefined
+            : fileDownloadUrl(feed.name, pkg.group_name, pkg.name, shown.version, `package/${manifest.icon}`),
         tags: manifest.tags,
         dependencies,
         published: formatDate(shown.published_at),

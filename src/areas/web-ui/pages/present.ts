@@ -53,12 +53,14 @@ export interface DependencyView {
 export interface ManifestView {
   readonly title?: string;
   readonly description?: string;
+  /** The icon's path inside the package's contents (`package://` stripped); web addresses are left out. */
   readonly icon?: string;
   readonly tags: string[];
   /** As written, and parsed when they parse (to link them). */
   readonly dependencies: Array<{ text: string; group?: string; name?: string }>;
 }
 
+const PACKAGE_ICON = "package://";
 const text = (value: unknown) => (typeof value === "string" && value !== "" ? value : undefined);
 const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item) => typeof item === "string") : []);
 
@@ -75,8 +77,11 @@ export function manifestView(manifestText: string): ManifestView {
     ...((text(manifest.description) ?? text(manifest.shortDescription))
       ? { description: text(manifest.description) ?? text(manifest.shortDescription) }
       : {}),
-    // Only a web address is shown as an image: `package://` icons are inside the package.
-    ...(icon !== undefined && /^https?:\/\//i.test(icon) ? { icon } : {}),
+    // Only an icon inside the package is shown (`package://<path>`, served from this origin): the
+    // pages' CSP loads no image from elsewhere, and a viewer's browser is not sent to other hosts.
+    ...(icon !== undefined && icon.toLowerCase().startsWith(PACKAGE_ICON)
+      ? { icon: icon.slice(PACKAGE_ICON.length) }
+      : {}),
     tags: strings(manifest.tags),
     dependencies: strings(manifest.dependencies).map((dependency) => {
       const parsed = parseDependency(dependency);
