@@ -161,6 +161,9 @@ describe("GET /feeds/:feed", () => {
   it("says how to use the feed: its absolute URL and upack, pgutil and curl commands", async () => {
     const res = await page("/feeds/main", { host: "wharf.example.com", "x-forwarded-proto": "https" });
     expect(res.body).toContain("<code>https://wharf.example.com/upack/main</code>");
+    expect(res.body).toContain(
+      '<button type="button" data-copy="snippet-pgutil" aria-describedby="use-pgutil" hidden>Copy</button>',
+    );
     expect(res.body).toContain("upack push my-app-1.2.0.upack https://wharf.example.com/upack/main --user=api:$KEY");
     expect(res.body).toContain("pgutil sources add --name=wharf --url=https://wharf.example.com/ --api-key=$KEY");
     expect(res.body).toContain(

@@ -11,6 +11,23 @@ document.addEventListener("DOMContentLoaded", () => {
       clearTimeout(timer);
       timer = setTimeout(() => form.requestSubmit(), 300);
     });
+    // The answer is a new page: typing goes on in the search field, after what was typed.
+    const field = form.querySelector("input[type=search]");
+    if (field && new URLSearchParams(location.search).has(field.name)) {
+      field.focus();
+      field.setSelectionRange(field.value.length, field.value.length);
+    }
+  }
+  // Copy buttons (hidden without JavaScript): data-copy names the element whose text they copy.
+  for (const button of document.querySelectorAll("button[data-copy]")) {
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      if (!source || !navigator.clipboard) return;
+      await navigator.clipboard.writeText(source.textContent);
+      button.textContent = "Copied";
+      setTimeout(() => (button.textContent = "Copy"), 1500);
+    });
   }
 });
 `;
