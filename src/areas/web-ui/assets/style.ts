@@ -39,7 +39,9 @@ label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 .sign-in { max-width: 22rem; margin: 2rem auto; }
 .sign-in input:not([type=hidden]) { width: 100%; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
-pre { background: var(--panel); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; border-radius: .375rem; }
+/* Long commands wrap rather than scroll: a scrolling box would need keyboard focus of its own. */
+pre { background: var(--panel); border: 1px solid var(--line); padding: .75rem; border-radius: .375rem;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
 h2 { font-size: 1.25rem; margin: 1.5rem 0 .5rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-bottom: 1rem; }
@@ -53,6 +55,7 @@ form.search input[type=search] { flex: 1; min-width: 12rem; }
 a.button { display: inline-block; border: 1px solid var(--accent); border-radius: .375rem; padding: .4rem .9rem;
   text-decoration: none; margin: 0 .5rem .5rem 0; }
 .snippet { position: relative; }
+.snippet pre { white-space: pre; padding-right: 4.5rem; }
 .snippet button { position: absolute; top: .4rem; right: .4rem; padding: .2rem .6rem; font-size: .85rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dl.facts dt { color: var(--muted); font-weight: 600; }

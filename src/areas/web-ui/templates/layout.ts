@@ -10,6 +10,7 @@ export const LAYOUT = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title><%= it.title %> · Wharf</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/style.css?v=<%= it.assetVersion %>">
 <script src="/ui/app.js?v=<%= it.assetVersion %>" defer></script>
 </head>

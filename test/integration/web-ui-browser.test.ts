@@ -1,0 +1,160 @@
+import type { AddressInfo } from "node:net";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { chromiumInstalled, launchBrowser, screenshot, seriousAxeViolations, VIEWPORTS } from "../helpers/browser.js";
+import { createUser, grant } from "../helpers/fixtures.js";
+import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
+
+/**
+ * The web UI in a real browser (issue 16 section 3): Debian's Chromium driven by playwright-core
+ * against the app listening on loopback. Signing in and out, a wrong password, browsing a feed and
+ * a package, hostile package metadata shown as text (no script runs), axe-core on every page, and
+ * screenshots at desktop and phone width under test-output/screenshots/.
+ */
+
+const HOSTILE = `<script>window.__pwned = 1</script>`;
+/** Titles are at most 50 characters (upack.json rules); the description takes the longer attack. */
+const HOSTILE_IMAGE = `<img src=x onerror="window.__pwned = 2">`;
+
+let t: TestApp;
+let base: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  const fixtures = createUpackFixtures(t);
+  await fixtures.createFeed("main");
+  grant(t.db, { user: await createUser(t.db, "alice", "alice-password-1"), attributes: ["Feeds_ViewFeed"] });
+  for (const version of ["1.0.0", "1.1.0"]) {
+    const res = await t.app.inject({
+      method: "PUT",
+      url: "/upack/main/upload",
+      headers: { "x-apikey": t.adminKey },
+      payload: await buildUpack({
+        group: "acme/tools",
+        name: "widget",
+        version,
+        manifest: { title: `W ${HOSTILE}`, description: `Makes widgets. ${HOSTILE} ${HOSTILE_IMAGE}` },
+      }),
+    });
+    expect(res.statusCode, res.body).toBe(201);
+  }
+  await t.app.listen({ port: 0, host: "127.0.0.1" });
+  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  browser = await launchBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+/** A fresh browser profile per test (no cookies carried over), failing on any dialog or page error. */
+async function freshPage(viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<Page> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("dialog", (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  // A CSP violation shows as a console error; a failed stylesheet, script or image as a response.
+  // Pages themselves may answer 401, 403 or 404 on purpose (a wrong password, a missing feed).
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  page.on("response", (response) => {
+    if (response.status() >= 400 && response.request().resourceType() !== "document") {
+      problems.push(`${response.status()} for ${response.url()}`);
+    }
+  });
+  (page as Page & { problems: string[] }).problems = problems;
+  return page;
+}
+
+const problemsOf = (page: Page) => (page as Page & { problems: string[] }).problems;
+
+async function expectAccessible(page: Page) {
+  expect(await seriousAxeViolations(page)).toEqual([]);
+}
+
+async function signIn(page: Page, user: string, password: string) {
+  await page.goto(`${base}/sign-in`);
+  await page.getByLabel("User name").fill(user);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+describe.skipIf(!chromiumInstalled())("web UI in Chromium", () => {
+  it("signs in after a wrong password, shows who is signed in, and signs out", async () => {
+    const page = await freshPage();
+    await signIn(page, "alice", "not-her-password");
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/.+/);
+    expect(new URL(page.url()).pathname).toBe("/sign-in");
+    await expectAccessible(page);
+    await screenshot(page, "sign-in-desktop");
+
+    await signIn(page, "alice", "alice-password-1");
+    await page.waitForURL(`${base}/feeds`);
+    expect(await page.locator("header").textContent()).toContain("Signed in as alice");
+    await expectAccessible(page);
+    await screenshot(page, "feeds-desktop");
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${base}/feeds`);
+    expect(await page.locator("header").getByRole("link", { name: "Sign in" }).count()).toBe(1);
+    const cookies = await page.context().cookies();
+    expect(cookies.find((cookie) => cookie.name === "wharf_session")).toBeUndefined();
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it("browses a feed and a package, rendering hostile metadata as text with no script run", async () => {
+    const page = await freshPage();
+    await signIn(page, "alice", "alice-password-1");
+    await page.waitForURL(`${base}/feeds`);
+    await page.getByRole("link", { name: "main", exact: true }).click();
+    await page.waitForURL(`${base}/feeds/main`);
+    await expectAccessible(page);
+    await screenshot(page, "feed-desktop");
+
+    await page.getByRole("link", { name: "widget" }).first().click();
+    await page.waitForURL(/\/feeds\/main\/packages\//);
+    const text = (await page.locator("main").textContent()) ?? "";
+    expect(text).toContain("1.1.0");
+    expect(text).toContain("1.0.0");
+    // The hostile strings are there, as text ...
+    expect(text).toContain("<script>window.__pwned = 1</script>");
+    // ... and nothing of them ran or became an element.
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator("main script, main img[onerror]").count()).toBe(0);
+    await expectAccessible(page);
+    await screenshot(page, "package-desktop");
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it("fits a phone's width: the pages keep their content without sideways scrolling", async () => {
+    const page = await freshPage(VIEWPORTS.phone);
+    await signIn(page, "alice", "alice-password-1");
+    await page.waitForURL(`${base}/feeds`);
+    for (const [path, name] of [
+      ["/feeds", "feeds-phone"],
+      ["/feeds/main", "feed-phone"],
+    ] as const) {
+      await page.goto(`${base}${path}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, path).toBeLessThanOrEqual(0);
+      expect(await seriousAxeViolations(page), path).toEqual([]);
+      await screenshot(page, name);
+    }
+    await page.goto(`${base}/sign-in`);
+    await screenshot(page, "sign-in-phone");
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+});
