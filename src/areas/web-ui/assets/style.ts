@@ -55,7 +55,7 @@ form.search input[type=search] { flex: 1; min-width: 12rem; }
 a.button { display: inline-block; border: 1px solid var(--accent); border-radius: .375rem; padding: .4rem .9rem;
   text-decoration: none; margin: 0 .5rem .5rem 0; }
 .snippet { position: relative; }
-.snippet pre { white-space: pre; padding-right: 4.5rem; }
+.snippet pre { padding-right: 4.5rem; }
 .snippet button { position: absolute; top: .4rem; right: .4rem; padding: .2rem .6rem; font-size: .85rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dl.facts dt { color: var(--muted); font-weight: 600; }

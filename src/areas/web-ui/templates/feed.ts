@@ -38,11 +38,13 @@ export const FEED = `<% layout("@layout") %>
 </tbody>
 </table>
 <% } %>
+<% if (it.previous || it.next) { %>
 <nav class="pager" aria-label="Pages">
   <% if (it.previous) { %><a href="<%= it.previous %>" rel="prev">Previous</a><% } %>
   <span>Page <%= it.page %></span>
   <% if (it.next) { %><a href="<%= it.next %>" rel="next">Next</a><% } %>
 </nav>
+<% } %>
 <% } else { %>
 <p class="muted">Packages of <%= it.feed.type %> feeds are not listed here.</p>
 <% } %>

@@ -56,11 +56,13 @@ export const PACKAGE = `<% layout("@layout") %>
 <% } %>
 </tbody>
 </table>
+<% if (it.previous || it.next) { %>
 <nav class="pager" aria-label="Version pages">
   <% if (it.previous) { %><a href="<%= it.previous %>" rel="prev">Newer versions</a><% } %>
   <span>Page <%= it.page %></span>
   <% if (it.next) { %><a href="<%= it.next %>" rel="next">Older versions</a><% } %>
 </nav>
+<% } %>
 
 <h2>Files of <%= it.shown.version %></h2>
 <% if (it.files.length === 0) { %>
