@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -58,6 +59,9 @@ try {
     if (res.statusCode !== 201) throw new Error(`creating ${name}: ${res.statusCode} ${res.body}`);
   }
   await seed();
+  // The seed's 100,000 files would otherwise be written back by the kernel some 30 s later, in the
+  // middle of a measured phase, and every fsync there would wait for them.
+  execFileSync("sync");
   if (process.env.GC_FRESH_ATIMES === "1") {
     // Diagnostic: read every directory once, so that the collections' reads update no atime (relatime).
     let listed = 0;
@@ -159,6 +163,7 @@ async function uploadsWhile<T>(work: () => Promise<T>) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
   const started = performance.now();
+  const loadBefore = os.loadavg()[0] ?? NaN;
   const running = [uploader(), uploader(), probe()];
   const result = await work();
   const durationMs = Math.round(performance.now() - started);
@@ -180,6 +185,8 @@ async function uploadsWhile<T>(work: () => Promise<T>) {
     longestEventLoopStallMs: round(delay.max / 1e6),
     longestV8GcPauseMs: round(Math.max(0, ...v8Pauses)),
     slowestProbeFsyncMs: round(Math.max(0, ...fsyncs)),
+    // Other work on this 2-core machine (tests, builds) stretches every figure: how busy it was.
+    loadAverage: { before: round(loadBefore), after: round(os.loadavg()[0] ?? NaN) },
   };
 }
 
