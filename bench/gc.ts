@@ -23,9 +23,6 @@ import { GC_GRACE_MS } from "../src/storage/garbage-collector.js";
  * it, and the slowest fsync of a probe writing beside it (a 1 KiB file every 20 ms, in the data
  * directory): what an upload waits for that is not the collector's work on the event loop, since
  * every upload fsyncs its blob, its directory and (SQLite synchronous=FULL) its commit.
- * GC_FRESH_ATIMES=1 reads every directory once before the phases: with relatime, the first read of
- * a directory in 24 hours (a daily collection's, in practice) writes its atime, some 65,000 inode
- * updates that the uploads' fsyncs then wait for; this shows the collection without them.
  * Not a test: one JSON object on stdout.
  *
  *   npx tsx bench/gc.ts
@@ -62,12 +59,6 @@ try {
   // The seed's 100,000 files would otherwise be written back by the kernel some 30 s later, in the
   // middle of a measured phase, and every fsync there would wait for them.
   execFileSync("sync");
-  if (process.env.GC_FRESH_ATIMES === "1") {
-    // Diagnostic: read every directory once, so that the collections' reads update no atime (relatime).
-    let listed = 0;
-    for await (const _ of createFileBlobStore(dataDir).list()) listed++;
-    log(`listed ${listed} blobs beforehand`);
-  }
 
   const withoutGc = await uploadsWhile(async () => new Promise((resolve) => setTimeout(resolve, idleMs)));
   const marking = await uploadsWhile(() => collect());
