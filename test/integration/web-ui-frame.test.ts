@@ -23,4 +23,23 @@ describe("web UI frame", () => {
     expect(js.headers["content-type"]).toBe("text/javascript; charset=utf-8");
     expect(js.body).toContain("DOMContentLoaded");
   });
+
+  it("answers a refused form as a page in the frame, saying what to do, with the pages' headers", async () => {
+    const forged = await t.app.inject({
+      method: "POST",
+      url: "/sign-out",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: "",
+    });
+    expect(forged.statusCode).toBe(403);
+    expect(forged.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(forged.headers["www-authenticate"]).toBeUndefined();
+    expect(forged.headers["content-security-policy"]).toContain("default-src 'self'");
+    expect(forged.body).toContain("<h1>Forbidden</h1>");
+    expect(forged.body).toContain("This form has expired or did not come from this site.");
+    // The machine APIs keep their plain-text errors.
+    const api = await t.app.inject({ method: "GET", url: "/api/security/users/list" });
+    expect(api.statusCode).toBe(401);
+    expect(api.headers["content-type"]).toBe("text/plain");
+  });
 });

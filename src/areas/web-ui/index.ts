@@ -7,6 +7,7 @@ import type { FeedService } from "../management/service.js";
 import type { UpackServices } from "../upack/index.js";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
+import { registerErrorPages } from "./error-pages.js";
 import { registerUiSecurity } from "./session/ui-security.js";
 import type { UiSessions } from "./session/ui-sessions.js";
 import { signInRoutes } from "./sign-in-routes.js";
@@ -34,6 +35,7 @@ export interface WebUiDeps {
 export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   // First: cookies, CSRF checks and security headers for every route of this area (and no other).
   await registerUiSecurity(app);
+  registerErrorPages(app);
   await signInRoutes(app, deps);
   const immutable = "public, max-age=31536000, immutable";
   const asset = (type: string, body: string) => ({

@@ -40,6 +40,16 @@ export function frameData(request: FastifyRequest, reply: FastifyReply): FrameDa
   return { user, csrfToken: user !== undefined && generate ? generate.call(reply) : undefined };
 }
 
+/** `view` rendered inside the frame. */
+export function renderPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  view: string,
+  data: { readonly title: string } & Record<string, unknown>,
+): string {
+  return views.render(view, { ...data, ...frameData(request, reply), assetVersion: ASSET_VERSION });
+}
+
 /** Renders `view` inside the frame and sends it as HTML. */
 export function sendPage(
   request: FastifyRequest,
@@ -47,6 +57,6 @@ export function sendPage(
   view: string,
   data: { readonly title: string } & Record<string, unknown>,
 ) {
-  const html = views.render(view, { ...data, ...frameData(request, reply), assetVersion: ASSET_VERSION });
+  const html = renderPage(request, reply, view, data);
   return reply.type("text/html; charset=utf-8").header("Cache-Control", "no-store").send(html);
 }

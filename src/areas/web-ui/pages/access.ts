@@ -3,7 +3,7 @@ import type { AccessNeed } from "../../../domain/principal.js";
 import { STATUS } from "../templates/status.js";
 import { defineView, sendPage } from "../views.js";
 
-const STATUS_VIEW = defineView("status", STATUS);
+export const STATUS_VIEW = defineView("status", STATUS);
 
 /**
  * Route options of a browsing page: the session cookie authenticates it (`ui`, the SESSIONS part),
