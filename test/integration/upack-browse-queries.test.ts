@@ -13,11 +13,12 @@ import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 let t: TestApp;
 let browse: UpackBrowseQueries;
 let feedId: number;
+let upack: ReturnType<typeof createUpackFixtures>;
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1 + n));
 
 beforeAll(async () => {
   t = await buildTestApp();
-  const upack = createUpackFixtures(t);
+  upack = createUpackFixtures(t);
   await upack.createFeed("main");
   await upack.createFeed("other");
   // Published in an order unlike the names', so that both orders are checked.
@@ -60,6 +61,19 @@ describe("packagesPage", () => {
     // alpha: a tie is ordered by name.
     expect(ids(page.rows)).toEqual(["g/h/alpha", "bravo", "charlie", "echo", "alpha", "many", "delta"]);
     expect(page.rows.find((row) => row.name === "many")?.latest_version).toBe("10.0.0-rc.1");
+  });
+
+  it("sees a new version at once in the last-updated order it keeps between writes", async () => {
+    const before = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
+    expect(ids(before.rows)).toEqual(["g/h/alpha", "bravo"]);
+    await upack.addVersion(
+      "main",
+      { name: "delta", version: "1.1.0", manifest: { title: "delta title" } },
+      { publishedAt: day(40) },
+    );
+    const after = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
+    expect(ids(after.rows)).toEqual(["delta", "g/h/alpha"]);
+    expect(after.rows[0]?.latest_version).toBe("1.1.0");
   });
 
   it("searches as the API's search does, best match first, wildcards taken literally", async () => {

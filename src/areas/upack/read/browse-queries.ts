@@ -1,3 +1,4 @@
+import { changeWatchOf } from "../../../storage/change-watch.js";
 import type { Db } from "../../../storage/database.js";
 import { flushDownloadCounts } from "../download/counts.js";
 import { SEARCH_RANK, searchTerms } from "./query-repository.js";
@@ -97,17 +98,17 @@ const pageOf = (inner: string, order: PackageOrder) =>
   `SELECT ${PACKAGE_COLUMNS} FROM (${inner}) page JOIN upack_packages p ON p.id = page.id
    JOIN upack_versions v ON v.id = p.latest_version_id ORDER BY ${order === "relevance" ? "page.rank, p.name_key, p.group_key" : ORDER_BY[order]}`;
 
+/** Feeds whose "last updated" order is kept at once (a few hundred KiB for 100,000 packages). */
+const MAX_KEPT_ORDERS = 16;
+
 export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
-  const listing = (order: "name" | "updated") =>
-    db.prepare<[{ feed: number; limit: number; offset: number }], BrowsePackageRow>(
-      pageOf(
-        order === "name"
-          ? `SELECT p.id FROM upack_packages p WHERE p.feed_id = @feed AND p.latest_version_id IS NOT NULL
-             ORDER BY ${ORDER_BY.name} LIMIT @limit OFFSET @offset`
-          : `SELECT p.id FROM ${LATEST} WHERE p.feed_id = @feed ORDER BY ${ORDER_BY.updated} LIMIT @limit OFFSET @offset`,
-        order,
-      ),
-    );
+  const byName = db.prepare<[{ feed: number; limit: number; offset: number }], BrowsePackageRow>(
+    pageOf(
+      `SELECT p.id FROM upack_packages p WHERE p.feed_id = @feed AND p.latest_version_id IS NOT NULL
+       ORDER BY ${ORDER_BY.name} LIMIT @limit OFFSET @offset`,
+      "name",
+    ),
+  );
   const searching = (order: PackageOrder) =>
     db.prepare<
       [{ feed: number; term: string; prefix: string; infix: string; limit: number; offset: number }],
@@ -119,7 +120,37 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
         order,
       ),
     );
-  const list = { name: listing("name"), updated: listing("updated"), relevance: listing("name") };
+  // "Last updated" has no index to walk (the time is on each package's latest version): the feed's
+  // package ids in that order are read once and kept until the next write (ChangeWatch; download
+  // counts, written quietly, do not change the order). A page is then one read of 50 rows by id.
+  const updatedIds = db
+    .prepare<[number], number>(`SELECT p.id FROM ${LATEST} WHERE p.feed_id = ? ORDER BY ${ORDER_BY.updated}`)
+    .pluck();
+  const byIds = db.prepare<[string], BrowsePackageRow & { id: number }>(
+    `SELECT p.id, ${PACKAGE_COLUMNS} FROM ${LATEST} WHERE p.id IN (SELECT value FROM json_each(?))`,
+  );
+  const watch = changeWatchOf(db);
+  const orders = new Map<number, { version: string; ids: number[] }>();
+  function updatedOrder(feedId: number): number[] {
+    const version = watch.version();
+    const kept = orders.get(feedId);
+    if (kept?.version === version) return kept.ids;
+    const ids = updatedIds.all(feedId);
+    orders.delete(feedId);
+    if (orders.size >= MAX_KEPT_ORDERS) orders.delete(orders.keys().next().value as number);
+    orders.set(feedId, { version, ids });
+    return ids;
+  }
+  function updatedPage(feedId: number, offset: number, limit: number): BrowsePackageRow[] {
+    const ids = updatedOrder(feedId).slice(offset, offset + limit);
+    const rows = new Map(byIds.all(JSON.stringify(ids)).map((row) => [row.id, row]));
+    return ids.flatMap((id) => {
+      const row = rows.get(id);
+      if (row === undefined) return [];
+      const { id: _id, ...rest } = row;
+      return [rest];
+    });
+  }
   const search = { name: searching("name"), updated: searching("updated"), relevance: searching("relevance") };
   const counts = db.prepare<[], { feed_id: number; packages: number }>(
     `SELECT feed_id, COUNT(*) AS packages FROM upack_packages WHERE latest_version_id IS NOT NULL GROUP BY feed_id`,
@@ -157,9 +188,11 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
       const termKey = query.termKey?.trim() ?? "";
       const window = { feed: feedId, limit: query.limit + 1, offset: query.offset };
       const rows =
-        termKey === ""
-          ? list[query.order].all(window)
-          : search[query.order].all({ ...window, ...searchTerms(termKey) });
+        termKey !== ""
+          ? search[query.order].all({ ...window, ...searchTerms(termKey) })
+          : query.order === "updated"
+            ? updatedPage(feedId, window.offset, window.limit)
+            : byName.all(window);
       const more = rows.length > query.limit;
       return { rows: more ? rows.slice(0, query.limit) : rows, more };
     },
