@@ -12,6 +12,7 @@ import { registerUiSecurity } from "./session/ui-security.js";
 import type { UiSessions } from "./session/ui-sessions.js";
 import { signInRoutes } from "./sign-in-routes.js";
 import { registerBrowsePages } from "./pages/index.js";
+import { registerApiKeysPage } from "./admin/api-keys-page.js";
 import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
@@ -53,4 +54,5 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   app.get("/ui/app.js", asset("text/javascript; charset=utf-8", SCRIPT));
   app.get("/", { config: { access: { public: true } } }, async (_request, reply) => reply.redirect("/feeds", 303));
   await registerBrowsePages(app, deps);
+  registerApiKeysPage(app, deps);
 }

@@ -60,6 +60,11 @@ a.button { display: inline-block; border: 1px solid var(--accent); border-radius
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dl.facts dt { color: var(--muted); font-weight: 600; }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+fieldset { border: 1px solid var(--line); border-radius: .375rem; margin: 1rem 0; padding: .5rem 1rem .75rem; }
+legend { font-weight: 600; padding: 0 .25rem; }
+label.check { display: inline-flex; gap: .35rem; align-items: center; font-weight: 400; margin: .25rem 1rem .25rem 0; }
+td form { margin: 0; }
 @media (max-width: 40rem) {
   th.wide, td.wide { display: none; }
   main { padding: .75rem; }

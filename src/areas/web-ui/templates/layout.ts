@@ -21,6 +21,7 @@ export const LAYOUT = `<!doctype html>
   <nav aria-label="Main">
     <a href="/feeds">Feeds</a>
     <a href="/reference/api">API reference</a>
+    <a href="/admin/api-keys">API keys</a>
   </nav>
   <div class="who">
   <% if (it.user) { %>
