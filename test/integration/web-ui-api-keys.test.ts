@@ -128,7 +128,10 @@ describe("the API keys page", () => {
     expect(list.statusCode).toBe(200);
     expect(list.body).toContain("ci robot");
     expect(list.body).toContain("full-control, feeds");
-    expect(list.body).toContain("2999-12-31 23:59 UTC");
+    // Its row: expires at the end of the day picked, and last used just now (by the API call above).
+    const row = /<tr>\s*<td>ci robot[\s\S]*?<\/tr>/.exec(list.body)?.[0] ?? "";
+    expect(row).toContain('<td class="wide">2999-12-31 23:59 UTC</td>');
+    expect(row).toMatch(/<td class="wide">\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC<\/td>\s*<td>\s*<form/);
     expect(list.body).not.toContain(key);
     expect(list.body).toMatch(/action="\/admin\/api-keys\/\d+\/revoke"/);
     expect(logLines.join("\n")).not.toContain(key);
