@@ -34,6 +34,10 @@ export interface WebUiDeps {
  * the machine APIs never accept it).
  */
 export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
+  // Pages are for people, not part of the machine API's description (/openapi.json).
+  app.addHook("onRoute", (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   // First: cookies, CSRF checks and security headers for every route of this area (and no other).
   await registerUiSecurity(app);
   registerErrorPages(app);
