@@ -26,6 +26,7 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   grant(t.db, { user: await createUser(t.db, "alice", "alice-password-1"), attributes: ["Feeds_ViewFeed"] });
+  grant(t.db, { user: await createUser(t.db, "ada", "ada-password-1"), attributes: ["Admin_ConfigureProGet"] });
   for (const version of ["1.0.0", "1.1.0"]) {
     const res = await t.app.inject({
       method: "PUT",
@@ -156,5 +157,43 @@ describe.skipIf(!chromiumInstalled())("web UI in Chromium", () => {
     await screenshot(page, "sign-in-phone");
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
+  });
+
+  it("lets an administrator create an API key, shown once and working, and revoke it; a viewer sees no buttons", async () => {
+    const page = await freshPage();
+    await signIn(page, "ada", "ada-password-1");
+    await page.waitForURL(`${base}/feeds`);
+    await page.goto(`${base}/admin/api-keys`);
+    await expectAccessible(page);
+    await page.getByLabel("Display name").fill("Build agent <b>7</b>");
+    await page.getByLabel("metrics").check();
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.waitForURL(`${base}/admin/api-keys`);
+    const key = ((await page.locator("#new-key").textContent()) ?? "").trim();
+    expect(key.length).toBeGreaterThanOrEqual(20);
+    await expectAccessible(page);
+    await screenshot(page, "api-key-created-desktop");
+    const metrics = await fetch(`${base}/metrics`, { headers: { "X-ApiKey": key } });
+    expect(metrics.status).toBe(200);
+    await metrics.arrayBuffer();
+
+    // The list never shows the key again; revoking it makes it worthless.
+    await page.goto(`${base}/admin/api-keys`);
+    expect(await page.content()).not.toContain(key);
+    await page.getByRole("button", { name: "Revoke Build agent <b>7</b>" }).click();
+    await page.waitForURL(`${base}/admin/api-keys`);
+    const refused = await fetch(`${base}/metrics`, { headers: { "X-ApiKey": key } });
+    expect(refused.status).toBe(403);
+    await refused.arrayBuffer();
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+
+    const viewer = await freshPage();
+    await signIn(viewer, "alice", "alice-password-1");
+    await viewer.waitForURL(`${base}/feeds`);
+    const answer = await viewer.goto(`${base}/admin/api-keys`);
+    expect(answer?.status()).toBe(403);
+    expect(await viewer.getByRole("button", { name: /Revoke|Create key/ }).count()).toBe(0);
+    await viewer.context().close();
   });
 });
