@@ -89,60 +89,53 @@ const ORDER_BY: Record<PackageOrder, string> = {
   relevance: "rank, p.name_key, p.group_key",
 };
 
-/**
- * A page is chosen first by id alone (what OFFSET skips and what the sort holds stay small: no
- * manifest), then only its rows are joined to their latest version. A listing by name skips along
- * the (feed_id, group_key, name_key) index without reading a version.
- */
-const pageOf = (inner: string, order: PackageOrder) =>
-  `SELECT ${PACKAGE_COLUMNS} FROM (${inner}) page JOIN upack_packages p ON p.id = page.id
-   JOIN upack_versions v ON v.id = p.latest_version_id ORDER BY ${order === "relevance" ? "page.rank, p.name_key, p.group_key" : ORDER_BY[order]}`;
-
-/** Feeds whose "last updated" order is kept at once (a few hundred KiB for 100,000 packages). */
-const MAX_KEPT_ORDERS = 16;
+/** Orders (a feed's by last update, a search's) kept at once: up to 800 KiB each at 100,000 packages. */
+const MAX_KEPT_ORDERS = 32;
 
 export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
+  // By name: a page is chosen by id alone along the (feed_id, group_key, name_key) index (OFFSET
+  // skips index entries, not joined rows), then only its rows are joined to their latest version.
   const byName = db.prepare<[{ feed: number; limit: number; offset: number }], BrowsePackageRow>(
-    pageOf(
-      `SELECT p.id FROM upack_packages p WHERE p.feed_id = @feed AND p.latest_version_id IS NOT NULL
-       ORDER BY ${ORDER_BY.name} LIMIT @limit OFFSET @offset`,
-      "name",
-    ),
+    `SELECT ${PACKAGE_COLUMNS} FROM (
+       SELECT p.id FROM upack_packages p WHERE p.feed_id = @feed AND p.latest_version_id IS NOT NULL
+       ORDER BY ${ORDER_BY.name} LIMIT @limit OFFSET @offset
+     ) page JOIN upack_packages p ON p.id = page.id JOIN upack_versions v ON v.id = p.latest_version_id
+     ORDER BY ${ORDER_BY.name}`,
   );
-  const searching = (order: PackageOrder) =>
-    db.prepare<
-      [{ feed: number; term: string; prefix: string; infix: string; limit: number; offset: number }],
-      BrowsePackageRow
-    >(
-      pageOf(
-        `SELECT p.id, ${SEARCH_RANK} AS rank FROM ${LATEST}
-         WHERE p.feed_id = @feed AND rank IS NOT NULL ORDER BY ${ORDER_BY[order]} LIMIT @limit OFFSET @offset`,
-        order,
-      ),
-    );
-  // "Last updated" has no index to walk (the time is on each package's latest version): the feed's
-  // package ids in that order are read once and kept until the next write (ChangeWatch; download
-  // counts, written quietly, do not change the order). A page is then one read of 50 rows by id.
+  // Orders without an index to walk: "last updated" (the time is on each package's latest version)
+  // and searches (every package is ranked, as the API's search does). The ids in that order are read
+  // once and kept until the next write (ChangeWatch; download counts, written quietly, change no
+  // order), so that paging costs one read of 50 rows by id. The first read of a search or of a
+  // feed's order costs what the API's search does.
   const updatedIds = db
-    .prepare<[number], number>(`SELECT p.id FROM ${LATEST} WHERE p.feed_id = ? ORDER BY ${ORDER_BY.updated}`)
+    .prepare<[{ feed: number }], number>(
+      `SELECT p.id FROM ${LATEST} WHERE p.feed_id = @feed ORDER BY ${ORDER_BY.updated}`,
+    )
     .pluck();
+  const searching = (order: PackageOrder) =>
+    db
+      .prepare<[{ feed: number; term: string; prefix: string; infix: string }], number>(
+        `SELECT p.id, ${SEARCH_RANK} AS rank FROM ${LATEST}
+         WHERE p.feed_id = @feed AND rank IS NOT NULL ORDER BY ${ORDER_BY[order]}`,
+      )
+      .pluck();
+  const search = { name: searching("name"), updated: searching("updated"), relevance: searching("relevance") };
   const byIds = db.prepare<[string], BrowsePackageRow & { id: number }>(
     `SELECT p.id, ${PACKAGE_COLUMNS} FROM ${LATEST} WHERE p.id IN (SELECT value FROM json_each(?))`,
   );
   const watch = changeWatchOf(db);
-  const orders = new Map<number, { version: string; ids: number[] }>();
-  function updatedOrder(feedId: number): number[] {
+  const orders = new Map<string, { version: string; ids: number[] }>();
+  function keptOrder(key: string, read: () => number[]): number[] {
     const version = watch.version();
-    const kept = orders.get(feedId);
+    const kept = orders.get(key);
     if (kept?.version === version) return kept.ids;
-    const ids = updatedIds.all(feedId);
-    orders.delete(feedId);
-    if (orders.size >= MAX_KEPT_ORDERS) orders.delete(orders.keys().next().value as number);
-    orders.set(feedId, { version, ids });
+    const ids = read();
+    orders.delete(key);
+    if (orders.size >= MAX_KEPT_ORDERS) orders.delete(orders.keys().next().value as string);
+    orders.set(key, { version, ids });
     return ids;
   }
-  function updatedPage(feedId: number, offset: number, limit: number): BrowsePackageRow[] {
-    const ids = updatedOrder(feedId).slice(offset, offset + limit);
+  function rowsOf(ids: readonly number[]): BrowsePackageRow[] {
     const rows = new Map(byIds.all(JSON.stringify(ids)).map((row) => [row.id, row]));
     return ids.flatMap((id) => {
       const row = rows.get(id);
@@ -151,7 +144,11 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
       return [rest];
     });
   }
-  const search = { name: searching("name"), updated: searching("updated"), relevance: searching("relevance") };
+  function orderedIds(feedId: number, termKey: string, order: PackageOrder): number[] {
+    const key = `${feedId}\0${order}\0${termKey}`;
+    if (termKey === "") return keptOrder(key, () => updatedIds.all({ feed: feedId }));
+    return keptOrder(key, () => search[order].all({ feed: feedId, ...searchTerms(termKey) }));
+  }
   const counts = db.prepare<[], { feed_id: number; packages: number }>(
     `SELECT feed_id, COUNT(*) AS packages FROM upack_packages WHERE latest_version_id IS NOT NULL GROUP BY feed_id`,
   );
@@ -188,11 +185,9 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
       const termKey = query.termKey?.trim() ?? "";
       const window = { feed: feedId, limit: query.limit + 1, offset: query.offset };
       const rows =
-        termKey !== ""
-          ? search[query.order].all({ ...window, ...searchTerms(termKey) })
-          : query.order === "updated"
-            ? updatedPage(feedId, window.offset, window.limit)
-            : byName.all(window);
+        termKey === "" && query.order !== "updated"
+          ? byName.all(window)
+          : rowsOf(orderedIds(feedId, termKey, query.order).slice(window.offset, window.offset + window.limit));
       const more = rows.length > query.limit;
       return { rows: more ? rows.slice(0, query.limit) : rows, more };
     },
