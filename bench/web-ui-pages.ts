@@ -18,7 +18,9 @@ import { createFileBlobStore } from "../src/storage/file-blob-store.js";
  * paged). One feed holds PAGES_PACKAGES packages (default 9,000) of 10 versions each plus one
  * package of 10,000 versions: 100,000 versions. Rows are written straight into the database (as
  * bench/upack-seed.ts does); every page is rendered through the real app (inject: routing, access,
- * SQL, template), as Anonymous holding view on the feed. Not a test: one JSON object on stdout.
+ * SQL, template), as Anonymous holding view on the feed. Searches and the last-updated order are
+ * kept between writes (read/browse-queries.ts), so two scenarios measure them cold: a new term each
+ * request, and a write before each request. Not a test: one JSON object on stdout.
  *
  *   npx tsx bench/web-ui-pages.ts
  */
@@ -43,13 +45,16 @@ try {
   });
   if (created.statusCode !== 201) throw new Error(`creating the feed: ${created.statusCode} ${created.body}`);
   seed();
-  const scenarios: Record<string, string> = {
+  const scenarios: Record<string, string | ((i: number) => string)> = {
     "feed page 1 by name": "/feeds/big",
     "feed page 100 by name": "/feeds/big?page=100",
     "feed page 1 by last update": "/feeds/big?sort=updated",
     "feed page 100 by last update": "/feeds/big?sort=updated&page=100",
     "feed search (name prefix)": "/feeds/big?q=pkg-004",
     "feed search (no match: every row ranked)": "/feeds/big?q=nothing-matches",
+    // Every request a term not asked before: what a search costs before its ranking is kept.
+    "feed search, a new term each time": (i) => `/feeds/big?q=pkg-0${String(i).padStart(4, "0")}`,
+    "feed page 1 by last update after each write": (i) => (write(i), "/feeds/big?sort=updated"),
     "package page, 10,000 versions, page 1": "/feeds/big/packages/huge",
     "package page, 10,000 versions, last page": "/feeds/big/packages/huge?page=200",
     "package page, 10 versions": "/feeds/big/packages/pkg-04500",
@@ -65,10 +70,16 @@ try {
   await fs.rm(dataDir, { recursive: true, force: true });
 }
 
-async function measure(url: string) {
+/** A write that moves the ChangeWatch, as an upload would (untimed: done before the request). */
+function write(i: number): void {
+  db.prepare("UPDATE upack_versions SET published_by = ? WHERE id = 1").run(`bench ${i}`);
+}
+
+async function measure(target: string | ((i: number) => string)) {
   const times: number[] = [];
   let bytes = 0;
   for (let i = 0; i < samples + 20; i += 1) {
+    const url = typeof target === "string" ? target : target(i);
     const started = performance.now();
     const res = await app.inject({ method: "GET", url });
     const took = performance.now() - started;
@@ -79,7 +90,7 @@ async function measure(url: string) {
   times.sort((a, b) => a - b);
   const at = (q: number) =>
     Math.round((times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0) * 100) / 100;
-  log(`${url}: p50 ${at(0.5)} ms, p99 ${at(0.99)} ms`);
+  log(`${typeof target === "string" ? target : target(0)}: p50 ${at(0.5)} ms, p99 ${at(0.99)} ms`);
   return { p50: at(0.5), p99: at(0.99), max: at(1), bytes };
 }
 
