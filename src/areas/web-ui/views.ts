@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
 import { LAYOUT } from "./templates/layout.js";
+import { SNIPPETS } from "./templates/snippets.js";
 
 /**
  * Server-rendered pages (issue 16): Eta templates held as TypeScript strings (compiled with the
@@ -12,6 +13,8 @@ import { LAYOUT } from "./templates/layout.js";
  */
 const views = new Eta({ autoEscape: true, cache: true, autoTrim: false });
 views.loadTemplate("@layout", LAYOUT);
+// Partials, included by pages with `<%~ include("@name", data) %>` (their output is escaped already).
+views.loadTemplate("@snippets", SNIPPETS);
 
 /** Changes whenever the CSS or script does, so that browsers may cache them for a year. */
 export const ASSET_VERSION = createHash("sha256").update(STYLE).update(SCRIPT).digest("hex").slice(0, 12);

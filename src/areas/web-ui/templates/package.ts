@@ -80,11 +80,5 @@ export const PACKAGE = `<% layout("@layout") %>
 <% } %>
 
 <h2>How to use it</h2>
-<% for (const snippet of it.snippets) { %>
-<h3 id="use-<%= snippet.label %>"><%= snippet.label %></h3>
-<div class="snippet">
-<pre><code id="snippet-<%= snippet.label %>"><%= snippet.code %></code></pre>
-<button type="button" data-copy="snippet-<%= snippet.label %>" aria-describedby="use-<%= snippet.label %>" hidden>Copy</button>
-</div>
-<% } %>
+<%~ include("@snippets", { snippets: it.snippets }) %>
 `;
