@@ -62,12 +62,37 @@ try {
   const results: Record<string, { p50: number; p99: number; max: number; bytes: number }> = {};
   for (const [name, url] of Object.entries(scenarios)) results[name] = await measure(url);
   process.stdout.write(
-    `${JSON.stringify({ packages: packages + 1, versions: packages * 10 + 10_000, samples, results }, null, 2)}\n`,
+    `${JSON.stringify(
+      { packages: packages + 1, versions: packages * 10 + 10_000, samples, results, firstLoad: await firstLoad() },
+      null,
+      2,
+    )}\n`,
   );
 } finally {
   await app.close();
   db.close();
   await fs.rm(dataDir, { recursive: true, force: true });
+}
+
+/**
+ * What a browser transfers to show the feed page the first time (issue 16 section 4: under 150 KB):
+ * the page, its stylesheet and its script, as sent to a browser that accepts gzip and brotli.
+ */
+async function firstLoad() {
+  const headers = { "accept-encoding": "gzip, deflate, br" };
+  const page = await app.inject({ method: "GET", url: "/feeds/big", headers });
+  // The assets it names, read from the page as it is before compression.
+  const plain = await app.inject({ method: "GET", url: "/feeds/big" });
+  const assets = [...plain.body.matchAll(/(?:href|src)="(\/ui\/[^"]+)"/g)].map((match) => match[1] ?? "");
+  const sizes: Record<string, number> = { "/feeds/big": page.rawPayload.length };
+  for (const url of assets) {
+    const res = await app.inject({ method: "GET", url: url.replaceAll("&amp;", "&"), headers });
+    if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}`);
+    sizes[url] = res.rawPayload.length;
+  }
+  const totalBytes = Object.values(sizes).reduce((sum, size) => sum + size, 0);
+  log(`first load of /feeds/big: ${totalBytes} bytes transferred`);
+  return { sizes, totalBytes };
 }
 
 /** A write that moves the ChangeWatch, as an upload would (untimed: done before the request). */
