@@ -25,7 +25,7 @@ import {
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
-import { securityArea } from "./areas/security/index.js";
+import { createSecurityServices, securityArea } from "./areas/security/index.js";
 import { webUiArea } from "./areas/web-ui/index.js";
 import { createUiSessions } from "./areas/web-ui/session/ui-sessions.js";
 import { createUpackServices, upackArea } from "./areas/upack/index.js";
@@ -189,7 +189,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
 
   await app.register(healthRoutes, { db: deps.db, disk });
-  await app.register(securityArea, { db: deps.db, clock, feeds });
+  // One set of security services: the security API's routes and the web UI's pages (API keys).
+  const security = createSecurityServices({ db: deps.db, clock, feeds });
+  await app.register(securityArea, { services: security });
   // Moves of feeds' blobs to their new store: resumed once the app is ready (below), stopped
   // (between two blobs, the row keeping their place) before it closes.
   const moves = createFeedStoreMoves({
@@ -320,6 +322,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     feeds,
     upack: upackServices,
     sessions: uiSessions,
+    apiKeys: security.apiKeys,
   });
   await registerOpenApiRoutes(app);
   return app;

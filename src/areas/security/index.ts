@@ -1,11 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
-import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
-import type { FeedService } from "../management/index.js";
 import { apiKeyRoutes } from "./api-key-routes.js";
 import { groupRoutes } from "./group-routes.js";
 import { permissionRoutes } from "./permission-routes.js";
-import { createSecurityServices } from "./service.js";
+import type { SecurityServices } from "./service.js";
 import { taskRoutes } from "./task-routes.js";
 import { userRoutes } from "./user-routes.js";
 
@@ -16,11 +13,7 @@ export { createSecurityServices, type SecurityServices } from "./service.js";
  * Authentication itself (every transport, one principal) is http/auth.ts with this area's
  * authenticator; these routes manage what it reads.
  */
-export const securityArea: FastifyPluginAsync<{ db: Db; clock: Clock; feeds: FeedService }> = async (
-  app,
-  { db, clock, feeds },
-) => {
-  const services = createSecurityServices({ db, clock, feeds });
+export const securityArea: FastifyPluginAsync<{ services: SecurityServices }> = async (app, { services }) => {
   await app.register(apiKeyRoutes, { apiKeys: services.apiKeys });
   await app.register(userRoutes, { users: services.users });
   await app.register(groupRoutes, { users: services.users });

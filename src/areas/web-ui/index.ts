@@ -4,6 +4,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Authenticator } from "../../http/auth.js";
 import type { FeedService } from "../management/service.js";
+import type { ApiKeyService } from "../security/api-key-service.js";
 import type { UpackServices } from "../upack/index.js";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
@@ -24,6 +25,8 @@ export interface WebUiDeps {
   readonly authenticator: Authenticator;
   readonly feeds: FeedService;
   readonly upack: UpackServices;
+  /** The security API's own API key service (the API keys page). */
+  readonly apiKeys: ApiKeyService;
   /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
   readonly sessions: UiSessions;
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "../../../domain/errors.js";
 import { FEED_KEY_PERMISSIONS, SYSTEM_APIS } from "../../../domain/principal.js";
 import { STATUS_BY_KIND } from "../../../http/errors.js";
-import { type ApiKeyInput, createSecurityServices } from "../../security/service.js";
+import type { ApiKeyInput } from "../../security/service.js";
 import { ADMINISTER, API_KEY_TYPES, type ApiKeyView } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
 import { requireView, sendNotFound } from "../pages/access.js";
@@ -51,10 +51,7 @@ const EMPTY_FORM: FormValues = {
  * POST /admin/api-keys/:id/revoke. They read and write through the API's own ApiKeyService
  * (validation, hashing, the key shown once) and need what /api/api-keys/* need (ADMINISTER).
  */
-export function registerApiKeysPage(app: FastifyInstance, { db, clock, feeds }: WebUiDeps): void {
-  // The same factory the security area's routes are built from: one copy of every rule.
-  const apiKeys = createSecurityServices({ db, clock, feeds }).apiKeys;
-
+export function registerApiKeysPage(app: FastifyInstance, { apiKeys, feeds }: WebUiDeps): void {
   async function showList(
     request: FastifyRequest,
     reply: FastifyReply,
