@@ -10,14 +10,14 @@ export const UI_DOWNLOAD_PREFIX = "/ui";
  * `/upack/...` (a machine API), so a link there would answer 401 to a browser whose rights come
  * from its session. The very same download routes (GET and HEAD only: nothing a cross-site link
  * could change) are registered again under /ui with `config.ui`: same services, same needs
- * (Feeds_DownloadPackage on the feed), same counting; hidden from the API description.
+ * (Feeds_DownloadPackage on the feed), same counting; hidden from the API description as every
+ * web UI route is (index.ts).
  */
 export async function registerUiDownloads(app: FastifyInstance, { upack }: WebUiDeps): Promise<void> {
   await app.register(
     async (scoped) => {
       scoped.addHook("onRoute", (route) => {
         route.config = { ...route.config, ui: true };
-        route.schema = { ...route.schema, hide: true };
       });
       await scoped.register(upackDownloadRoutes, {
         downloads: upack.downloads,
