@@ -11,7 +11,7 @@ import {
 } from "./areas/connectors/index.js";
 import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.js";
 import { healthRoutes } from "./areas/health/routes.js";
-import { nativeArea } from "./areas/native/index.js";
+import { createNativeRegistry, NATIVE_METHODS, nativeArea } from "./areas/native/index.js";
 import { packagesApiArea } from "./areas/upack/packages-api/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
@@ -305,7 +305,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     agentPackages: configurationPackages,
   });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
+  const nativeRegistry = createNativeRegistry(NATIVE_METHODS);
   await app.register(nativeArea, {
+    registry: nativeRegistry,
     services: {
       releases,
       feeds,
@@ -322,7 +324,17 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     feeds,
     upack: upackServices,
     sessions: uiSessions,
-    apiKeys: security.apiKeys,
+    endpoints,
+    deployments,
+    connectors,
+    moves,
+    collector,
+    security,
+    releases,
+    configuration,
+    configurationRuntime,
+    nativeRegistry,
+    disk,
   });
   await registerOpenApiRoutes(app);
   return app;

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsync } from "fastify";
-import { NATIVE_METHODS } from "./methods.js";
-import { createNativeRegistry, type NativeServices } from "./registry.js";
+import type { NativeRegistry, NativeServices } from "./registry.js";
 import { referenceRoutes } from "./reference-routes.js";
 import { nativeRoutes } from "./routes.js";
 import { soapRoutes, type SoapRoutesOptions } from "./soap-routes.js";
 
 export { NATIVE_METHODS } from "./methods.js";
+export { createNativeRegistry } from "./registry.js";
 export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } from "./registry.js";
 
 /**
@@ -14,10 +14,11 @@ export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } fr
  */
 export const nativeArea: FastifyPluginAsync<{
   services: NativeServices;
+  /** The method table (made by app.ts, which also gives it to the web UI's reference pages). */
+  registry: NativeRegistry;
   /** WHARF_BASE_URL and the port, for absolute URLs (the SOAP service address in its WSDL). */
   config?: SoapRoutesOptions["config"];
-}> = async (app, { services, config }) => {
-  const registry = createNativeRegistry(NATIVE_METHODS);
+}> = async (app, { services, registry, config }) => {
   await app.register(nativeRoutes, { services, registry });
   await app.register(soapRoutes, { services, registry, ...(config && { config }) });
   await app.register(referenceRoutes, { registry });

@@ -3,8 +3,17 @@ import type { Database } from "better-sqlite3";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Authenticator } from "../../http/auth.js";
+import type { DiskSpace } from "../../storage/disk-space.js";
+import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
+import type { EveryStoreCollector } from "../../storage/stores-collector.js";
+import type { ConfigurationRuntime, ConfigurationServices } from "../configuration/index.js";
+import type { ConnectorService } from "../connectors/index.js";
+import type { EndpointsServices } from "../endpoints/index.js";
 import type { FeedService } from "../management/service.js";
-import type { ApiKeyService } from "../security/api-key-service.js";
+import type { NativeRegistry } from "../native/registry.js";
+import type { PackageDeploymentService } from "../package-deployment/index.js";
+import type { ReleasesServices } from "../releases/index.js";
+import type { SecurityServices } from "../security/index.js";
 import type { UpackServices } from "../upack/index.js";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
@@ -12,8 +21,12 @@ import { registerErrorPages } from "./error-pages.js";
 import { registerUiSecurity } from "./session/ui-security.js";
 import type { UiSessions } from "./session/ui-sessions.js";
 import { signInRoutes } from "./sign-in-routes.js";
+import { registerAdminPages } from "./admin/index.js";
+import { registerAssetDirectoryPages } from "./asset-dirs/index.js";
+import { registerConfigurationPages } from "./configuration/index.js";
+import { registerDeliveryPages } from "./delivery/index.js";
 import { registerBrowsePages } from "./pages/index.js";
-import { registerApiKeysPage } from "./admin/api-keys-page.js";
+import { registerReferencePages } from "./reference/index.js";
 import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
@@ -25,8 +38,23 @@ export interface WebUiDeps {
   readonly authenticator: Authenticator;
   readonly feeds: FeedService;
   readonly upack: UpackServices;
-  /** The security API's own API key service (the API keys page). */
-  readonly apiKeys: ApiKeyService;
+  /** Asset directories' services (the endpoints area's). */
+  readonly endpoints: EndpointsServices;
+  /** Deployment records of packages (package-deployment area). */
+  readonly deployments: PackageDeploymentService;
+  readonly connectors: ConnectorService;
+  /** Moves of feeds between package stores, and garbage collection (the storage API's). */
+  readonly moves: FeedStoreMoves;
+  readonly collector: EveryStoreCollector;
+  /** The security API's services: users, groups, permissions, API keys. */
+  readonly security: SecurityServices;
+  readonly releases: ReleasesServices;
+  readonly configuration: ConfigurationServices;
+  readonly configurationRuntime: ConfigurationRuntime;
+  /** The native API's methods, for the reference pages. */
+  readonly nativeRegistry: NativeRegistry;
+  /** Free space where the data directory is (server health). */
+  readonly disk: DiskSpace;
   /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
   readonly sessions: UiSessions;
 }
@@ -61,5 +89,9 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   app.get("/ui/app.js", asset("text/javascript; charset=utf-8", SCRIPT));
   app.get("/", { config: { access: { public: true } } }, async (_request, reply) => reply.redirect("/feeds", 303));
   await registerBrowsePages(app, deps);
-  registerApiKeysPage(app, deps);
+  await registerAssetDirectoryPages(app, deps);
+  await registerDeliveryPages(app, deps);
+  await registerConfigurationPages(app, deps);
+  await registerAdminPages(app, deps);
+  await registerReferencePages(app, deps);
 }

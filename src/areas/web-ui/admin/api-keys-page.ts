@@ -51,7 +51,8 @@ const EMPTY_FORM: FormValues = {
  * POST /admin/api-keys/:id/revoke. They read and write through the API's own ApiKeyService
  * (validation, hashing, the key shown once) and need what /api/api-keys/* need (ADMINISTER).
  */
-export function registerApiKeysPage(app: FastifyInstance, { apiKeys, feeds }: WebUiDeps): void {
+export function registerApiKeysPage(app: FastifyInstance, { security, feeds }: WebUiDeps): void {
+  const apiKeys = security.apiKeys;
   async function showList(
     request: FastifyRequest,
     reply: FastifyReply,

@@ -1,8 +1,12 @@
-/**
- * The pages' only script, served as /ui/app.js (no inline script: the CSP forbids it). Pages work
- * without it; it only adds what needs JavaScript (search as you type, upload progress, live logs).
- */
-export const SCRIPT = `"use strict";
+import { ADMIN_SCRIPT } from "../admin/script.js";
+import { ASSET_DIRS_SCRIPT } from "../asset-dirs/script.js";
+import { CONFIGURATION_SCRIPT } from "../configuration/script.js";
+import { DELIVERY_SCRIPT } from "../delivery/script.js";
+import { PACKAGES_SCRIPT } from "../pages/script.js";
+import { REFERENCE_SCRIPT } from "../reference/script.js";
+
+/** What every page may use: search as you type and copy buttons. */
+const BASE_SCRIPT = `"use strict";
 document.addEventListener("DOMContentLoaded", () => {
   // Search as you type: a form marked data-live submits itself after a pause in typing.
   for (const form of document.querySelectorAll("form[data-live]")) {
@@ -31,3 +35,15 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 });
 `;
+
+/**
+ * The pages' only script, served as /ui/app.js with `defer` (no inline script: the CSP forbids
+ * it): the shared behaviour, then each part's own, each in its own block scope. Pages work
+ * without it; it only adds what needs JavaScript (search as you type, upload progress, live logs).
+ */
+export const SCRIPT = [
+  BASE_SCRIPT,
+  ...[PACKAGES_SCRIPT, ASSET_DIRS_SCRIPT, DELIVERY_SCRIPT, CONFIGURATION_SCRIPT, ADMIN_SCRIPT, REFERENCE_SCRIPT]
+    .filter((part) => part !== "")
+    .map((part) => `{\n${part}\n}`),
+].join("\n");

@@ -1,5 +1,12 @@
-/** The pages' stylesheet, served as /ui/style.css. Light and dark follow the system setting. */
-export const STYLE = `:root {
+import { ADMIN_STYLE } from "../admin/style.js";
+import { ASSET_DIRS_STYLE } from "../asset-dirs/style.js";
+import { CONFIGURATION_STYLE } from "../configuration/style.js";
+import { DELIVERY_STYLE } from "../delivery/style.js";
+import { PACKAGES_STYLE } from "../pages/style.js";
+import { REFERENCE_STYLE } from "../reference/style.js";
+
+/** The frame's and shared rules. Light and dark follow the system setting. */
+const BASE_STYLE = `:root {
   color-scheme: light dark;
   --bg: #ffffff; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --accent: #0a58ca; --panel: #f6f8fa;
   --danger: #b42318; --focus: #0a58ca;
@@ -18,8 +25,8 @@ a { color: var(--accent); }
 .top { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .75rem 1.25rem;
   border-bottom: 1px solid var(--line); background: var(--panel); }
 .top .brand { font-weight: 700; font-size: 1.2rem; text-decoration: none; color: var(--fg); }
-.top nav { display: flex; gap: 1rem; flex: 1; }
-.top .who { display: flex; gap: .75rem; align-items: center; }
+.top nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; flex: 1; }
+.top .who { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
 .top form { margin: 0; }
 main { max-width: 72rem; margin: 0 auto; padding: 1.25rem; }
 h1 { font-size: 1.6rem; margin: .25rem 0 1rem; }
@@ -70,3 +77,14 @@ td form { margin: 0; }
   main { padding: .75rem; }
 }
 `;
+
+/** The pages' one stylesheet, served as /ui/style.css: the shared rules, then each part's own. */
+export const STYLE = [
+  BASE_STYLE,
+  PACKAGES_STYLE,
+  ASSET_DIRS_STYLE,
+  DELIVERY_STYLE,
+  CONFIGURATION_STYLE,
+  ADMIN_STYLE,
+  REFERENCE_STYLE,
+].join("\n");

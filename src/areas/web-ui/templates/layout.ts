@@ -20,12 +20,15 @@ export const LAYOUT = `<!doctype html>
   <a class="brand" href="/">Wharf</a>
   <nav aria-label="Main">
     <a href="/feeds">Feeds</a>
+    <a href="/applications">Applications</a>
+    <a href="/configuration">Configuration</a>
+    <a href="/admin">Administration</a>
     <a href="/reference/api">API reference</a>
-    <a href="/admin/api-keys">API keys</a>
   </nav>
   <div class="who">
   <% if (it.user) { %>
     <span>Signed in as <strong><%= it.user %></strong></span>
+    <a href="/account">Account</a>
     <form method="post" action="/sign-out">
       <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
       <button type="submit">Sign out</button>
