@@ -69,3 +69,45 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/** A page that records what went wrong on it: dialogs, script errors, CSP reports, failed sub-resources. */
+export type WatchedPage = Page & { readonly problems: string[] };
+
+/**
+ * A fresh browser profile (no cookies carried over) and a page in it that records any dialog,
+ * page error, console error (a CSP violation shows as one) and failed sub-resource. Pages
+ * themselves may answer 401, 403 or 404 on purpose, so only non-document responses count.
+ * Close it with `page.context().close()`.
+ */
+export async function freshPage(
+  browser: Browser,
+  viewport: { width: number; height: number } = VIEWPORTS.desktop,
+): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("dialog", (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  page.on("response", (response) => {
+    if (response.status() >= 400 && response.request().resourceType() !== "document") {
+      problems.push(`${response.status()} for ${response.url()}`);
+    }
+  });
+  return Object.assign(page, { problems });
+}
+
+/** Signs in through the sign-in form (the browser then follows the redirect to /feeds). */
+export async function signInThroughForm(page: Page, base: string, user: string, password: string): Promise<void> {
+  await page.goto(`${base}/sign-in`);
+  await page.getByLabel("User name").fill(user);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}

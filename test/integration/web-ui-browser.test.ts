@@ -2,7 +2,16 @@ import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { chromiumInstalled, launchBrowser, screenshot, seriousAxeViolations, VIEWPORTS } from "../helpers/browser.js";
+import {
+  chromiumInstalled,
+  freshPage as freshPageOf,
+  launchBrowser,
+  screenshot,
+  seriousAxeViolations,
+  signInThroughForm,
+  VIEWPORTS,
+  type WatchedPage,
+} from "../helpers/browser.js";
 import { createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
@@ -51,44 +60,14 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** A fresh browser profile per test (no cookies carried over), failing on any dialog or page error. */
-async function freshPage(viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<Page> {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("dialog", (dialog) => {
-    problems.push(`dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  // A CSP violation shows as a console error; a failed stylesheet, script or image as a response.
-  // Pages themselves may answer 401, 403 or 404 on purpose (a wrong password, a missing feed).
-  page.on("console", (message) => {
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-      problems.push(`console: ${message.text()}`);
-    }
-  });
-  page.on("response", (response) => {
-    if (response.status() >= 400 && response.request().resourceType() !== "document") {
-      problems.push(`${response.status()} for ${response.url()}`);
-    }
-  });
-  (page as Page & { problems: string[] }).problems = problems;
-  return page;
-}
-
-const problemsOf = (page: Page) => (page as Page & { problems: string[] }).problems;
+const problemsOf = (page: WatchedPage) => page.problems;
+const freshPage = (viewport?: { width: number; height: number }) => freshPageOf(browser, viewport);
 
 async function expectAccessible(page: Page) {
   expect(await seriousAxeViolations(page)).toEqual([]);
 }
 
-async function signIn(page: Page, user: string, password: string) {
-  await page.goto(`${base}/sign-in`);
-  await page.getByLabel("User name").fill(user);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
+const signIn = (page: Page, user: string, password: string) => signInThroughForm(page, base, user, password);
 
 describe.skipIf(!chromiumInstalled())("web UI in Chromium", () => {
   it("signs in after a wrong password, shows who is signed in, and signs out", async () => {
