@@ -1,7 +1,8 @@
 /**
  * The frame of every page. Eta escapes every `<%= %>`; `<%~ %>` (unescaped) is used only for
  * `it.body`, which is the already-escaped output of the page's own template. No inline script or
- * style anywhere (the Content-Security-Policy forbids both): behaviour comes from /ui/app.js.
+ * style anywhere (the Content-Security-Policy forbids both): behaviour comes from /ui/app.js, which
+ * sends the signed-in session's CSRF token (the csrf-token meta) as `x-csrf-token` on its requests.
  */
 export const LAYOUT = `<!doctype html>
 <html lang="en">
@@ -11,6 +12,7 @@ export const LAYOUT = `<!doctype html>
 <meta name="color-scheme" content="light dark">
 <title><%= it.title %> · Wharf</title>
 <link rel="icon" href="data:,">
+<% if (it.csrfToken) { %><meta name="csrf-token" content="<%= it.csrfToken %>"><% } %>
 <link rel="stylesheet" href="/ui/style.css?v=<%= it.assetVersion %>">
 <script src="/ui/app.js?v=<%= it.assetVersion %>" defer></script>
 </head>
