@@ -325,6 +325,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     upack: upackServices,
     sessions: uiSessions,
     endpoints,
+    content: shared,
     deployments,
     connectors,
     moves,

@@ -8,6 +8,7 @@ import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
 import type { EveryStoreCollector } from "../../storage/stores-collector.js";
 import type { ConfigurationRuntime, ConfigurationServices } from "../configuration/index.js";
 import type { ConnectorService } from "../connectors/index.js";
+import type { ContentAreaDeps } from "../content-area-deps.js";
 import type { EndpointsServices } from "../endpoints/index.js";
 import type { FeedService } from "../management/service.js";
 import type { NativeRegistry } from "../native/registry.js";
@@ -40,6 +41,8 @@ export interface WebUiDeps {
   readonly upack: UpackServices;
   /** Asset directories' services (the endpoints area's). */
   readonly endpoints: EndpointsServices;
+  /** What the content areas are built from (blob reader, keepers): the asset routes mounted under /ui need it. */
+  readonly content: ContentAreaDeps;
   /** Deployment records of packages (package-deployment area). */
   readonly deployments: PackageDeploymentService;
   readonly connectors: ConnectorService;
