@@ -14,7 +14,7 @@ export interface EditForm {
 }
 
 export const CACHE_TYPES = [
-  { value: "Inherit", label: "Inherit (from the folder, then the directory)" },
+  { value: "Inherit", label: "Inherit from the folder" },
   { value: "NoCache", label: "No cache" },
   { value: "TTL", label: "Time to live (seconds)" },
   { value: "Custom", label: "Custom Cache-Control text" },

@@ -148,7 +148,7 @@ ${MESSAGE}
     <legend>Metadata</legend>
     <p class="muted">Clear a name to remove its entry. A response header is sent with every download of the file.</p>
     <table class="asset-meta">
-    <thead><tr><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Response header</th></tr></thead>
+    <thead><tr><th scope="col">Name</th><th scope="col">Value</th><th scope="col">As header</th></tr></thead>
     <tbody>
     <% it.form.entries.forEach((entry, i) => { %>
     <tr>
