@@ -28,7 +28,7 @@ class Browser {
     headers?: Record<string, string>;
     payload?: Buffer | string;
   }): Promise<LightMyRequestResponse> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    const cookie = cookieOf(this);
     const res = await this.t.app.inject({
       method: options.method ?? "GET",
       url: options.url,
@@ -72,6 +72,15 @@ class Browser {
     return this.request({ method: "POST", url, form: [["_csrf", _csrf], ...fields] });
   }
 }
+
+let port: number | undefined;
+/** The app on a real socket (once), for requests sent as raw bytes. */
+async function listening(): Promise<number> {
+  port ??= Number(new URL(await t.app.listen({ port: 0, host: "127.0.0.1" })).port);
+  return port;
+}
+
+const cookieOf = (browser: Browser) => [...browser.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
 
 const tokenOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
 
@@ -168,7 +177,7 @@ describe("browsing", () => {
   });
 
   it("refuses traversal and encoded slashes sent as raw bytes, on pages and forms", async () => {
-    const port = Number(new URL(await t.app.listen({ port: 0, host: "127.0.0.1" })).port);
+    const port = await listening();
     const cookie = [...admin.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
     const form = `_csrf=${encodeURIComponent(await admin.token())}`;
     const hostile = [
@@ -342,6 +351,21 @@ describe("changes through the forms", () => {
     expect(wrongSession.statusCode).toBe(403);
     expect((await admin.request({ url: "/assets/files/forged.txt" })).statusCode).toBe(404);
     expect((await admin.request({ url: "/assets/files/docs/readme.txt" })).statusCode).toBe(200);
+  });
+
+  it("refuses before reading the body: an upload without its token, and a form of a viewer without Add", async () => {
+    const port = await listening();
+    // 100 MB announced and none sent: an answer can only come from a check made before the body.
+    const announce = (target: string, browser: Browser, type: string) =>
+      rawRequest(
+        port,
+        `POST ${target} HTTP/1.1\r\nHost: wharf\r\nCookie: ${cookieOf(browser)}\r\nConnection: close\r\n` +
+          `Content-Type: ${type}\r\nContent-Length: 100000000\r\n\r\n`,
+      );
+    const noToken = await announce("/ui/endpoints/files/content/huge.bin", admin, "application/octet-stream");
+    expect(noToken.status).toBe(403);
+    const viewerForm = await announce("/ui/assets/files/upload/", viewer, "multipart/form-data; boundary=x");
+    expect(viewerForm.status).toBe(403);
   });
 
   it("creates a folder, refuses a bad name with the message, and needs the token", async () => {
