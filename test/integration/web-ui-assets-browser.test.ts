@@ -31,6 +31,9 @@ const PNG = Buffer.from(
 const HOSTILE_HTML =
   `<h1>hostile</h1><script>alert("ran"); top.document.title = "pwned"; top.__pwned = 1;</script>` +
   `<img src=x onerror="alert('img')"><script src="evil.js"></script>`;
+const HOSTILE_SVG =
+  `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><script>alert("svg"); top.__pwned = 1;</script>` +
+  `<text x="4" y="24">hostile svg</text></svg>`;
 const HOSTILE_JS = `alert("js"); document.title = "pwned"; top.__pwned = 1;`;
 const PASSWORD = "ada-password-1";
 
@@ -55,6 +58,7 @@ beforeAll(async () => {
   for (const [path, body, type] of [
     ["site/evil.html", HOSTILE_HTML, "text/html"],
     ["site/evil.js", HOSTILE_JS, "text/javascript"],
+    ["site/evil.svg", HOSTILE_SVG, "image/svg+xml"],
   ] as const) {
     expect((await putAsset(t, "www", path, body, { "content-type": type })).statusCode).toBe(201);
   }
@@ -107,7 +111,7 @@ describe.skipIf(!chromiumInstalled())("asset directories in Chromium", () => {
     await page.context().close();
   });
 
-  it("shows a hostile HTML file only in a sandbox: no script runs, in the frame or opened directly", async () => {
+  it("shows hostile HTML and SVG only in a sandbox: no script runs, in the frame or opened directly", async () => {
     const page = await signedIn();
     await page.goto(`${base}/assets/www/site/evil.html`);
     const frame = page.frameLocator("iframe.asset-frame");
@@ -119,11 +123,18 @@ describe.skipIf(!chromiumInstalled())("asset directories in Chromium", () => {
     await expectAccessible(page);
     await screenshot(page, "assets-sandboxed-desktop");
 
-    // Opened as a page of its own: an opaque origin, no script, no access to the UI's cookies.
-    await page.goto(`${base}/ui/endpoints/www/content/site/evil.html`);
-    await page.waitForTimeout(300);
-    expect(await page.title()).not.toBe("pwned");
-    expect(await page.evaluate(() => window.origin)).toBe("null");
+    // An SVG the same: framed, sandboxed.
+    await page.goto(`${base}/assets/www/site/evil.svg`);
+    await expect.poll(() => frame.getByText("hostile svg").count()).toBe(1);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+
+    // Opened as pages of their own: an opaque origin, no script, no access to the UI's cookies.
+    for (const name of ["evil.html", "evil.svg"]) {
+      await page.goto(`${base}/ui/endpoints/www/content/site/${name}`);
+      await page.waitForTimeout(300);
+      expect(await page.title()).not.toBe("pwned");
+      expect(await page.evaluate(() => window.origin)).toBe("null");
+    }
     // Chromium reports each blocked script as a console error; no dialog opened.
     expect(page.problems.filter((problem) => !/sandboxed|Content Security Policy/.test(problem))).toEqual([]);
     expect(page.problems.some((problem) => problem.startsWith("dialog"))).toBe(false);
