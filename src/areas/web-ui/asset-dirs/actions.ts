@@ -5,6 +5,7 @@ import { DomainError, invalid } from "../../../domain/errors.js";
 import { acceptFormDataUploads, isFormDataUpload } from "../../../http/form-data-upload.js";
 import { STATUS_BY_KIND } from "../../../http/errors.js";
 import { storeFormUpload } from "../../endpoints/form-upload.js";
+import type { Feed } from "../../management/index.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import type { AssetPages } from "./browse-page.js";
@@ -108,12 +109,7 @@ export async function registerAssetActions(app: FastifyInstance, deps: WebUiDeps
     scope.post("/ui/assets/:feed/upload/*", upload);
   });
 
-  async function uploadInto(
-    request: FastifyRequest,
-    directory: Awaited<ReturnType<typeof assets.directory>>,
-    folder: AssetPath,
-    mayReplace: boolean,
-  ) {
+  async function uploadInto(request: FastifyRequest, directory: Feed, folder: AssetPath, mayReplace: boolean) {
     // As the API's form upload to a folder URL: each file under the folder by its name, all or none.
     const items = await storeFormUpload(assets, request, {
       directory,

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { type AssetPath, parseAssetPath } from "../../../domain/asset-path.js";
+import type { AssetPath } from "../../../domain/asset-path.js";
 import type { AssetItem } from "../../endpoints/repository.js";
 import { contentTypeOf } from "../../endpoints/service.js";
 import type { Feed } from "../../management/index.js";
@@ -8,17 +8,7 @@ import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { formatBytes, formatDate, pageNumber, queryText } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
 import { editForm, CACHE_TYPES, type EditForm } from "./edit-form.js";
-import {
-  actionUrl,
-  type AssetAction,
-  assetNeed,
-  breadcrumbs,
-  browseUrl,
-  feedOf,
-  fileUrl,
-  namedPath,
-  parentOf,
-} from "./paths.js";
+import { actionUrl, type AssetAction, assetNeed, breadcrumbs, browseUrl, feedOf, fileUrl, namedPath } from "./paths.js";
 import { previewKind, readTextPreview, TEXT_PREVIEW_BYTES } from "./preview.js";
 import { ASSET_DELETE, ASSET_EDIT, ASSET_FILE, ASSET_FOLDER } from "./templates.js";
 
@@ -204,6 +194,3 @@ export function registerAssetPages(app: FastifyInstance, deps: WebUiDeps): Asset
   app.get("/assets/:feed/*", BROWSE_PAGE, browse);
   return pages;
 }
-
-/** The folder holding an item, as a parsed path. */
-export const parentFolder = (item: Pick<AssetItem, "path">) => parseAssetPath(parentOf(item.path), { allowRoot: true });
