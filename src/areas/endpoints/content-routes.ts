@@ -62,7 +62,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
     method: ["GET", "HEAD"],
     url: "/endpoints/:dir/content",
     schema: { hide: true },
-    config: access("Feeds_DownloadPackage"),
+    config: access("download"),
     handler: async (request, reply) =>
       folderUnderContent(request, reply, await assets.directory(directoryOf(request)), ASSET_ROOT),
   });
@@ -84,7 +84,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       }),
       response: { 200: z.unknown().describe("The file"), ...errors },
     },
-    config: access("Feeds_DownloadPackage"),
+    config: access("download"),
     handler: async (request, reply) => {
       const directory = await assets.directory(directoryOf(request));
       const path = parseAssetPath(tailOf(request), { allowRoot: true });
@@ -120,7 +120,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       tags: TAGS,
       response: { 200: z.unknown(), ...errors },
     },
-    config: access("Feeds_DeletePackage"),
+    config: access("delete"),
     handler: async (request, reply) => {
       const directory = await assets.directory(directoryOf(request));
       const path = parseAssetPath(tailOf(request));

@@ -29,7 +29,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
       querystring: queryDoc({ recursive: "`true` to include every item below the folder (also `True`, `true)`)" }),
       response: { 200: z.array(assetItemSchema), ...errors },
     },
-    config: access("Feeds_ViewFeed"),
+    config: access("view"),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const directory = await assets.directory(directoryOf(request));
       const folder = parseAssetPath(tailOf(request), { allowRoot: true });
@@ -47,7 +47,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
       tags: TAGS,
       response: { 201: z.unknown(), ...errors },
     },
-    config: access("Feeds_AddPackage"),
+    config: access("add"),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const directory = await assets.directory(directoryOf(request));
       const path = parseAssetPath(tailOf(request), { allowRoot: true });
@@ -66,7 +66,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
       querystring: queryDoc({ recursive: "`true` to delete a folder with its contents (also `True`)" }),
       response: { 200: z.unknown(), ...errors },
     },
-    config: access("Feeds_DeletePackage"),
+    config: access("delete"),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const directory = await assets.directory(directoryOf(request));
       const path = parseAssetPath(tailOf(request), { allowRoot: true });
@@ -85,7 +85,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
       tags: TAGS,
       response: { 200: assetItemSchema, ...errors },
     },
-    config: access("Feeds_ViewFeed"),
+    config: access("view"),
     handler: async (request) => {
       const directory = await assets.directory(directoryOf(request));
       const item = await assets.item(directory, parseAssetPath(tailOf(request)));
@@ -104,7 +104,7 @@ export const folderRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app
       tags: TAGS,
       response: { 200: assetItemSchema, ...errors, 415: errors[400] },
     },
-    config: access("Feeds_AddPackage"),
+    config: access("add"),
     handler: async (request) => {
       await requireJsonBody(request);
       // JSON `null` is a body, and not an object; only a missing body means "no changes".

@@ -2,13 +2,12 @@ import type { FastifyPluginAsync, RouteOptions } from "fastify";
 import { z } from "zod";
 import { parseAssetPath } from "../../domain/asset-path.js";
 import { invalid } from "../../domain/errors.js";
-import { needOnFeed } from "../../domain/principal.js";
 import { acceptFormDataUploads, isFormDataUpload } from "../../http/form-data-upload.js";
 import { hasParam, param, type QueryLike } from "../../http/params.js";
 import { rawUploadBody } from "../../http/upload-body.js";
 import { claimedDigests } from "../../http/upload-digests.js";
 import { storeFormUpload } from "./form-upload.js";
-import { access, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
+import { access, assetNeed, contentBaseFor, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import type { EndpointsAreaOptions } from "./index.js";
 import { assetItemSchema, presentAssetItem } from "./present.js";
 import type { WriteMode } from "./repository.js";
@@ -61,13 +60,13 @@ export const fileUploadRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async 
         413: errors[400],
       },
     },
-    config: { ...access("Feeds_AddPackage"), storesUpload: true },
+    config: { ...access("add"), storesUpload: true },
     handler: async (request, reply) => {
       const directory = await assets.directory(directoryOf(request));
       const tail = tailOf(request);
       const path = parseAssetPath(tail, { allowRoot: true });
       const query = request.query as QueryLike;
-      const mayReplace = () => request.can(needOnFeed("Feeds_OverwritePackage", directory.name));
+      const mayReplace = () => request.can(assetNeed("overwrite", directory.name));
       // The router drops a trailing '/' from the wildcard, so the URL itself tells a folder URL apart.
       const namesFolder = tail === "" || (request.url.split("?")[0] ?? "").endsWith("/");
 

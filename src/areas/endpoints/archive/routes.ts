@@ -54,7 +54,7 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       method: ["GET", "HEAD"],
       url,
       schema: exportSchema,
-      config: access("Feeds_DownloadPackage"),
+      config: access("download"),
       handler: exportArchive,
     });
   }
@@ -93,7 +93,7 @@ export const archiveRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       method: "POST",
       url,
       schema: importSchema,
-      config: { ...access("Feeds_AddPackage"), storesUpload: true },
+      config: { ...access("add"), storesUpload: true },
       handler: importArchive,
     });
   }

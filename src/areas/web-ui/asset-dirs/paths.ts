@@ -1,26 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import { type AssetPath, parseAssetPath } from "../../../domain/asset-path.js";
 import { invalid } from "../../../domain/errors.js";
-import { type AccessNeed, type FeedAttribute, needOnFeed } from "../../../domain/principal.js";
 import { UI_DOWNLOAD_PREFIX } from "../pages/downloads.js";
 
-/**
- * Where the file browser's pages and actions are, and what each needs. The needs are the asset
- * directory API's (docs/compat.md 4.6, src/areas/endpoints/*-routes.ts): View to list and read
- * metadata, Download to read a file, Add to upload, create folders and edit metadata, Overwrite to
- * replace a file, Delete to delete; each on the directory the URL names.
- */
-export const ASSET_NEEDS = {
-  view: "Feeds_ViewFeed",
-  download: "Feeds_DownloadPackage",
-  add: "Feeds_AddPackage",
-  overwrite: "Feeds_OverwritePackage",
-  delete: "Feeds_DeletePackage",
-} as const satisfies Record<string, FeedAttribute>;
-
-export type AssetAction = keyof typeof ASSET_NEEDS;
-
-export const assetNeed = (action: AssetAction, feed: string): AccessNeed => needOnFeed(ASSET_NEEDS[action], feed);
+/** Where the file browser's pages and actions are; what each needs is the API's table (ASSET_NEEDS). */
+export { type AssetAction, assetNeed } from "../../endpoints/http.js";
 
 /** `a b/ü.txt` -> `a%20b/%C3%BC.txt`: each segment escaped, the slashes kept. */
 const encodePath = (path: string) => path.split("/").map(encodeURIComponent).join("/");
