@@ -334,6 +334,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     releases,
     configuration,
     configurationRuntime,
+    jobs,
     nativeRegistry,
     disk,
   });

@@ -6,7 +6,7 @@ import { queryDoc } from "../../http/query-doc.js";
 import type { Checker } from "./checker.js";
 import type { InfrastructureRepository } from "./infrastructure-repository.js";
 import type { EntityType } from "./remediation-repository.js";
-import type { RemediationService } from "./remediation.js";
+import type { RemediationRequest, RemediationService } from "./remediation.js";
 import type { StatusService } from "./status.js";
 
 /**
@@ -24,8 +24,12 @@ export interface ConfigurationRoutesOptions {
   readonly remediation: RemediationService;
 }
 
-const VIEW: AccessNeed = { api: "configuration", attribute: "Infrastructure_View" };
-const MANAGE: AccessNeed = { api: "configuration", attribute: "Infrastructure_Manage" };
+/** What reading status, items and job states needs (the web UI's configuration pages ask the same). */
+export const CONFIGURATION_VIEW: AccessNeed = { api: "configuration", attribute: "Infrastructure_View" };
+/** What checking and remediating needs. */
+export const CONFIGURATION_MANAGE: AccessNeed = { api: "configuration", attribute: "Infrastructure_Manage" };
+const VIEW = CONFIGURATION_VIEW;
+const MANAGE = CONFIGURATION_MANAGE;
 const TAGS = ["configuration"];
 const ENTITY_TYPES: readonly EntityType[] = ["server", "role", "environment"];
 /** Parameters that carry the key, never an entity type. */
@@ -95,6 +99,46 @@ export function parseSimulate(text: string | undefined): boolean {
   throw invalid("INVALID_SIMULATE", `'simulate' must be true or false, not '${text}'.`);
 }
 
+/**
+ * The servers a check of the entity covers (none named: every server); 404 for an unknown name. A
+ * role's status counts the servers that have it through dependencies too: so does its check.
+ */
+export function serversToCheck(
+  infrastructure: InfrastructureRepository,
+  status: Pick<StatusService, "serversOfRole">,
+  entity: { type: EntityType; name: string } | undefined,
+): number[] {
+  if (entity === undefined) return infrastructure.listServers().map((server) => server.id);
+  if (entity.type === "server") {
+    const server = infrastructure.findServer(entity.name);
+    if (server === undefined) throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no server named '${entity.name}'.`);
+    return [server.id];
+  }
+  const named =
+    entity.type === "role" ? infrastructure.findRole(entity.name) : infrastructure.findEnvironment(entity.name);
+  if (named === undefined)
+    throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${entity.type} named '${entity.name}'.`);
+  return entity.type === "role"
+    ? status.serversOfRole(named.id)
+    : infrastructure.environmentServers(named.id).map((server) => server.id);
+}
+
+/** A remediation's arguments (`job`, `start`, `simulate`) read as the API reads them; 400 for bad ones. */
+export function remediationRequestOf(entityType: EntityType, entityName: string, args: QueryLike): RemediationRequest {
+  const startText = param(args, "start");
+  const name = param(args, "job")?.trim();
+  if (name !== undefined && name.length > MAX_JOB_NAME) {
+    throw invalid("INVALID_JOB_NAME", `'job' may have ${MAX_JOB_NAME} characters at most.`);
+  }
+  return {
+    entityType,
+    entityName,
+    name: name || undefined,
+    start: startText === undefined ? undefined : parseStart(startText),
+    simulate: parseSimulate(param(args, "simulate")),
+  };
+}
+
 const plainText = (reply: FastifyReply, body: string) =>
   reply.header("Content-Type", "text/plain; charset=utf-8").header("Cache-Control", "no-store").send(body);
 
@@ -145,27 +189,7 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
     },
     async (request, reply) => {
       const entity = entityOf(argumentsOf(request), ENTITY_TYPES);
-      let serverIds: number[];
-      if (entity === undefined) {
-        serverIds = infrastructure.listServers().map((server) => server.id);
-      } else if (entity.type === "server") {
-        const server = infrastructure.findServer(entity.name);
-        if (server === undefined)
-          throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no server named '${entity.name}'.`);
-        serverIds = [server.id];
-      } else {
-        // The role's status counts the servers that have it through dependencies too: so does its check.
-        const named =
-          entity.type === "role" ? infrastructure.findRole(entity.name) : infrastructure.findEnvironment(entity.name);
-        if (named === undefined) {
-          throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${entity.type} named '${entity.name}'.`);
-        }
-        serverIds =
-          entity.type === "role"
-            ? status.serversOfRole(named.id)
-            : infrastructure.environmentServers(named.id).map((server) => server.id);
-      }
-      checker.request(serverIds);
+      checker.request(serversToCheck(infrastructure, status, entity));
       return reply.header("Cache-Control", "no-store").send();
     },
   );
@@ -208,20 +232,9 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
       if (type === undefined) {
         throw invalid("INVALID_ENTITY_TYPE", `'${entityType}' is not an entity type: use server, role or environment.`);
       }
-      const args = argumentsOf(request) as QueryLike;
-      const startText = param(args, "start");
-      const name = param(args, "job")?.trim();
-      if (name !== undefined && name.length > MAX_JOB_NAME) {
-        throw invalid("INVALID_JOB_NAME", `'job' may have ${MAX_JOB_NAME} characters at most.`);
-      }
-      const request_ = {
-        entityType: type,
-        entityName,
-        name: name || undefined,
-        start: startText === undefined ? undefined : parseStart(startText),
-        simulate: parseSimulate(param(args, "simulate")),
-      };
-      const token = await remediation.request(request_);
+      const token = await remediation.request(
+        remediationRequestOf(type, entityName, argumentsOf(request) as QueryLike),
+      );
       return plainText(reply, String(token));
     },
   );

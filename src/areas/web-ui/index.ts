@@ -3,6 +3,7 @@ import type { Database } from "better-sqlite3";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Authenticator } from "../../http/auth.js";
+import type { JobRunner } from "../../jobs/runner.js";
 import type { DiskSpace } from "../../storage/disk-space.js";
 import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
 import type { EveryStoreCollector } from "../../storage/stores-collector.js";
@@ -54,6 +55,8 @@ export interface WebUiDeps {
   readonly releases: ReleasesServices;
   readonly configuration: ConfigurationServices;
   readonly configurationRuntime: ConfigurationRuntime;
+  /** The one job runner: remediation jobs' logs (configuration pages). */
+  readonly jobs: Pick<JobRunner, "readLog">;
   /** The native API's methods, for the reference pages. */
   readonly nativeRegistry: NativeRegistry;
   /** Free space where the data directory is (server health). */

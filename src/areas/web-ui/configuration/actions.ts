@@ -1,0 +1,71 @@
+import type { FastifyInstance } from "fastify";
+import { DomainError } from "../../../domain/errors.js";
+import { STATUS_BY_KIND } from "../../../http/errors.js";
+import type { QueryLike } from "../../../http/params.js";
+import {
+  CONFIGURATION_MANAGE,
+  remediationRequestOf,
+  serversToCheck,
+} from "../../configuration/configuration-routes.js";
+import type { WebUiDeps } from "../index.js";
+import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
+import { KINDS, type RemediateForm, sendEntityPage } from "./entity-page.js";
+import { entityUrl, jobUrl } from "./present.js";
+import type { RemediationJobs } from "./remediation-jobs.js";
+
+/** A form field as text (a repeated field: its first value), "" when absent. */
+function field(body: unknown, name: string): string {
+  const value = body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
+  const first = Array.isArray(value) ? value[0] : value;
+  return typeof first === "string" ? first : "";
+}
+
+/**
+ * The check and remediate forms' targets. The same needs as /api/configuration/check and
+ * /remediate (Infrastructure_Manage) and the same services: the checker, the servers a check
+ * covers (serversToCheck), the remediation service with its arguments read as the API reads them
+ * (remediationRequestOf: `job`, `start` as UTC, `simulate`). The CSRF token is checked before
+ * (ui-security.ts). Success: 303 to the page (post/redirect/get); a refusal: the page again with
+ * the message and the API's status for it.
+ */
+export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDeps, jobs: RemediationJobs): void {
+  const { status, checker, remediation } = deps.configurationRuntime;
+  const { infrastructure } = deps.configuration;
+
+  app.post("/configuration/check", BROWSE_PAGE, async (request, reply) => {
+    if (!(await requireView(request, reply, CONFIGURATION_MANAGE))) return reply;
+    checker.request(serversToCheck(infrastructure, status, undefined));
+    return reply.redirect("/configuration?checked", 303);
+  });
+
+  app.post("/configuration/:kind/:name/:action", BROWSE_PAGE, async (request, reply) => {
+    const { kind, name, action } = request.params as { kind: string; name: string; action: string };
+    const type = Object.hasOwn(KINDS, kind) ? KINDS[kind] : undefined;
+    if (type === undefined || (action !== "check" && action !== "remediate")) {
+      return sendNotFound(request, reply, "There is no such configuration action.");
+    }
+    if (!(await requireView(request, reply, CONFIGURATION_MANAGE))) return reply;
+    const form: RemediateForm = {
+      job: field(request.body, "job"),
+      start: field(request.body, "start"),
+      simulate: field(request.body, "simulate") === "true",
+    };
+    try {
+      if (action === "check") {
+        checker.request(serversToCheck(infrastructure, status, { type, name }));
+        return await reply.redirect(`${entityUrl(type, name)}?checked`, 303);
+      }
+      const args: QueryLike = { job: form.job, start: form.start, simulate: String(form.simulate) };
+      const token = await remediation.request(remediationRequestOf(type, name, args));
+      request.log.info({ job: token, entityType: type }, "remediation requested in the web UI");
+      return await reply.redirect(jobUrl(token), 303);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      if (error.kind === "not_found") return sendNotFound(request, reply, error.message);
+      return sendEntityPage(request, reply.code(STATUS_BY_KIND[error.kind]), deps, jobs, type, name, {
+        form,
+        message: error.message,
+      });
+    }
+  });
+}

@@ -1,0 +1,121 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { CONFIGURATION_MANAGE } from "../../configuration/configuration-routes.js";
+import type { EntityType } from "../../configuration/remediation-repository.js";
+import type { StatusObject } from "../../configuration/status.js";
+import type { WebUiDeps } from "../index.js";
+import { sendNotFound } from "../pages/access.js";
+import { defineView, sendPage } from "../views.js";
+import { entityUrl, isMoving, type ItemView, itemView, jobView, statusView, type StatusView } from "./present.js";
+import type { RemediationJobs } from "./remediation-jobs.js";
+import { ACTIONS, ENTITY, JOB_TABLE, STATUS_BADGE, STATUS_TABLE } from "./templates.js";
+
+defineView("configuration-status-badge", STATUS_BADGE);
+defineView("configuration-status-table", STATUS_TABLE);
+defineView("configuration-job-table", JOB_TABLE);
+defineView("configuration-actions", ACTIONS);
+const ENTITY_VIEW = defineView("configuration-entity", ENTITY);
+
+/** The path segment of each kind's pages, and back. */
+export const KINDS: Readonly<Record<string, EntityType>> = {
+  servers: "server",
+  roles: "role",
+  environments: "environment",
+};
+
+/** What the remediate form held, shown again (escaped) when the service refuses it. */
+export interface RemediateForm {
+  readonly job: string;
+  readonly start: string;
+  readonly simulate: boolean;
+}
+
+export const EMPTY_REMEDIATE_FORM: RemediateForm = { job: "", start: "", simulate: false };
+
+export interface EntityPageOptions {
+  readonly form?: RemediateForm;
+  readonly message?: string;
+  readonly notice?: string;
+}
+
+const byKey = (type: EntityType, name: string) => `${type}:${name.toLowerCase()}`;
+
+/**
+ * A server's, role's or environment's page: its status (the API's status object), for a server its
+ * roles, environments and the items of its last completed check with what differs; for a role or
+ * an environment its servers with theirs; the remediation jobs; and, for those the API lets check
+ * and remediate, the forms. 404 page for an unknown name. The caller decided the viewer may view.
+ */
+export async function sendEntityPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: WebUiDeps,
+  jobs: RemediationJobs,
+  type: EntityType,
+  name: string,
+  options: EntityPageOptions = {},
+) {
+  const { infrastructure } = deps.configuration;
+  const status = deps.configurationRuntime.status;
+  const ref =
+    type === "server"
+      ? infrastructure.findServer(name)
+      : type === "role"
+        ? infrastructure.findRole(name)
+        : infrastructure.findEnvironment(name);
+  if (ref === undefined) return sendNotFound(request, reply, `There is no ${type} named '${name}'.`);
+  const own = statusView(status.statusOf(type, ref.name));
+  const all = new Map<string, StatusObject>(status.statusOfAll().map((o) => [byKey(o.type, o.name), o]));
+  const serverRows = (ids: readonly { name: string }[]): StatusView[] =>
+    ids.flatMap((server) => {
+      const object = all.get(byKey("server", server.name));
+      return object === undefined ? [] : [statusView(object)];
+    });
+  const link = (linkType: EntityType) => (entry: { name: string }) => ({
+    name: entry.name,
+    url: entityUrl(linkType, entry.name),
+  });
+
+  let items: ItemView[] | undefined;
+  let servers: StatusView[] | undefined;
+  let links: { title: string; entries: { name: string; url: string }[] }[];
+  if (type === "server") {
+    items = status.itemsOf(ref.name).map(itemView);
+    links = [
+      { title: "Roles", entries: infrastructure.serverRoles(ref.id).map(link("role")) },
+      { title: "Environments", entries: infrastructure.serverEnvironments(ref.id).map(link("environment")) },
+    ];
+  } else if (type === "role") {
+    const members = status.serversOfRole(ref.id).flatMap((id) => infrastructure.getServer(id) ?? []);
+    servers = serverRows(members.sort((a, b) => a.name.localeCompare(b.name)));
+    links = [{ title: "Depends on", entries: infrastructure.roleDependencies(ref.id).map(link("role")) }];
+  } else {
+    servers = serverRows(infrastructure.environmentServers(ref.id));
+    links = [];
+  }
+  const jobRows = (type === "server" ? jobs.recentOfServer(ref.id) : jobs.recentOfEntity(type, ref.name)).map(jobView);
+  const base = entityUrl(type, ref.name);
+  const actions = (await request.can(CONFIGURATION_MANAGE))
+    ? {
+        what: type === "server" ? "this server" : `this ${type}'s servers`,
+        check: `${base}/check`,
+        remediate: `${base}/remediate`,
+        form: options.form ?? EMPTY_REMEDIATE_FORM,
+        message: options.message,
+        notice: options.notice,
+      }
+    : undefined;
+  const live =
+    isMoving(own.status) || (servers ?? []).some((s) => isMoving(s.status)) || jobRows.some((j) => isMoving(j.state));
+  return sendPage(request, reply, ENTITY_VIEW, {
+    title: `${ref.name} (${type})`,
+    kind: type,
+    status: own,
+    links,
+    items,
+    drifted: items?.filter((item) => item.status === "drifted").length ?? 0,
+    servers,
+    jobs: jobRows,
+    actions,
+    live,
+  });
+}

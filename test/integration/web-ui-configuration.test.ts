@@ -1,0 +1,274 @@
+import fs from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  checked,
+  type ConfigurationWorld,
+  configurationWorld,
+  jobEnded,
+  localServer,
+  role,
+} from "../helpers/configuration.js";
+import { createUser, grant } from "../helpers/fixtures.js";
+import { UiClient } from "../helpers/ui-client.js";
+
+/**
+ * The configuration pages of the web UI (issue 16 section 1; docs/seed-api.md B): /configuration,
+ * a server's, a role's and an environment's page, check and remediate (now, later, simulated) and
+ * a remediation job's log. Real checks and remediations of a local server rooted in a temporary
+ * directory (test/helpers/configuration.ts). Viewers: Anonymous, a user without any privilege, one
+ * with Infrastructure_View and one with Infrastructure_Manage, each signed in through the form.
+ */
+
+const PASSWORD = "config-password-1";
+/** A file name a browser would run as markup if it were not escaped. */
+const HOSTILE_PATH = `/srv/<img src=x onerror=alert(1)>"&'.txt`;
+const HOSTILE_JOB = `<script>alert("job")</script>`;
+const ESCAPED_PATH = "/srv/&lt;img src=x onerror=alert(1)&gt;&quot;&amp;&#39;.txt";
+
+let w: ConfigurationWorld;
+let viewer: UiClient;
+let manager: UiClient;
+let stranger: UiClient;
+let anonymous: UiClient;
+
+beforeAll(async () => {
+  w = await configurationWorld();
+  await role(w, "web", {
+    items: [
+      { type: "file", path: "/srv/site/a.txt", content: "alpha\n", mode: "0644" },
+      { type: "file", path: HOSTILE_PATH, content: "x\n", mode: "0644" },
+    ],
+  });
+  await role(w, "ops", { dependsOn: ["web"], items: [] });
+  expect((await w.admin("/api/infrastructure/environments/create/Prod", {})).statusCode).toBe(201);
+  await localServer(w, "web1", { roles: ["ops"], environments: ["Prod"] });
+  await localServer(w, "idle1", {});
+  grant(w.t.db, { user: await createUser(w.t.db, "vera", PASSWORD), attributes: ["Infrastructure_View"] });
+  grant(w.t.db, {
+    user: await createUser(w.t.db, "mona", PASSWORD),
+    attributes: ["Infrastructure_View", "Infrastructure_Manage"],
+  });
+  await createUser(w.t.db, "sam", PASSWORD);
+  viewer = new UiClient(w.t);
+  manager = new UiClient(w.t);
+  stranger = new UiClient(w.t);
+  anonymous = new UiClient(w.t);
+  await viewer.signIn("vera", PASSWORD);
+  await manager.signIn("mona", PASSWORD);
+  await stranger.signIn("sam", PASSWORD);
+  // The files do not exist yet: the first check finds both items drifted.
+  expect((await checked(w, "web1")).status).toBe("drifted");
+}, 30_000);
+
+afterAll(async () => {
+  await w?.close();
+});
+
+const jobCount = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_remediations").get() as { n: number }).n;
+
+/** The job number a remediate form's 303 points at. */
+function jobOf(location: unknown): number {
+  const match = /^\/configuration\/jobs\/(\d+)$/.exec(String(location));
+  expect(match, String(location)).not.toBeNull();
+  return Number(match?.[1]);
+}
+
+describe("who may look", () => {
+  it("sends Anonymous to sign in and shows a user without Infrastructure_View a 403 page", async () => {
+    const res = await anonymous.get("/configuration/servers/web1");
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/sign-in?next=%2Fconfiguration%2Fservers%2Fweb1");
+    for (const url of ["/configuration", "/configuration/servers/web1", "/configuration/roles/web"]) {
+      const refused = await stranger.get(url);
+      expect(refused.statusCode, url).toBe(403);
+      expect(refused.body).not.toContain("web1");
+    }
+  });
+
+  it("answers 404 pages for what does not exist", async () => {
+    for (const url of [
+      "/configuration/servers/nope",
+      "/configuration/roles/nope",
+      "/configuration/environments/nope",
+      "/configuration/widgets/web1",
+      "/configuration/jobs/999999",
+      "/configuration/jobs/1e3",
+    ]) {
+      const res = await viewer.get(url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.headers["content-type"]).toMatch(/^text\/html/);
+    }
+  });
+});
+
+describe("drift at a glance", () => {
+  it("lists servers, roles and environments with their status, and counts servers by status", async () => {
+    const res = await viewer.get("/configuration");
+    expect(res.statusCode).toBe(200);
+    const html = res.body;
+    expect(html).toMatch(
+      /<a href="\/configuration\/servers\/web1">web1<\/a><\/td>\s*<td><span class="config-status config-status-drifted">Drifted<\/span>/,
+    );
+    expect(html).toMatch(
+      /<a href="\/configuration\/servers\/idle1">idle1<\/a><\/td>\s*<td><span class="config-status config-status-unknown">Unknown<\/span>/,
+    );
+    expect(html).toMatch(/<a href="\/configuration\/roles\/web">web<\/a><\/td>\s*<td><span[^>]*>Drifted</);
+    expect(html).toMatch(/<a href="\/configuration\/environments\/Prod">Prod<\/a><\/td>\s*<td><span[^>]*>Drifted</);
+    expect(html).toMatch(/config-status-drifted">Drifted<\/span> 1<\/li>/);
+    expect(html).toMatch(/config-status-unknown">Unknown<\/span> 1<\/li>/);
+    // A viewer gets no button the API would refuse.
+    expect(html).not.toContain("Check all servers now");
+  });
+
+  it("shows a server's roles, environments, last check, and each item's desired against actual state", async () => {
+    const res = await viewer.get("/configuration/servers/web1");
+    expect(res.statusCode).toBe(200);
+    const html = res.body;
+    expect(html).toContain('<a href="/configuration/roles/ops">ops</a>');
+    expect(html).toContain('<a href="/configuration/environments/Prod">Prod</a>');
+    expect(html).toMatch(/<dt>Last check<\/dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/dd>/);
+    expect(html).toContain("2 of 2 items differ from the desired state.");
+    expect(html).toContain("<code>/srv/site/a.txt</code>");
+    // What differs: the property, desired, actual.
+    expect(html).toMatch(/<li>exists: <code>true<\/code> → <code>false<\/code><\/li>/);
+    // Stored as a path, rendered as text.
+    expect(html).toContain(`<code>${ESCAPED_PATH}</code>`);
+    expect(html).not.toContain("<img src=x");
+    expect(html).not.toContain('action="/configuration/servers/web1/check"');
+  });
+
+  it("shows a role's servers (through dependencies too) and an environment's", async () => {
+    const web = await viewer.get("/configuration/roles/web");
+    expect(web.statusCode).toBe(200);
+    expect(web.body).toMatch(/<a href="\/configuration\/servers\/web1">web1<\/a><\/td>\s*<td><span[^>]*>Drifted</);
+    const ops = await viewer.get("/configuration/roles/ops");
+    expect(ops.body).toContain('<dt>Depends on</dt><dd><a href="/configuration/roles/web">web</a>');
+    const prod = await viewer.get("/configuration/environments/Prod");
+    expect(prod.statusCode).toBe(200);
+    expect(prod.body).toContain('<a href="/configuration/servers/web1">web1</a>');
+    expect(prod.body).not.toContain("idle1");
+  });
+});
+
+describe("check and remediate", () => {
+  it("refuses a viewer forging the forms (403, nothing started) and a post without its token (403)", async () => {
+    const before = jobCount();
+    for (const url of [
+      "/configuration/check",
+      "/configuration/servers/web1/check",
+      "/configuration/servers/web1/remediate",
+      "/configuration/roles/web/remediate",
+    ]) {
+      const forged = await viewer.post(url, [["simulate", "true"]], "/configuration");
+      expect(forged.statusCode, url).toBe(403);
+      const anonymousPost = await anonymous.postWithoutToken(url);
+      expect(anonymousPost.statusCode, url).toBe(403);
+      const crossSite = await manager.postWithoutToken(url, [["simulate", "true"]]);
+      expect(crossSite.statusCode, url).toBe(403);
+    }
+    expect(jobCount()).toBe(before);
+  });
+
+  it("simulates a remediation: the job's log says what would change and nothing changes", async () => {
+    const page = await manager.get("/configuration/servers/web1");
+    expect(page.body).toContain('action="/configuration/servers/web1/check"');
+    expect(page.body).toContain('action="/configuration/servers/web1/remediate"');
+    const res = await manager.post("/configuration/servers/web1/remediate", [
+      ["job", HOSTILE_JOB],
+      ["simulate", "true"],
+    ]);
+    expect(res.statusCode, res.body).toBe(303);
+    const id = jobOf(res.headers.location);
+    expect(await jobEnded(w, String(id))).toBe("completed");
+    await expect(fs.stat(w.onDisk("web1", "/srv/site/a.txt"))).rejects.toThrow();
+
+    const job = await viewer.get(`/configuration/jobs/${id}`);
+    expect(job.statusCode).toBe(200);
+    expect(job.body).toContain("&lt;script&gt;alert(&quot;job&quot;)&lt;/script&gt;");
+    expect(job.body).not.toContain(HOSTILE_JOB);
+    expect(job.body).toContain("(simulated: nothing is changed)");
+    expect(job.body).toContain('config-state-completed">Completed');
+    expect(job.body).toContain("would be made; nothing was changed.");
+    // A log line naming the hostile file is text too.
+    expect(job.body).toContain("onerror=alert(1)&gt;");
+    expect(job.body).not.toContain("<img");
+    // The job is listed on the server's page and the overview.
+    const overview = await viewer.get("/configuration");
+    expect(overview.body).toContain(`<a href="/configuration/jobs/${id}">&lt;script&gt;`);
+  });
+
+  it("remediates now: the job runs, checks again, and the server reads current", async () => {
+    const res = await manager.post("/configuration/environments/Prod/remediate", [["job", "Lay it down"]]);
+    expect(res.statusCode, res.body).toBe(303);
+    const id = jobOf(res.headers.location);
+    expect(await jobEnded(w, String(id))).toBe("completed");
+    expect(await fs.readFile(w.onDisk("web1", "/srv/site/a.txt"), "utf8")).toBe("alpha\n");
+    expect((await w.settled("web1")).status).toBe("current");
+    const page = await viewer.get("/configuration/servers/web1");
+    expect(page.body).toContain("0 of 2 items differ from the desired state.");
+    const env = await viewer.get("/configuration/environments/Prod");
+    expect(env.body).toContain(`<a href="/configuration/jobs/${id}">Lay it down</a>`);
+  });
+
+  it("checks now: drift made outside Wharf shows with what differs", async () => {
+    await fs.chmod(w.onDisk("web1", "/srv/site/a.txt"), 0o600);
+    const collections = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_collections").get() as { n: number }).n;
+    const before = collections();
+    const res = await manager.post("/configuration/servers/web1/check", [], "/configuration/servers/web1");
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/configuration/servers/web1?checked");
+    const deadline = Date.now() + 5_000;
+    while (collections() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect((await w.settled("web1")).status).toBe("drifted");
+    const page = await manager.get("/configuration/servers/web1?checked");
+    expect(page.body).toContain("Check started");
+    expect(page.body).toContain("1 of 2 items differ from the desired state.");
+    expect(page.body).toMatch(/<li>mode: <code>0?644<\/code> → <code>0?600<\/code><\/li>/);
+  });
+
+  it("remediates at a given time: the job waits, its page says until when", async () => {
+    const res = await manager.post("/configuration/roles/web/remediate", [["start", "2099-01-02T03:04"]]);
+    expect(res.statusCode, res.body).toBe(303);
+    const id = jobOf(res.headers.location);
+    const job = await viewer.get(`/configuration/jobs/${id}`);
+    expect(job.body).toContain('config-state-pending">Pending');
+    expect(job.body).toContain("<dt>Not before</dt><dd>2099-01-02 03:04 UTC</dd>");
+    expect(job.body).toContain("data-configuration-live");
+    const server = await viewer.get("/configuration/servers/web1");
+    expect(server.body).toContain("Remediation pending");
+  });
+
+  it("shows the form again with the API's refusal for bad arguments, values as text", async () => {
+    const before = jobCount();
+    const res = await manager.post(
+      "/configuration/servers/web1/remediate",
+      [
+        ["job", HOSTILE_JOB],
+        ["start", "2024-02-30T10:00"],
+      ],
+      "/configuration/servers/web1",
+    );
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain("must be a date and time");
+    expect(res.body).toContain('value="&lt;script&gt;alert(&quot;job&quot;)&lt;/script&gt;"');
+    expect(res.body).toContain('value="2024-02-30T10:00"');
+    expect(res.body).not.toContain(HOSTILE_JOB);
+    const long = await manager.post("/configuration/servers/web1/remediate", [["job", "x".repeat(201)]]);
+    expect(long.statusCode).toBe(400);
+    const missing = await manager.post("/configuration/servers/nope/remediate", []);
+    expect(missing.statusCode).toBe(404);
+    const missingCheck = await manager.post("/configuration/servers/nope/check", []);
+    expect(missingCheck.statusCode).toBe(404);
+    expect(jobCount()).toBe(before);
+  });
+
+  it("checks every server from the overview", async () => {
+    const page = await manager.get("/configuration");
+    expect(page.body).toContain("Check all servers now");
+    const res = await manager.post("/configuration/check");
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/configuration?checked");
+    const idle = await w.settled("idle1");
+    expect(idle.latestCollectionId).not.toBeNull();
+  });
+});
