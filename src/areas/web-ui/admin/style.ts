@@ -1,2 +1,8 @@
 /** Stylesheet rules of the web UI's part: administration: feeds, connectors, users, groups, permissions, health (joined into /ui/style.css). */
-export const ADMIN_STYLE = ``;
+export const ADMIN_STYLE = `
+.admin-form label { display: block; margin-top: .5rem; }
+.admin-form input:not([type=checkbox]), .admin-form select, .admin-form textarea { width: 100%; max-width: 32rem; box-sizing: border-box; }
+.inline-form input { max-width: 100%; }
+.admin-links li { margin: .25rem 0; }
+details > summary { cursor: pointer; }
+`;

@@ -21,6 +21,15 @@ export interface SignInOrigin {
   readonly userAgent: string | undefined;
 }
 
+/** One of a user's sessions as their account page lists it (never its token or CSRF secret). */
+export interface SessionSummary {
+  readonly id: number;
+  readonly createdAt: string;
+  readonly lastSeenAt: string;
+  readonly address: string | undefined;
+  readonly userAgent: string | undefined;
+}
+
 /** Server-side session rows (migrations/0015-ui-sessions.sql). */
 export interface UiSessionStore {
   /** A new session for the user: the token for the cookie (never stored; its hash is) and the row. */
@@ -29,6 +38,12 @@ export interface UiSessionStore {
   find(token: string): UiSession | undefined;
   /** Ends the session of a cookie's token (sign-out, or a sign-in replacing it). */
   end(token: string): Promise<void>;
+  /** The user's live sessions, most recently seen first. */
+  listOf(userId: number): SessionSummary[];
+  /** Ends one of the user's sessions (another user's id ends nothing); whether one ended. */
+  endOne(userId: number, sessionId: number): Promise<boolean>;
+  /** Ends every session of the user but `keepId` (this browser's); how many ended. */
+  endOthers(userId: number, keepId: number): Promise<number>;
 }
 
 export interface UiSessionStoreDeps {
@@ -78,6 +93,16 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
   );
   const deleteById = db.prepare<[number]>("DELETE FROM ui_sessions WHERE id = ?");
   const deleteByHash = db.prepare<[Buffer]>("DELETE FROM ui_sessions WHERE token_hash = ?");
+  const ofUser = db.prepare<
+    [number, string, string],
+    { id: number; created_at: string; last_seen_at: string; address: string | null; user_agent: string | null }
+  >(
+    `SELECT id, created_at, last_seen_at, address, user_agent FROM ui_sessions
+      WHERE user_id = ? AND expires_at > ? AND last_seen_at > ? ORDER BY last_seen_at DESC, id DESC`,
+  );
+  // Bound to the user as well as the id: a forged id of someone else's session ends nothing.
+  const deleteOwn = db.prepare<[number, number]>("DELETE FROM ui_sessions WHERE id = ? AND user_id = ?");
+  const deleteOthers = db.prepare<[number, number]>("DELETE FROM ui_sessions WHERE user_id = ? AND id <> ?");
   const touch = db.prepare<[string, number]>("UPDATE ui_sessions SET last_seen_at = ? WHERE id = ?");
 
   function isLive(row: SessionRow, now: number): boolean {
@@ -140,6 +165,27 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
 
     async end(token) {
       await retryWhileBusy(db, () => watch.quietly(() => deleteByHash.run(tokenHash(token))));
+    },
+
+    listOf(userId) {
+      const now = clock.now().getTime();
+      return ofUser.all(userId, iso(now), iso(now - idleMs)).map((row) => ({
+        id: row.id,
+        createdAt: row.created_at,
+        lastSeenAt: row.last_seen_at,
+        address: row.address ?? undefined,
+        userAgent: row.user_agent ?? undefined,
+      }));
+    },
+
+    async endOne(userId, sessionId) {
+      const { changes } = await retryWhileBusy(db, () => watch.quietly(() => deleteOwn.run(sessionId, userId)));
+      return changes > 0;
+    },
+
+    async endOthers(userId, keepId) {
+      const { changes } = await retryWhileBusy(db, () => watch.quietly(() => deleteOthers.run(userId, keepId)));
+      return changes;
     },
   };
 }

@@ -11,6 +11,8 @@ import { createUiSessionStore, type UiSessionStore, type UiSessionStoreDeps } fr
  */
 export interface CsrfSecretHolder {
   _csrf?: string | undefined;
+  /** The signed-in session's row id (the account page marks "this browser" with it). */
+  id?: number | undefined;
 }
 
 declare module "fastify" {
@@ -32,7 +34,7 @@ export function createUiSessions(deps: UiSessionStoreDeps): UiSessions {
     async principalOf(request: FastifyRequest): Promise<Principal | undefined> {
       const token = readCookie(request, SESSION_COOKIE);
       const session = token === undefined ? undefined : store.find(token);
-      request.session = { _csrf: session?.csrfSecret };
+      request.session = { _csrf: session?.csrfSecret, id: session?.id };
       return session?.principal;
     },
   };

@@ -1,0 +1,61 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { DomainError } from "../../../domain/errors.js";
+import { STATUS_BY_KIND } from "../../../http/errors.js";
+
+/** A posted form's fields as strings (a repeated field arrives as an array); anything else is blank. */
+export interface FormFields {
+  /** The first value of `name`, or "" when absent. */
+  text(name: string): string;
+  /** Every value of `name` (checkboxes, multi-selects). */
+  list(name: string): string[];
+  /** Whether a checkbox named `name` was ticked. */
+  checked(name: string): boolean;
+}
+
+export function formFields(body: unknown): FormFields {
+  const fields = body !== null && typeof body === "object" ? (body as Record<string, unknown>) : {};
+  const list = (name: string): string[] => {
+    const value = fields[name];
+    const values = Array.isArray(value) ? value : [value];
+    return values.filter((v): v is string => typeof v === "string");
+  };
+  return {
+    text: (name) => list(name)[0] ?? "",
+    list,
+    checked: (name) => list(name).length > 0,
+  };
+}
+
+/** A comma- or line-separated list as typed in a text field, blanks dropped. */
+export function splitList(text: string): string[] {
+  return text
+    .split(/[,\n]/)
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+}
+
+/**
+ * Runs a service call for a form; a DomainError (the service refusing the input) is answered by
+ * `showAgain` with the service's message and the status the APIs give it, anything else is thrown.
+ * Returns undefined when the reply has been sent.
+ */
+export async function orRefused<T>(
+  reply: FastifyReply,
+  action: () => Promise<T>,
+  showAgain: (message: string) => Promise<unknown>,
+): Promise<{ value: T } | undefined> {
+  try {
+    return { value: await action() };
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    reply.code(STATUS_BY_KIND[error.kind]);
+    await showAgain(error.message);
+    return undefined;
+  }
+}
+
+/** A URL's `:name` parameter. */
+export const nameParam = (request: FastifyRequest): string => (request.params as { name: string }).name;
+
+/** Post/redirect/get after a successful change. */
+export const backTo = (reply: FastifyReply, url: string) => reply.redirect(url, 303);

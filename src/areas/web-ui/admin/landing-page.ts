@@ -1,0 +1,50 @@
+import type { FastifyInstance } from "fastify";
+import { isDatabaseUsable } from "../../../storage/database.js";
+import { WHARF_VERSION } from "../../../version.js";
+import { ADMINISTER } from "../../security/model.js";
+import type { WebUiDeps } from "../index.js";
+import { BROWSE_PAGE, requireView } from "../pages/access.js";
+import { formatBytes } from "../pages/present.js";
+import { defineView, sendPage } from "../views.js";
+
+const LANDING = `<% layout("@layout") %>
+<h1>Administration</h1>
+<h2>Server</h2>
+<dl class="facts">
+  <dt>Version</dt><dd>Wharf <%= it.version %></dd>
+  <dt>Database</dt><dd class="<%= it.databaseOk ? '' : 'error' %>"><%= it.databaseOk ? "OK" : "Error: the metadata database cannot be queried." %></dd>
+  <dt>Disk</dt><dd class="<%= it.disk.low ? 'error' : '' %>"><%= it.disk.text %></dd>
+</dl>
+<p class="muted">The same facts as <a href="/health">/health</a>.</p>
+<h2>Manage</h2>
+<ul class="admin-links">
+  <li><a href="/admin/feeds">Feeds</a>: create, edit, delete, storage</li>
+  <li><a href="/admin/connectors">Connectors</a>: upstream feeds and their health</li>
+  <li><a href="/admin/users">Users and groups</a></li>
+  <li><a href="/admin/permissions">Permissions</a>: grant and revoke privileges</li>
+  <li><a href="/admin/api-keys">API keys</a></li>
+</ul>
+`;
+const LANDING_VIEW = defineView("admin-landing", LANDING);
+
+/**
+ * GET /admin: server health and version as /health reports them (database, disk, version; read
+ * from the same sources) and links to every administration page. Needs what the security API
+ * needs (ADMINISTER): the pages it links to each check their own API's need again.
+ */
+export function registerLandingPage(app: FastifyInstance, { db, disk }: WebUiDeps): void {
+  app.get("/admin", BROWSE_PAGE, async (request, reply) => {
+    if (!(await requireView(request, reply, ADMINISTER))) return reply;
+    const status = await disk.status();
+    let text: string;
+    if (status.freeBytes === undefined) text = "Unknown (free space cannot be read)";
+    else if (status.low) text = `Low: ${formatBytes(status.freeBytes)} free, uploads are refused`;
+    else text = `OK: ${formatBytes(status.freeBytes)} free`;
+    return sendPage(request, reply, LANDING_VIEW, {
+      title: "Administration",
+      version: WHARF_VERSION,
+      databaseOk: isDatabaseUsable(db),
+      disk: { low: status.low, text },
+    });
+  });
+}
