@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { forbidden, invalid } from "../../domain/errors.js";
 import type { Attribute } from "../../domain/attributes.js";
+import type { AccessNeed } from "../../domain/principal.js";
 import { type Inputs, parseWholeNumber } from "./params.js";
 import type { ApplicationRef, BuildRef, ReleaseRef } from "./release-service.js";
 import { errorText } from "./schemas.js";
@@ -19,7 +20,12 @@ export const errors = { 400: errorText, 403: errorText, 404: errorText, 409: err
  * seed's 403 sentence: Inedo's clients show it as is.
  */
 export async function authorizeReleases(request: FastifyRequest, attribute: Attribute): Promise<void> {
-  if (!(await request.can({ api: "releases", attribute }))) throw forbidden();
+  if (!(await request.can(releasesNeed(attribute)))) throw forbidden();
+}
+
+/** What area E asks of a caller for `attribute` (the web UI's pages and buttons ask the same). */
+export function releasesNeed(attribute: Attribute): AccessNeed {
+  return { api: "releases", attribute };
 }
 
 /** docs/compat.md 7.5: "application ids may be given as names". */
