@@ -15,7 +15,7 @@ import type { ConnectorService } from "./service.js";
  */
 
 const TAGS = ["connector-health"];
-const need: AccessNeed = { api: "connector-health", attribute: "Feeds_Manage" };
+export const CONNECTOR_HEALTH_NEED: AccessNeed = { api: "connector-health", attribute: "Feeds_Manage" };
 const errors = { 401: errorText, 403: errorText } as const;
 
 /** Ids are positive integers as SQLite assigns them; anything else names no connector. */
@@ -36,7 +36,7 @@ export const connectorHealthRoutes: FastifyPluginAsync<{ connectors: ConnectorSe
       tags: TAGS,
       response: { 200: z.array(connectorHealthSchema), ...errors },
     },
-    config: { access: { need } },
+    config: { access: { need: CONNECTOR_HEALTH_NEED } },
     handler: async (_request, reply) => {
       const all = await connectors.listConnectors();
       return reply.code(200).send(all.map((connector) => connectors.presentHealth(connector)));
@@ -55,7 +55,7 @@ export const connectorHealthRoutes: FastifyPluginAsync<{ connectors: ConnectorSe
       params: connectorIdParams,
       response: { 200: connectorHealthSchema, ...errors, 404: errorText },
     },
-    config: { access: { need } },
+    config: { access: { need: CONNECTOR_HEALTH_NEED } },
     handler: async (request, reply) => {
       const { id } = request.params;
       const connector = ID.test(id) ? await connectors.findConnectorById(Number(id)) : undefined;

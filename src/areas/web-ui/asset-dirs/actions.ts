@@ -128,7 +128,7 @@ export async function registerAssetActions(app: FastifyInstance, deps: WebUiDeps
  * rest of the form is read from the same parser by storeFormUpload (request.parts answers it).
  * A form that does not start with the token is left without one: the CSRF check refuses it.
  */
-async function readLeadingToken(request: FastifyRequest): Promise<void> {
+export async function readLeadingToken(request: FastifyRequest): Promise<void> {
   if (typeof request.isMultipart !== "function" || !request.isMultipart()) return;
   const parts = request.parts();
   let first: IteratorResult<Multipart>;

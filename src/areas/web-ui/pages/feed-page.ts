@@ -1,5 +1,7 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { needOnFeed } from "../../../domain/principal.js";
+import { CONNECTOR_HEALTH_NEED } from "../../connectors/health-routes.js";
+import type { Feed } from "../../management/index.js";
 import { publicBaseUrl } from "../../../http/base-url.js";
 import { endpointUrl } from "../../management/index.js";
 import type { PackageOrder } from "../../upack/read/browse-queries.js";
@@ -18,6 +20,7 @@ import {
   pageNumber,
   queryText,
 } from "./present.js";
+import { uiUploadUrl } from "./publish.js";
 import { universalFeedSnippets } from "./snippets.js";
 
 const FEED_VIEW = defineView("feed", FEED);
@@ -40,12 +43,39 @@ function orderOf(raw: string | undefined, searching: boolean): PackageOrder {
  * SQL (upack.browse.packagesPage), searched as the API's `search` ranks, and how to use the feed.
  * Access is the API's: Feeds_ViewFeed on the feed, decided before the feed is looked up.
  */
-export function registerFeedPage(app: FastifyInstance, { feeds, upack, config }: WebUiDeps): void {
+/**
+ * The feed's connectors and their health, for those the connector health API would answer
+ * (its need, CONNECTOR_HEALTH_NEED); undefined for others (the section is left out).
+ */
+async function connectorsOf(
+  request: FastifyRequest,
+  feed: Feed,
+  connectors: WebUiDeps["connectors"],
+): Promise<Array<Record<string, string>> | undefined> {
+  if (!(await request.can(CONNECTOR_HEALTH_NEED))) return undefined;
+  const found = await Promise.all(feed.settings.connectors.map((name) => connectors.findConnector(name)));
+  return found
+    .filter((connector) => connector !== undefined)
+    .map((connector) => {
+      const health = connectors.presentHealth(connector);
+      return {
+        name: health.name,
+        url: health.url,
+        state: health.state,
+        error: health.errorMessage ?? "",
+        lastChecked: health.lastChecked === null ? "never" : formatDate(health.lastChecked),
+      };
+    });
+}
+
+export function registerFeedPage(app: FastifyInstance, { feeds, upack, connectors, config }: WebUiDeps): void {
   app.get("/feeds/:feed", BROWSE_PAGE, async (request, reply) => {
     const name = (request.params as { feed: string }).feed;
     if (!(await requireView(request, reply, needOnFeed("Feeds_ViewFeed", name)))) return reply;
     const feed = await feeds.findFeed(name);
     if (!feed) return sendNotFound(request, reply, "There is no such feed.");
+    // An asset directory's files have their own browser (asset-dirs/).
+    if (feed.feedType === "asset") return reply.redirect(`/assets/${encodeURIComponent(feed.name)}/`, 303);
 
     const base = publicBaseUrl(config.baseUrl, request, config.port);
     const feedUrl = endpointUrl(feed, base);
@@ -94,6 +124,9 @@ export function registerFeedPage(app: FastifyInstance, { feeds, upack, config }:
       previous: page > 1 ? pageHref(page - 1) : undefined,
       next: more ? pageHref(page + 1) : undefined,
       feedUrl,
+      uploadAction:
+        listed && (await request.can(needOnFeed("Feeds_AddPackage", feed.name))) ? uiUploadUrl(feed.name) : undefined,
+      connectors: await connectorsOf(request, feed, connectors),
       snippets: listed ? universalFeedSnippets(base, feedUrl, feed.name) : [],
     });
   });

@@ -4,6 +4,7 @@ import { registerUiDownloads } from "./downloads.js";
 import { registerFeedPage } from "./feed-page.js";
 import { registerFeedsPage } from "./feeds-page.js";
 import { registerPackagePage } from "./package-page.js";
+import { registerPublishRoutes } from "./publish.js";
 
 /**
  * Read-only browsing (issue 16 section 1, Feeds and A package page): /feeds, /feeds/:feed and
@@ -16,4 +17,5 @@ export async function registerBrowsePages(app: FastifyInstance, deps: WebUiDeps)
   registerFeedPage(app, deps);
   registerPackagePage(app, deps);
   await registerUiDownloads(app, deps);
+  await registerPublishRoutes(app, deps);
 }

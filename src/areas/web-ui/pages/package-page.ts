@@ -5,7 +5,7 @@ import { endpointUrl } from "../../management/index.js";
 import { versionKeyOf } from "../../upack/index.js";
 import { packageIdKey } from "../../upack/read/browse-queries.js";
 import type { WebUiDeps } from "../index.js";
-import { PACKAGE } from "../templates/package.js";
+import { PACKAGE, UPLOAD_ZONE } from "../templates/package.js";
 import { defineView, sendPage } from "../views.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "./access.js";
 import { PACKAGE_FEED_TYPES } from "./feeds-page.js";
@@ -22,14 +22,29 @@ import {
   pageNumber,
   queryText,
 } from "./present.js";
+import { uiDeleteUrl, uiUploadUrl } from "./publish.js";
 import { universalFeedSnippets } from "./snippets.js";
 
 const PACKAGE_VIEW = defineView("package", PACKAGE);
+defineView("packages-upload", UPLOAD_ZONE);
 
 /** Files listed on the page; a package may hold far more (all stay downloadable through the API). */
 const MAX_FILES = 1000;
 /** Dependencies looked up to link them (one indexed read each). */
 const MAX_LINKED_DEPENDENCIES = 100;
+/** Deployment records listed for the shown version, newest first. */
+const MAX_DEPLOYMENTS = 50;
+
+/** A record's URL is the recorder's text: linked only when it is a web address (never `javascript:`). */
+function webAddress(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 interface FileEntry {
   readonly name: string;
@@ -42,7 +57,7 @@ interface FileEntry {
  * parameter because it may hold '/' (absent or empty: the empty group), so the URL names one package
  * without ambiguity. Access is the API's `versions` listing's: Feeds_ViewFeed on the feed.
  */
-export function registerPackagePage(app: FastifyInstance, { feeds, upack, config }: WebUiDeps): void {
+export function registerPackagePage(app: FastifyInstance, { feeds, upack, deployments, config }: WebUiDeps): void {
   app.get("/feeds/:feed/packages/:name", BROWSE_PAGE, async (request, reply) => {
     const params = request.params as { feed: string; name: string };
     if (!(await requireView(request, reply, needOnFeed("Feeds_ViewFeed", params.feed)))) return reply;
@@ -106,12 +121,36 @@ export function registerPackagePage(app: FastifyInstance, { feeds, upack, config
       href: fileDownloadUrl(feed.name, pkg.group_name, pkg.name, shown.version, entry.name),
     }));
 
+    // Records are read with the page's own need (the deployment API's read: Feeds_ViewFeed).
+    const records = await deployments.list({
+      feedName: feed.name,
+      groupName: pkg.group_name,
+      packageName: pkg.name,
+      version: shown.version,
+      limit: MAX_DEPLOYMENTS + 1,
+    });
+    // Actions are offered only to those the API would let do them (the same needs).
+    const mayUpload = await request.can(needOnFeed("Feeds_AddPackage", feed.name));
+    const mayDelete = await request.can(needOnFeed("Feeds_DeletePackage", feed.name));
+
     const base = publicBaseUrl(config.baseUrl, request, config.port);
     return sendPage(request, reply, PACKAGE_VIEW, {
       title: `${fullName(pkg.group_name, pkg.name)} ${shown.version}`,
       feedName: feed.name,
       feedHref: feedPageUrl(feed.name),
       fullName: fullName(pkg.group_name, pkg.name),
+      group: pkg.group_name,
+      uploadAction: mayUpload ? uiUploadUrl(feed.name) : undefined,
+      deleteAction: mayDelete ? uiDeleteUrl(feed.name, pkg.name) : undefined,
+      deployments: records.slice(0, MAX_DEPLOYMENTS).map((record) => ({
+        date: formatDate(record.date),
+        application: record.application,
+        href: webAddress(record.url),
+        target: record.target,
+        userName: record.userName ?? "",
+        description: record.description,
+      })),
+      deploymentsCut: records.length > MAX_DEPLOYMENTS,
       latest: pkg.latest_version,
       latestHref: packagePageUrl(feed.name, pkg.group_name, pkg.name),
       totalDownloads: pkg.downloads,

@@ -6,7 +6,7 @@ export interface Snippet {
 }
 
 /**
- * "How to use it": commands for upack, pgutil and curl against a universal feed. The curl lines are
+ * "How to use it": commands for upack, pgutil, curl and a Jenkins pipeline against a universal feed. The curl lines are
  * the README's own (Universal packages); upack and pgutil use their documented options (upack's
  * README: push/install; pgutil: sources add, packages upload, upack install). `$KEY` stands for an
  * API key the reader creates; a package of the page replaces the README's example package.
@@ -42,6 +42,16 @@ export function universalFeedSnippets(
         `curl -s --upload-file ${file} -H "X-ApiKey: $KEY" ${feedUrl}/upload`,
         `curl -s "${feedUrl}/versions?${pkg.group === "" ? "" : `group=${pkg.group}&`}name=${pkg.name}" -H "X-ApiKey: $KEY"`,
         `curl -sOJ "${feedUrl}/download/${downloadPath}?latest" -H "X-ApiKey: $KEY"`,
+      ].join("\n"),
+    },
+    {
+      // The inedo-proget plugin (docs/clients.md 3.7) asks /api/version, uploads to /upack/<feed>/upload
+      // and downloads from /upack/<feed>/download/...: Wharf's URL and an API key are its whole setup.
+      label: "jenkins",
+      code: [
+        `// Manage Jenkins > System > ProGet: URL ${base}/ and an API key ($KEY)`,
+        `uploadProGetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: '${pkg.version}', artifacts: 'dist/**'`,
+        `downloadProGetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: 'latest', downloadFormat: 'package', downloadFolder: 'downloads'`,
       ].join("\n"),
     },
   ];

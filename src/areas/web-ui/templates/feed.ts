@@ -49,6 +49,32 @@ export const FEED = `<% layout("@layout") %>
 <p class="muted">Packages of <%= it.feed.type %> feeds are not listed here.</p>
 <% } %>
 
+<% if (it.uploadAction) { %>
+<h2>Publish</h2>
+<%~ include("@packages-upload", { action: it.uploadAction, csrfToken: it.csrfToken }) %>
+<% } %>
+
+<% if (it.connectors) { %>
+<h2>Connectors</h2>
+<% if (it.connectors.length === 0) { %>
+<p class="muted">This feed has no connector: it serves only the packages it stores.</p>
+<% } else { %>
+<table>
+<thead><tr><th scope="col">Connector</th><th scope="col">Health</th><th scope="col" class="wide">Last checked</th><th scope="col" class="wide">URL</th></tr></thead>
+<tbody>
+<% for (const connector of it.connectors) { %>
+<tr>
+  <td><%= connector.name %></td>
+  <td><span class="connector-<%= connector.state %>"><%= connector.state %></span><% if (connector.error) { %><br><span class="muted"><%= connector.error %></span><% } %></td>
+  <td class="wide"><%= connector.lastChecked %></td>
+  <td class="wide"><code><%= connector.url %></code></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+<% } %>
+<% } %>
+
 <h2>How to use it</h2>
 <p>Feed URL: <code><%= it.feedUrl %></code></p>
 <%~ include("@snippets", { snippets: it.snippets }) %>

@@ -22,6 +22,19 @@ export const PACKAGE = `<% layout("@layout") %>
   <a class="button" href="<%= it.download.tgz %>" download>Contents as tgz</a>
 </p>
 
+<% if (it.deleteAction) { %>
+<details class="package-delete">
+<summary>Delete version <%= it.shown.version %>…</summary>
+<form method="post" action="<%= it.deleteAction %>">
+  <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
+  <input type="hidden" name="group" value="<%= it.group %>">
+  <input type="hidden" name="version" value="<%= it.shown.version %>">
+  <p>This removes <%= it.fullName %> <%= it.shown.version %> from the feed for everyone; it cannot be undone.</p>
+  <button type="submit" class="danger">Delete <%= it.fullName %> <%= it.shown.version %></button>
+</form>
+</details>
+<% } %>
+
 <dl class="facts">
   <dt>Published</dt><dd><%= it.shown.published %><% if (it.shown.publisher) { %> by <%= it.shown.publisher %><% } %></dd>
   <dt>Size</dt><dd><%= it.shown.size %></dd>
@@ -40,6 +53,32 @@ export const PACKAGE = `<% layout("@layout") %>
   <li><% if (dependency.href) { %><a href="<%= dependency.href %>"><%= dependency.text %></a><% } else { %><%= dependency.text %><% } %></li>
 <% } %>
 </ul>
+<% } %>
+
+<h2>Deployments of <%= it.shown.version %></h2>
+<% if (it.deployments.length === 0) { %>
+<p class="muted">No deployment of this version is recorded.</p>
+<% } else { %>
+<table>
+<thead><tr><th scope="col">Date</th><th scope="col">Application</th><th scope="col">Target</th><th scope="col" class="wide">By</th><th scope="col" class="wide">Description</th></tr></thead>
+<tbody>
+<% for (const deployment of it.deployments) { %>
+<tr>
+  <td><%= deployment.date %></td>
+  <td><% if (deployment.href) { %><a href="<%= deployment.href %>" rel="noopener noreferrer"><%= deployment.application %></a><% } else { %><%= deployment.application %><% } %></td>
+  <td><%= deployment.target %></td>
+  <td class="wide"><%= deployment.userName %></td>
+  <td class="wide"><%= deployment.description %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+<% if (it.deploymentsCut) { %><p class="muted">The latest <%= it.deployments.length %> deployments are listed.</p><% } %>
+<% } %>
+
+<% if (it.uploadAction) { %>
+<h2>Publish</h2>
+<%~ include("@packages-upload", { action: it.uploadAction, csrfToken: it.csrfToken }) %>
 <% } %>
 
 <h2>Versions <span class="muted">(<%= it.versionCount %>)</span></h2>
@@ -81,4 +120,23 @@ export const PACKAGE = `<% layout("@layout") %>
 
 <h2>How to use it</h2>
 <%~ include("@snippets", { snippets: it.snippets }) %>
+`;
+
+/**
+ * The upload zone of the feed and package pages (partial `@packages-upload`, given `{ action,
+ * csrfToken }`): a plain multipart form that works without JavaScript (`_csrf` first, so that the
+ * token is read before any file byte); /ui/app.js adds dropping a file on it and a progress bar.
+ */
+export const UPLOAD_ZONE = `<form method="post" action="<%= it.action %>" enctype="multipart/form-data" class="package-upload" data-packages-upload>
+  <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
+  <fieldset class="package-drop" data-packages-drop>
+    <legend>Upload a package</legend>
+    <p class="muted" data-packages-drop-hint hidden>Drop a .upack file here, or choose one.</p>
+    <label for="package-file">Package file (.upack)</label>
+    <input id="package-file" name="file" type="file" accept=".upack,.zip,application/zip" required>
+    <div class="package-progress" data-packages-progress hidden><progress max="100" value="0" aria-label="Upload progress"></progress></div>
+    <p data-packages-status role="status"></p>
+    <button type="submit">Upload</button>
+  </fieldset>
+</form>
 `;
