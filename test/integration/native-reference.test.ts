@@ -1,19 +1,19 @@
-import { createHash } from "node:crypto";
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { NATIVE_METHODS } from "../../src/areas/native/index.js";
 import { escapeHtml } from "../../src/areas/native/reference-html.js";
-import { referenceRoutes } from "../../src/areas/native/reference-routes.js";
 import { createNativeRegistry, defineNativeMethod, type NativeMethod } from "../../src/areas/native/registry.js";
 import { SOAP_NAMESPACE } from "../../src/areas/native/soap-namespace.js";
+import { registerReferenceRoutes } from "../../src/areas/web-ui/reference/pages.js";
+import { registerUiSecurity } from "../../src/areas/web-ui/session/ui-security.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 
 /**
  * The native API reference (issue 14 section 3; docs/seed-api.md area H): `/reference/api` and
  * `/reference/api/<Method>` generated from the registry, so every method of NATIVE_METHODS (whoever
- * added it) is checked here without being named; strict headers; escaping proved on a hand-made
- * registry with hostile names and descriptions.
+ * added it) is checked here without being named; the web UI's headers (the pages are in its frame,
+ * web-ui/reference); escaping proved on a hand-made registry with hostile names and descriptions.
  */
 let t: TestApp;
 
@@ -69,25 +69,36 @@ function expectRequiredArgumentsGiven(method: NativeMethod, body: string): void 
 function expectPageHeaders(res: LightMyRequestResponse): void {
   expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
   expect(res.headers["x-content-type-options"]).toBe("nosniff");
+  // The web UI's policy: its own stylesheet and script only, nothing inline.
   const csp = String(res.headers["content-security-policy"]);
-  expect(csp).toMatch(/^default-src 'none'; /);
-  expect(csp).toMatch(/style-src 'sha256-[A-Za-z0-9+/]+=*'/);
-  expect(csp).not.toMatch(/script-src|unsafe-inline|unsafe-eval/);
+  expect(csp).toMatch(/^default-src 'self';/);
+  expect(csp).toContain("script-src 'self'");
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
 }
 
-/** The page applies exactly its one inline stylesheet: the CSP's hash is the hash of that <style>. */
-function expectStyleAllowedByHash(res: LightMyRequestResponse): void {
-  const styles = [...res.body.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1] ?? "");
-  expect(styles).toHaveLength(1);
-  const hash = createHash("sha256")
-    .update(styles[0] ?? "")
-    .digest("base64");
-  expect(String(res.headers["content-security-policy"])).toContain(`style-src 'sha256-${hash}'`);
+/** The reference's own content, inside the frame (the frame itself links the UI's stylesheet and script). */
+function contentOf(body: string): string {
+  const content = /<div class="reference">([\s\S]*)<\/div>\s*<\/main>/.exec(body)?.[1];
+  expect(content, body).toBeDefined();
+  return content ?? "";
+}
+
+/** The frame's one stylesheet and script, nothing inline. */
+function expectFrame(body: string): void {
+  expect(body).toMatch(/^<!doctype html>\n<html lang="en">/);
+  expect(body).toMatch(/<link rel="stylesheet" href="\/ui\/style\.css\?v=[0-9a-f]+">/);
+  expect(body).not.toMatch(/<style\b/i);
+  expect([...body.matchAll(/<script\b[^>]*>/gi)].map((m) => m[0])).toEqual([
+    expect.stringMatching(/^<script src="\/ui\/app\.js\?v=[0-9a-f]+" defer>$/),
+  ]);
 }
 
 /** No element or attribute that could run or load anything (text that merely mentions them is fine). */
 function expectNoActiveContent(body: string): void {
-  expect(body).not.toMatch(/<(?:script|img|iframe|object|embed|form|link|base|meta http-equiv)\b/i);
+  expectFrame(body);
+  const content = contentOf(body);
+  expect(content).not.toMatch(/<(?:script|style|img|iframe|object|embed|form|link|base|meta)\b/i);
   expect(body).not.toMatch(/<[a-z][^>]*\son[a-z]+\s*=/i);
   expect(body).not.toMatch(/(?:href|src)\s*=\s*"?\s*javascript:/i);
 }
@@ -97,9 +108,7 @@ describe("GET /reference/api", () => {
     const res = await get(t.app, "/reference/api");
     expect(res.statusCode, res.body).toBe(200);
     expectPageHeaders(res);
-    expectStyleAllowedByHash(res);
     expectNoActiveContent(res.body);
-    expect(res.body).toMatch(/^<!DOCTYPE html>\n<html lang="en">/);
     expect(res.body).toContain("<h1>Native API reference</h1>");
     expect(res.body).toContain(`<code>${escapeHtml(SOAP_NAMESPACE)}</code>`);
     expect(NATIVE_METHODS.length).toBeGreaterThanOrEqual(4);
@@ -128,13 +137,14 @@ describe("GET /reference/api", () => {
     expectPageHeaders(head);
   });
 
-  it("is cacheable: a stable ETag, 304 on revalidation, also for the compressed variant", async () => {
+  it("is cacheable by the reader alone: a stable ETag without a session, 304 on revalidation, also compressed", async () => {
     const first = await get(t.app, "/reference/api");
     const second = await get(t.app, "/reference/api");
     const etag = String(first.headers.etag);
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     expect(second.headers.etag).toBe(etag);
-    expect(first.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
+    // The frame names the signed-in reader: no shared cache may keep a page.
+    expect(first.headers["cache-control"]).toBe("private, no-cache");
     const revalidated = await get(t.app, "/reference/api", { "if-none-match": etag });
     expect(revalidated.statusCode).toBe(304);
     expect(revalidated.body).toBe("");
@@ -290,8 +300,12 @@ describe("escaping: a registry with hostile names and descriptions", () => {
   });
 
   beforeAll(async () => {
+    // The web UI's security plugin and the reference routes alone, over the hostile registry.
     app = Fastify();
-    await app.register(referenceRoutes, { registry: createNativeRegistry([hostile, named]) });
+    await app.register(async (ui) => {
+      await registerUiSecurity(ui);
+      registerReferenceRoutes(ui, createNativeRegistry([hostile, named]));
+    });
     await app.ready();
   });
   afterAll(async () => app.close());

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { NativeRegistry, NativeServices } from "./registry.js";
-import { referenceRoutes } from "./reference-routes.js";
 import { nativeRoutes } from "./routes.js";
 import { soapRoutes, type SoapRoutesOptions } from "./soap-routes.js";
 
@@ -10,7 +9,8 @@ export type { NativeMethod, NativeParameter, NativeRegistry, NativeServices } fr
 
 /**
  * Native API (docs/seed-api.md area H; docs/compat.md 7.7): one method table (registry.ts, methods.ts)
- * served over JSON at `/api/json/<Method>`; SOAP and the reference page will read the same table.
+ * served over JSON at `/api/json/<Method>` and SOAP at `/api/soap`; the web UI's reference pages
+ * (`/reference/api`, web-ui/reference) read the same table.
  */
 export const nativeArea: FastifyPluginAsync<{
   services: NativeServices;
@@ -21,5 +21,4 @@ export const nativeArea: FastifyPluginAsync<{
 }> = async (app, { services, registry, config }) => {
   await app.register(nativeRoutes, { services, registry });
   await app.register(soapRoutes, { services, registry, ...(config && { config }) });
-  await app.register(referenceRoutes, { registry });
 };

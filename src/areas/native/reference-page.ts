@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { curlCommand, jsonRequestLine, KEY_PLACEHOLDER, soapRequest } from "./reference-examples.js";
 import { markup, raw, type SafeHtml } from "./reference-html.js";
 import { type ResultOutline, resultOutline } from "./reference-result.js";
@@ -6,46 +5,22 @@ import type { NativeMethod, NativeParameter } from "./registry.js";
 import { SOAP_NAMESPACE } from "./soap-namespace.js";
 
 /**
- * The `/reference/api` pages (docs/seed-api.md area H; research/next-areas.md 2.4): the list of
- * every native method of this installation and one page per method, rendered from the registry
- * alone. Static HTML: no script, one inline stylesheet allowed by its hash (STYLE_HASH), every
- * text through the `markup` template's escaping.
+ * The `/reference/api` pages' content (docs/seed-api.md area H; research/next-areas.md 2.4): the
+ * list of every native method of this installation and one page per method, rendered from the
+ * registry alone, every text through the `markup` template's escaping. The web UI shows this
+ * content inside its frame (web-ui/reference): what is made here is the page's body, already
+ * escaped, with its title.
  */
 
-const STYLESHEET = `
-body { font: 15px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 72rem; padding: 1rem 1.5rem; color: #1b1f24; }
-h1, h2, h3 { line-height: 1.25; }
-section { border-top: 1px solid #d0d7de; margin-top: 2rem; }
-table { border-collapse: collapse; margin: 0.5rem 0 1rem; width: 100%; }
-caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
-th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; }
-code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.9em; }
-pre { background: #f6f8fa; border: 1px solid #d0d7de; overflow-x: auto; padding: 0.5rem 0.75rem; }
-`;
-
-/** For the Content-Security-Policy: the only style the pages may apply, and nothing else at all. */
-export const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLESHEET).digest("base64")}'`;
+/** A page's title (plain text, escaped by the frame) and its body (escaped markup). */
+export interface ReferenceContent {
+  readonly title: string;
+  readonly body: string;
+}
 
 /** The path of a method's own page. */
 export function methodPath(name: string): string {
   return `/reference/api/${encodeURIComponent(name)}`;
-}
-
-function document(title: string, body: SafeHtml): string {
-  return markup`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title>
-<style>${raw(STYLESHEET)}</style>
-</head>
-<body>
-${body}
-</body>
-</html>
-`.markup;
 }
 
 function introduction(count: number): SafeHtml {
@@ -171,39 +146,28 @@ ${methodBody(method, 2)}
 `;
 }
 
-export function renderListPage(methods: readonly NativeMethod[]): string {
-  return document(
-    "Native API reference - Wharf",
-    markup`<header>
-<h1>Native API reference</h1>
+export function renderListPage(methods: readonly NativeMethod[]): ReferenceContent {
+  const body = markup`<h1>Native API reference</h1>
+<div class="reference-intro">
 ${introduction(methods.length)}
-</header>
-<nav aria-label="Methods">
+</div>
+<nav aria-label="Methods" class="reference-index">
 ${indexTable(methods)}
 </nav>
-<main>
-${methods.map(methodSection)}</main>`,
-  );
+${methods.map(methodSection)}`;
+  return { title: "Native API reference", body: body.markup };
 }
 
-export function renderMethodPage(method: NativeMethod): string {
-  return document(
-    `${method.name} - Native API reference - Wharf`,
-    markup`<nav aria-label="Breadcrumb"><a href="/reference/api">Native API reference</a></nav>
-<main>
+export function renderMethodPage(method: NativeMethod): ReferenceContent {
+  const body = markup`<nav aria-label="Breadcrumb" class="breadcrumbs"><a href="/reference/api">Native API reference</a></nav>
 <h1><code>${method.name}</code></h1>
-${methodBody(method, 1)}
-</main>`,
-  );
+${methodBody(method, 1)}`;
+  return { title: `${method.name} - Native API reference`, body: body.markup };
 }
 
-export function renderNotFoundPage(): string {
-  return document(
-    "No such method - Native API reference - Wharf",
-    markup`<main>
-<h1>No such method</h1>
+export function renderNotFoundPage(): ReferenceContent {
+  const body = markup`<h1>No such method</h1>
 <p>This installation has no native API method of that name. The <a href="/reference/api">native API reference</a>
-lists every method it has.</p>
-</main>`,
-  );
+lists every method it has.</p>`;
+  return { title: "No such method - Native API reference", body: body.markup };
 }
