@@ -405,7 +405,7 @@ describe("users, groups and permissions", () => {
     expect(granted.statusCode, granted.body).toBe(303);
     const permissions = await admin.get("/admin/permissions");
     expect(permissions.body).toMatch(
-      /<td>group builders<\/td><td>View &amp; Download Packages<\/td><td>feed granted<\/td><td>grant<\/td>/,
+      /<td>group builders<\/td><td>View &amp; Download Packages<\/td><td>feed granted<\/td><td class="wide">grant<\/td>/,
     );
     expectHtml(await carol.get("/feeds/granted"), 200);
 

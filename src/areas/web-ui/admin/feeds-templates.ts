@@ -67,13 +67,13 @@ export const ADMIN_FEED = `<% layout("@layout") %>
   <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
   <h3 id="storage-change">Change the store</h3>
   <label for="storage-type">Store</label>
-  <select id="storage-type" name="storageType">
+  <select id="storage-type" name="storageType" data-admin-store-select>
   <% for (const type of it.storageTypes) { %>
     <option value="<%= type.id %>"<% if (type.id === it.storage.id) { %> selected<% } %>><%= type.name %></option>
   <% } %>
   </select>
   <% for (const type of it.storageTypes) { %>
-  <fieldset>
+  <fieldset data-admin-store="<%= type.id %>">
     <legend><%= type.name %> settings</legend>
     <% for (const p of type.properties) { %>
     <% if (p.boolean) { %>

@@ -43,6 +43,7 @@ export const ADMIN_USERS = `<% layout("@layout") %>
 </form>
 
 <h2>Groups</h2>
+<% if (it.groups.length === 0) { %><p class="muted">There is no group.</p><% } else { %>
 <table>
 <thead><tr><th scope="col">Name</th><th scope="col">Members</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
@@ -68,6 +69,7 @@ export const ADMIN_USERS = `<% layout("@layout") %>
 <% } %>
 </tbody>
 </table>
+<% } %>
 <h3 id="new-group">Create a group</h3>
 <form method="post" action="/admin/groups" class="admin-form" aria-labelledby="new-group">
   <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
@@ -82,11 +84,11 @@ export const ADMIN_PERMISSIONS = `<% layout("@layout") %>
 <h1>Permissions</h1>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
 <table>
-<thead><tr><th scope="col">Who</th><th scope="col">Task</th><th scope="col">Where</th><th scope="col">Kind</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">Who</th><th scope="col">Task</th><th scope="col">Where</th><th scope="col" class="wide">Kind</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const p of it.permissions) { %>
 <tr>
-  <td><%= p.who %></td><td><%= p.task %></td><td><%= p.where %></td><td><%= p.deny ? "deny" : "grant" %></td>
+  <td><%= p.who %></td><td><%= p.task %></td><td><%= p.where %></td><td class="wide"><%= p.deny ? "deny" : "grant" %></td>
   <td><form method="post" action="/admin/permissions/<%= p.id %>/revoke">
     <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
     <button type="submit" class="danger" aria-label="Revoke <%= p.task %> of <%= p.who %>">Revoke</button>
