@@ -89,6 +89,51 @@ describe("packagesPage", () => {
   });
 });
 
+describe("search's pre-filter on raw texts (a first search skips parsing manifests that cannot match)", () => {
+  let feed: number;
+  beforeAll(async () => {
+    await upack.createFeed("texts");
+    feed = feedIdOf(t.db, "texts");
+    const specs = [
+      { name: "quoted", manifest: { title: 'say "hi" loud' } },
+      { name: "described", manifest: { description: "Holds the Widget maker" } },
+      { name: "short", manifest: { shortDescription: "tiny WIDGET" } },
+      { name: "tagged", manifest: { tags: ["widgetry", "x"] } },
+      { name: "plain", manifest: { title: "nothing here" } },
+      { name: "escaped", manifest: { title: "placeholder" } },
+    ];
+    for (const { name, manifest } of specs) await upack.addVersion("texts", { name, version: "1.0.0", manifest });
+    // A manifest written by hand with JSON escapes: its raw text does not hold the words its title does.
+    t.db
+      .prepare(
+        `UPDATE upack_versions SET manifest = ? WHERE id = (SELECT latest_version_id FROM upack_packages
+         WHERE feed_id = ? AND name_key = 'escaped')`,
+      )
+      .run(String.raw`{"name":"escaped","version":"1.0.0","title":"Secret Widget été"}`, feed);
+  });
+
+  it.each([["widget"], ['"hi"'], ['say "hi'], ["secret widget"], ["\u0057"], ["nothing"], ["zzz"]])(
+    "%s: the same packages, in the same order, as the API's search",
+    async (term) => {
+      const api = createUpackQueryRepository(t.db);
+      const page = browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 });
+      expect(ids(page.rows)).toEqual(ids(await api.searchPackages(feed, term, 100)));
+    },
+  );
+
+  it("finds texts hidden from the raw manifest by JSON escapes, and every kind of text", () => {
+    const found = (term: string) =>
+      ids(browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 }).rows);
+    expect(found("widget")).toEqual(["escaped", "described", "short", "tagged"]);
+    expect(found("secret widget")).toEqual(["escaped"]);
+    expect(found("été")).toEqual(["escaped"]);
+    expect(found('say "hi"')).toEqual(["quoted"]);
+    // The escape sequence itself is not text of the manifest.
+    expect(found("\\u0057")).toEqual([]);
+    expect(found("zzz")).toEqual([]);
+  });
+});
+
 describe("one package", () => {
   it("pages versions newest first and counts them", () => {
     expect(browse.findPackage(feedId, "", "many")).toMatchObject({ latest_version: "10.0.0-rc.1", version_count: 13 });
