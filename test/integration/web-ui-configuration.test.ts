@@ -233,7 +233,8 @@ describe("check and remediate", () => {
     const job = await viewer.get(`/configuration/jobs/${id}`);
     expect(job.body).toContain('config-state-pending">Pending');
     expect(job.body).toContain("<dt>Not before</dt><dd>2099-01-02 03:04 UTC</dd>");
-    expect(job.body).toContain("data-configuration-live");
+    // Not waited for by refreshing the page every two seconds until 2099.
+    expect(job.body).not.toContain("data-configuration-live");
     const server = await viewer.get("/configuration/servers/web1");
     expect(server.body).toContain("Remediation pending");
   });
@@ -270,5 +271,40 @@ describe("check and remediate", () => {
     expect(res.headers.location).toBe("/configuration?checked");
     const idle = await w.settled("idle1");
     expect(idle.latestCollectionId).not.toBeNull();
+  });
+});
+
+describe("checks and what went wrong", () => {
+  it("lists a server's checks, the remediation's own marked, with counts", async () => {
+    const page = await viewer.get("/configuration/servers/web1");
+    expect(page.body).toMatch(/config-check-completed">Completed<\/span><\/td>\s*<td>1 drifted, 0 unknown of 2 items/);
+    expect(page.body).toMatch(/<a href="\/configuration\/jobs\/\d+">by a remediation<\/a>/);
+  });
+
+  it("shows a failed check's error (here stored as a hostile message) as text, and marks a running check live", async () => {
+    const server = w.t.db.prepare("SELECT id FROM servers WHERE name = 'idle1'").get() as { id: number };
+    const insert = w.t.db.prepare(
+      "INSERT INTO config_collections (server_id, status, started_at, ended_at, error_text) VALUES (?, ?, ?, ?, ?)",
+    );
+    const now = new Date().toISOString();
+    // What an unreachable server's transport reports is text from elsewhere: stored as it came.
+    insert.run(server.id, "error", now, now, `<script>alert("err")</script>`);
+    const overview = await viewer.get("/configuration");
+    expect(overview.body).toMatch(/idle1<\/a><\/td>\s*<td><span class="config-status config-status-error">Error</);
+    expect(overview.body).toContain('<span class="error">&lt;script&gt;alert(&quot;err&quot;)&lt;/script&gt;</span>');
+    expect(overview.body).not.toContain('<script>alert("err")');
+    expect(overview.body).not.toContain("data-configuration-live");
+    const page = await viewer.get("/configuration/servers/idle1");
+    expect(page.body).toContain('config-check-error">Error');
+    expect(page.body).not.toContain('<script>alert("err")');
+
+    const running = insert.run(server.id, "executing", now, null, null);
+    try {
+      const live = await viewer.get("/configuration");
+      expect(live.body).toMatch(/idle1<\/a><\/td>\s*<td><span class="config-status config-status-executing">Checking</);
+      expect(live.body).toContain('<div data-configuration-live id="config-live">');
+    } finally {
+      w.t.db.prepare("DELETE FROM config_collections WHERE id = ?").run(running.lastInsertRowid);
+    }
   });
 });

@@ -9,9 +9,8 @@ import {
 } from "../../configuration/configuration-routes.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
-import { KINDS, type RemediateForm, sendEntityPage } from "./entity-page.js";
+import { type EntityReads, KINDS, type RemediateForm, sendEntityPage } from "./entity-page.js";
 import { entityUrl, jobUrl } from "./present.js";
-import type { RemediationJobs } from "./remediation-jobs.js";
 
 /** A form field as text (a repeated field: its first value), "" when absent. */
 function field(body: unknown, name: string): string {
@@ -28,7 +27,7 @@ function field(body: unknown, name: string): string {
  * (ui-security.ts). Success: 303 to the page (post/redirect/get); a refusal: the page again with
  * the message and the API's status for it.
  */
-export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDeps, jobs: RemediationJobs): void {
+export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDeps, reads: EntityReads): void {
   const { status, checker, remediation } = deps.configurationRuntime;
   const { infrastructure } = deps.configuration;
 
@@ -62,7 +61,7 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if (error.kind === "not_found") return sendNotFound(request, reply, error.message);
-      return sendEntityPage(request, reply.code(STATUS_BY_KIND[error.kind]), deps, jobs, type, name, {
+      return sendEntityPage(request, reply.code(STATUS_BY_KIND[error.kind]), deps, reads, type, name, {
         form,
         message: error.message,
       });

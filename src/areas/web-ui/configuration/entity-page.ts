@@ -5,7 +5,18 @@ import type { StatusObject } from "../../configuration/status.js";
 import type { WebUiDeps } from "../index.js";
 import { sendNotFound } from "../pages/access.js";
 import { defineView, sendPage } from "../views.js";
-import { entityUrl, isMoving, type ItemView, itemView, jobView, statusView, type StatusView } from "./present.js";
+import {
+  type CheckView,
+  checkView,
+  entityUrl,
+  isMoving,
+  type ItemView,
+  itemView,
+  jobView,
+  statusView,
+  type StatusView,
+} from "./present.js";
+import type { CheckRow } from "./recent-checks.js";
 import type { RemediationJobs } from "./remediation-jobs.js";
 import { ACTIONS, ENTITY, JOB_TABLE, STATUS_BADGE, STATUS_TABLE } from "./templates.js";
 
@@ -37,6 +48,12 @@ export interface EntityPageOptions {
   readonly notice?: string;
 }
 
+/** The pages' own reads (recent jobs and checks), made once at registration. */
+export interface EntityReads {
+  readonly jobs: RemediationJobs;
+  readonly recentChecks: (serverId: number) => CheckRow[];
+}
+
 const byKey = (type: EntityType, name: string) => `${type}:${name.toLowerCase()}`;
 
 /**
@@ -49,7 +66,7 @@ export async function sendEntityPage(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: WebUiDeps,
-  jobs: RemediationJobs,
+  { jobs, recentChecks }: EntityReads,
   type: EntityType,
   name: string,
   options: EntityPageOptions = {},
@@ -76,10 +93,12 @@ export async function sendEntityPage(
   });
 
   let items: ItemView[] | undefined;
+  let checks: CheckView[] | undefined;
   let servers: StatusView[] | undefined;
   let links: { title: string; entries: { name: string; url: string }[] }[];
   if (type === "server") {
     items = status.itemsOf(ref.name).map(itemView);
+    checks = recentChecks(ref.id).map(checkView);
     links = [
       { title: "Roles", entries: infrastructure.serverRoles(ref.id).map(link("role")) },
       { title: "Environments", entries: infrastructure.serverEnvironments(ref.id).map(link("environment")) },
@@ -92,7 +111,9 @@ export async function sendEntityPage(
     servers = serverRows(infrastructure.environmentServers(ref.id));
     links = [];
   }
-  const jobRows = (type === "server" ? jobs.recentOfServer(ref.id) : jobs.recentOfEntity(type, ref.name)).map(jobView);
+  const jobRows = (type === "server" ? jobs.recentOfServer(ref.id) : jobs.recentOfEntity(type, ref.name)).map((job) =>
+    jobView(job, deps.clock.now()),
+  );
   const base = entityUrl(type, ref.name);
   const actions = (await request.can(CONFIGURATION_MANAGE))
     ? {
@@ -104,8 +125,7 @@ export async function sendEntityPage(
         notice: options.notice,
       }
     : undefined;
-  const live =
-    isMoving(own.status) || (servers ?? []).some((s) => isMoving(s.status)) || jobRows.some((j) => isMoving(j.state));
+  const live = isMoving(own.status) || (servers ?? []).some((s) => isMoving(s.status)) || jobRows.some((j) => j.moving);
   return sendPage(request, reply, ENTITY_VIEW, {
     title: `${ref.name} (${type})`,
     kind: type,
@@ -114,6 +134,7 @@ export async function sendEntityPage(
     items,
     drifted: items?.filter((item) => item.status === "drifted").length ?? 0,
     servers,
+    checks,
     jobs: jobRows,
     actions,
     live,

@@ -6,6 +6,7 @@ import { defineView, sendPage } from "../views.js";
 import { registerConfigurationActions } from "./actions.js";
 import { KINDS, sendEntityPage } from "./entity-page.js";
 import { isMoving, jobView, statusCounts, statusView } from "./present.js";
+import { createRecentChecks } from "./recent-checks.js";
 import { createRemediationJobs } from "./remediation-jobs.js";
 import { JOB, OVERVIEW } from "./templates.js";
 import { CONFIGURATION_MANAGE } from "../../configuration/configuration-routes.js";
@@ -26,13 +27,14 @@ const checkedNotice = (query: unknown) =>
  */
 export async function registerConfigurationPages(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
   const jobs = createRemediationJobs(deps.db);
+  const reads = { jobs, recentChecks: createRecentChecks(deps.db) };
   const status = deps.configurationRuntime.status;
 
   app.get("/configuration", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, CONFIGURATION_VIEW))) return reply;
     const all = status.statusOfAll();
     const servers = all.filter((o) => o.type === "server");
-    const jobRows = jobs.recent().map(jobView);
+    const jobRows = jobs.recent().map((job) => jobView(job, deps.clock.now()));
     return sendPage(request, reply, OVERVIEW_VIEW, {
       title: "Configuration",
       counts: statusCounts(servers),
@@ -40,7 +42,7 @@ export async function registerConfigurationPages(app: FastifyInstance, deps: Web
       roles: all.filter((o) => o.type === "role").map(statusView),
       environments: all.filter((o) => o.type === "environment").map(statusView),
       jobs: jobRows,
-      live: servers.some((o) => isMoving(o.status)) || jobRows.some((j) => isMoving(j.state)),
+      live: servers.some((o) => isMoving(o.status)) || jobRows.some((j) => j.moving),
       actions: await request.can(CONFIGURATION_MANAGE),
       notice: checkedNotice(request.query),
     });
@@ -51,7 +53,7 @@ export async function registerConfigurationPages(app: FastifyInstance, deps: Web
     const type = Object.hasOwn(KINDS, kind) ? KINDS[kind] : undefined;
     if (type === undefined) return sendNotFound(request, reply, "There is no such configuration page.");
     if (!(await requireView(request, reply, CONFIGURATION_VIEW))) return reply;
-    return sendEntityPage(request, reply, deps, jobs, type, name, { notice: checkedNotice(request.query) });
+    return sendEntityPage(request, reply, deps, reads, type, name, { notice: checkedNotice(request.query) });
   });
 
   app.get("/configuration/jobs/:id", BROWSE_PAGE, async (request, reply) => {
@@ -64,14 +66,14 @@ export async function registerConfigurationPages(app: FastifyInstance, deps: Web
       time: line.loggedAt.toISOString().slice(11, 19),
       message: line.message,
     }));
-    const view = jobView(job);
+    const view = jobView(job, deps.clock.now());
     return sendPage(request, reply, JOB_VIEW, {
       title: view.title,
       job: view,
       log,
-      live: isMoving(job.state),
+      live: view.moving,
     });
   });
 
-  registerConfigurationActions(app, deps, jobs);
+  registerConfigurationActions(app, deps, reads);
 }

@@ -2,6 +2,7 @@ import type { EntityType } from "../../configuration/remediation-repository.js";
 import type { RemediationState } from "../../configuration/remediation.js";
 import type { ConfigurationStatus, ItemObject, StatusObject } from "../../configuration/status.js";
 import { formatDate } from "../pages/present.js";
+import type { CheckRow } from "./recent-checks.js";
 import type { RemediationJobRow } from "./remediation-jobs.js";
 
 /**
@@ -81,9 +82,18 @@ export function statusCounts(objects: readonly StatusObject[]): { word: string; 
   })).filter((entry) => entry.count > 0);
 }
 
-/** Whether a page shows something still moving (it refreshes itself while so, with JavaScript). */
-export const isMoving = (status: ConfigurationStatus | RemediationState) =>
-  status === "executing" || status === "pending" || status === "running";
+/** Whether a status is still moving (a page showing it refreshes itself while so, with JavaScript). */
+export const isMoving = (status: ConfigurationStatus) => status === "executing";
+
+/** A pending job due later than this is not waited for by refreshing (one due in 2099 would poll for ever). */
+const SOON_MS = 60_000;
+
+/** Whether a job is running or about to: its page and the lists showing it refresh themselves. */
+function jobMoving(job: RemediationJobRow, now: Date): boolean {
+  if (job.state === "running") return true;
+  if (job.state !== "pending") return false;
+  return job.notBefore === undefined || Date.parse(job.notBefore) - now.getTime() < SOON_MS;
+}
 
 export interface ItemView {
   readonly type: string;
@@ -130,9 +140,10 @@ export interface JobView {
   readonly notBefore: string | undefined;
   readonly started: string | undefined;
   readonly ended: string | undefined;
+  readonly moving: boolean;
 }
 
-export function jobView(job: RemediationJobRow): JobView {
+export function jobView(job: RemediationJobRow, now: Date): JobView {
   return {
     id: job.id,
     url: jobUrl(job.id),
@@ -145,5 +156,38 @@ export function jobView(job: RemediationJobRow): JobView {
     notBefore: job.notBefore === undefined ? undefined : formatDate(job.notBefore),
     started: job.startedAt === undefined ? undefined : formatDate(job.startedAt),
     ended: job.endedAt === undefined ? undefined : formatDate(job.endedAt),
+    moving: jobMoving(job, now),
+  };
+}
+
+const CHECK_WORDS: Readonly<Record<CheckRow["status"], string>> = {
+  executing: "Checking",
+  completed: "Completed",
+  error: "Error",
+};
+
+export interface CheckView {
+  readonly started: string;
+  readonly ended: string | undefined;
+  readonly status: CheckRow["status"];
+  readonly word: string;
+  /** "2 drifted, 1 unknown of 5 items" for a completed check. */
+  readonly found: string | undefined;
+  readonly errorText: string | undefined;
+  readonly jobUrl: string | undefined;
+}
+
+export function checkView(check: CheckRow): CheckView {
+  return {
+    started: formatDate(check.startedAt),
+    ended: check.endedAt === undefined ? undefined : formatDate(check.endedAt),
+    status: check.status,
+    word: CHECK_WORDS[check.status],
+    found:
+      check.status === "completed"
+        ? `${check.drifted} drifted, ${check.unknown} unknown of ${check.items} item${check.items === 1 ? "" : "s"}`
+        : undefined,
+    errorText: check.errorText,
+    jobUrl: check.jobId === undefined ? undefined : jobUrl(check.jobId),
   };
 }

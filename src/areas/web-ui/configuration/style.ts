@@ -1,11 +1,12 @@
 /** Stylesheet rules of the web UI's part: configuration management: servers, roles, environments, drift (joined into /ui/style.css). */
 export const CONFIGURATION_STYLE = `
 .config-status, .config-state { display: inline-block; padding: 0 0.4em; border-radius: 0.3em; border: 1px solid currentColor; font-size: 0.9em; white-space: nowrap; }
-.config-status-current, .config-state-completed { color: #1a6b2f; }
+.config-check { white-space: nowrap; }
+.config-status-current, .config-state-completed, .config-check-completed { color: #1a6b2f; }
 .config-status-drifted, .config-status-pendingRemediation, .config-state-faulted { color: #8a4b00; }
-.config-status-error { color: #a4161a; }
+.config-status-error, .config-check-error { color: #a4161a; }
 .config-status-unknown, .config-status-disabled, .config-state-disabled { color: #555; }
-.config-status-executing, .config-state-pending, .config-state-running { color: #1d4f91; }
+.config-status-executing, .config-check-executing, .config-state-pending, .config-state-running { color: #1d4f91; }
 .config-counts { display: flex; flex-wrap: wrap; gap: 0.5em 1.25em; list-style: none; padding: 0; }
 .config-table td { vertical-align: top; overflow-wrap: anywhere; }
 .config-scroll { max-width: 100%; overflow-x: auto; }

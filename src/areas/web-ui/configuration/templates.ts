@@ -80,6 +80,7 @@ export const OVERVIEW = `<% layout("@layout") %>
 <div<% if (it.live) { %> data-configuration-live<% } %> id="config-live">
 <section aria-labelledby="servers-title">
 <h2 id="servers-title">Servers</h2>
+<p><%= it.servers.length %> server<%= it.servers.length === 1 ? "" : "s" %><%= it.counts.length > 0 ? ", by status:" : "." %></p>
 <% if (it.counts.length > 0) { %>
 <ul class="config-counts" aria-label="Servers by status">
 <% for (const count of it.counts) { %><li><span class="config-status config-status-<%= count.status %>"><%= count.word %></span> <%= count.count %></li><% } %>
@@ -155,6 +156,29 @@ export const ENTITY = `<% layout("@layout") %>
 </tbody>
 </table>
 </div>
+<% } %>
+</section>
+<% } %>
+<% if (it.checks) { %>
+<section aria-labelledby="checks-title">
+<h2 id="checks-title">Checks</h2>
+<% if (it.checks.length === 0) { %>
+<p class="muted">Never checked.</p>
+<% } else { %>
+<table class="config-table">
+<caption class="visually-hidden">Recent checks, newest first</caption>
+<thead><tr><th scope="col">Started</th><th scope="col">Result</th><th scope="col">Found</th><th scope="col" class="wide">Ended</th></tr></thead>
+<tbody>
+<% for (const check of it.checks) { %>
+<tr>
+  <td><%= check.started %><% if (check.jobUrl) { %><br><a href="<%= check.jobUrl %>">by a remediation</a><% } %></td>
+  <td><span class="config-check config-check-<%= check.status %>"><%= check.word %></span></td>
+  <td><% if (check.found) { %><%= check.found %><% } %><% if (check.errorText) { %><span class="error"><%= check.errorText %></span><% } %></td>
+  <td class="wide"><%= check.ended ?? "" %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
 <% } %>
 </section>
 <% } %>
