@@ -152,7 +152,20 @@ describe("delivery pages", () => {
     expect(res.body).toContain(HOSTILE_ESCAPED);
     expect(res.body).not.toMatch(/<img src=x|<b>/);
     // Badge builder: the image and link URLs of the ci-badges area, with the application's filter.
-    expect(res.body).toContain(`src="http://localhost:80/api/ci-badges/image?%24ApplicationId=${appId}"`);
+    expect(res.body).toContain(`src="/ui/api/ci-badges/image?%24ApplicationId=${appId}"`);
+    expect(res.body).toContain(
+      `href="http://localhost:80/api/ci-badges/link?%24ApplicationId=${appId}&amp;page=application"`,
+    );
+    // The preview is the badge image for the session (the API's image route never takes the cookie).
+    const preview = await viewer.page(`/ui/api/ci-badges/image?%24ApplicationId=${appId}`, "image/*");
+    expect(preview.statusCode).toBe(200);
+    expect(preview.headers["content-type"]).toMatch(/^image\/svg\+xml/);
+    const api = await t.app.inject({
+      url: `/api/ci-badges/image?%24ApplicationId=${appId}`,
+      headers: { cookie: viewer.cookie },
+    });
+    expect(api.statusCode).toBe(403);
+    expect((await stranger.page(`/ui/api/ci-badges/image?%24ApplicationId=${appId}`, "image/*")).statusCode).toBe(403);
     expect(res.body).toContain(
       `[![Build status](http://localhost:80/api/ci-badges/image?%24ApplicationId=${appId})](http://localhost:80/api/ci-badges/link?%24ApplicationId=${appId}&amp;page=application)`,
     );

@@ -6,6 +6,7 @@ import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { queryText } from "../pages/present.js";
 import { registerDeliveryActions } from "./actions.js";
+import { registerUiBadgeImages } from "./badge-images.js";
 import { deliveryPages, sendExecutionPage, VIEW_NEED } from "./pages.js";
 import { idOf, isRunning } from "./present.js";
 
@@ -111,4 +112,5 @@ export async function registerDeliveryPages(app: FastifyInstance, deps: WebUiDep
   });
 
   registerDeliveryActions(app, deps, pages);
+  await registerUiBadgeImages(app, deps);
 }

@@ -169,7 +169,8 @@ export function deliveryPages({ releases: { releases, catalog }, config }: WebUi
         pipelineNamed(build.pipelineName),
       ]);
       const stages = stagesOf(pipeline, build, deployments);
-      const next = stages.find((stage) => stage.next);
+      // While a deployment of the build runs, a plain deploy would only answer that one: no button then.
+      const next = deployments.some(isRunning) ? undefined : stages.find((stage) => stage.next);
       const here = buildUrl(applicationId, buildId);
       const active = build.status === "active";
       await sendPage(request, send(reply, refusal), BUILD_VIEW, {

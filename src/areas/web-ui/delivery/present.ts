@@ -3,6 +3,7 @@ import type { Config } from "../../../config.js";
 import { publicBaseUrl } from "../../../http/base-url.js";
 import type { Build, Deployment, Pipeline } from "../../releases/model.js";
 import { formatDate } from "../pages/present.js";
+import { UI_BADGE_PREFIX } from "./badge-images.js";
 
 /**
  * What the delivery pages show of releases, builds and deployments, and their URLs. Ids are numbers;
@@ -59,7 +60,7 @@ export function stagesOf(
     const newest = deployments.find((deployment) => deployment.stageName.toLowerCase() === stage.name.toLowerCase());
     return {
       name: stage.name,
-      environment: stage.environmentName ?? "",
+      environment: sameName(stage.environmentName, stage.name) ? "" : (stage.environmentName ?? ""),
       ...(newest && {
         deployment: {
           url: executionUrl(build.applicationId, newest.id),
@@ -72,7 +73,12 @@ export function stagesOf(
   });
 }
 
+/** A stage's environment is shown only when it is not named as the stage (the usual case). */
+const sameName = (a: string | undefined, b: string) => a === undefined || a.toLowerCase() === b.toLowerCase();
+
 export interface BadgeView {
+  /** The preview's source: this origin's copy of the image route, which the session authenticates. */
+  readonly preview: string;
   readonly image: string;
   readonly link: string;
   readonly snippets: ReadonlyArray<{ readonly label: string; readonly code: string }>;
@@ -94,6 +100,7 @@ export function badgeOf(
   const image = `${base}/api/ci-badges/image?${query}`;
   const link = `${base}/api/ci-badges/link?${query}&page=${page}`;
   return {
+    preview: `${UI_BADGE_PREFIX}/api/ci-badges/image?${query}`,
     image,
     link,
     snippets: [

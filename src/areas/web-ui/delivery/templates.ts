@@ -13,8 +13,8 @@ const STATE = (value: string) => `<span class="state state-<%= ${value} %>"><%= 
 export const BADGE_BUILDER = `<section aria-labelledby="badge-heading">
 <h2 id="badge-heading">Badge</h2>
 <p>The status of the newest matching build's latest deployment; the link leads to this page.
-The image shows to whoever may read the CI badges API (grant Anonymous for a public README).</p>
-<p><a href="<%= it.badge.link %>"><img class="badge" src="<%= it.badge.image %>" alt="Build status badge"></a></p>
+Readers of a README see the image only if they may read the CI badges API (e.g. Anonymous granted it).</p>
+<p><a href="<%= it.badge.link %>"><img class="badge" src="<%= it.badge.preview %>" alt="Build status badge"></a></p>
 <%~ include("@snippets", { snippets: it.badge.snippets }) %>
 </section>
 `;
