@@ -254,6 +254,9 @@ describe("check and remediate", () => {
     expect(res.body).toContain('value="&lt;script&gt;alert(&quot;job&quot;)&lt;/script&gt;"');
     expect(res.body).toContain('value="2024-02-30T10:00"');
     expect(res.body).not.toContain(HOSTILE_JOB);
+    const unsure = await manager.post("/configuration/servers/web1/remediate", [["simulate", "maybe"]]);
+    expect(unsure.statusCode).toBe(400);
+    expect(unsure.body).toContain("&#39;simulate&#39; must be true or false");
     const long = await manager.post("/configuration/servers/web1/remediate", [["job", "x".repeat(201)]]);
     expect(long.statusCode).toBe(400);
     const missing = await manager.post("/configuration/servers/nope/remediate", []);

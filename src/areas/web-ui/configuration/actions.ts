@@ -54,7 +54,8 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
         checker.request(serversToCheck(infrastructure, status, { type, name }));
         return await reply.redirect(`${entityUrl(type, name)}?checked`, 303);
       }
-      const args: QueryLike = { job: form.job, start: form.start, simulate: String(form.simulate) };
+      // The fields as sent (not the form's reading of them): a bad `simulate` is the API's 400, never a real run.
+      const args: QueryLike = { job: form.job, start: form.start, simulate: field(request.body, "simulate") };
       const token = await remediation.request(remediationRequestOf(type, name, args));
       request.log.info({ job: token, entityType: type }, "remediation requested in the web UI");
       return await reply.redirect(jobUrl(token), 303);
