@@ -14,6 +14,8 @@ import { UiClient } from "../helpers/ui-client.js";
 const ADMIN_PASSWORD = "admin-password-1";
 const VIEWER_PASSWORD = "viewer-password-1";
 const HOSTILE = `<script>alert("x")</script> & "q" javascript:alert(1)`;
+/** A user name may not hold ':' (Basic credentials): the same markup without the URL. */
+const HOSTILE_NAME = `<script>alert("x")</script> & "q"`;
 const ESCAPED = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &quot;q&quot;";
 
 let t: TestApp;
@@ -229,6 +231,41 @@ describe("feeds", () => {
     const refused = await admin.post("/admin/feeds/stored/storage", [["storageType", "floppy"]], "/admin/feeds/stored");
     expectHtml(refused, 400);
     expect(refused.body).toContain("unknown storage type");
+  });
+
+  it("reports a failed move between stores (its error as text) and retries it", async () => {
+    await admin.post(
+      "/admin/feeds",
+      [
+        ["name", "moving"],
+        ["feedType", "universal"],
+      ],
+      "/admin/feeds",
+    );
+    const feedId = (t.db.prepare("SELECT id FROM feeds WHERE name = 'moving'").get() as { id: number }).id;
+    // A move stopped by its target store (as feed-store-move.ts records one): the page reports what the row says.
+    t.db
+      .prepare(
+        `INSERT INTO feed_store_moves (feed_id, from_store, to_store, state, failed_in, blobs_total, blobs_done,
+                                       bytes_total, bytes_done, started_at, updated_at, error)
+         VALUES (?, 'azure:acct/box', 'disk', 'failed', 'copying', 10, 3, 10240, 3072, ?, ?, ?)`,
+      )
+      .run(feedId, "2026-01-02T03:04:05.000Z", "2026-01-02T03:05:00.000Z", HOSTILE);
+    const page = await admin.get("/admin/feeds/moving");
+    expect(page.body).toContain(`failed from azure:acct/box to disk (3 of 10 blobs, 3.0 KiB of 10 KiB): ${ESCAPED}`);
+    expect(page.body).toContain('action="/admin/feeds/moving/move"');
+    expect(viewer.token).not.toBe("");
+    expectHtml(await viewer.post("/admin/feeds/moving/move", [], "/account"), 403);
+    const retried = await admin.post("/admin/feeds/moving/move", [], "/admin/feeds/moving");
+    expect(retried.statusCode, retried.body).toBe(303);
+    await expect
+      .poll(
+        () =>
+          (t.db.prepare("SELECT state FROM feed_store_moves WHERE feed_id = ?").get(feedId) as { state: string }).state,
+      )
+      .not.toBe("failed");
+    const after = await admin.get("/admin/feeds/moving");
+    expect(after.body).not.toContain('action="/admin/feeds/moving/move"');
   });
 
   it("lists only the feeds a user manages, with no create form, and refuses their forged posts (403)", async () => {
@@ -472,6 +509,55 @@ describe("users, groups and permissions", () => {
     await admin.post("/admin/groups", [["name", "temporary"]], "/admin/users");
     expect((await admin.post("/admin/groups/delete", [["name", "temporary"]], "/admin/users")).statusCode).toBe(303);
     expect((await admin.get("/admin/users")).body).not.toContain("temporary");
+  });
+
+  it("renders hostile user and group names as text everywhere, and deletes them through the forms", async () => {
+    const user = await admin.post(
+      "/admin/users",
+      [
+        ["name", HOSTILE_NAME],
+        ["password", "hostile-password-1"],
+      ],
+      "/admin/users",
+    );
+    expect(user.statusCode, user.body).toBe(303);
+    const group = await admin.post(
+      "/admin/groups",
+      [
+        ["name", `${HOSTILE_NAME} group`],
+        ["users", HOSTILE_NAME],
+      ],
+      "/admin/users",
+    );
+    expect(group.statusCode, group.body).toBe(303);
+    const grantRes = await admin.post(
+      "/admin/permissions",
+      [
+        ["group", `${HOSTILE_NAME} group`],
+        ["task", "View & Download Packages"],
+      ],
+      "/admin/permissions",
+    );
+    expect(grantRes.statusCode, grantRes.body).toBe(303);
+    for (const url of ["/admin/users", "/admin/permissions"]) {
+      const page = await admin.get(url);
+      expect(page.body).toContain(ESCAPED);
+      expect(page.body).not.toContain("<script>alert");
+    }
+    const hostileBrowser = new UiClient(t, "198.51.100.50");
+    await hostileBrowser.signIn(HOSTILE_NAME, "hostile-password-1");
+    const account = await hostileBrowser.get("/account");
+    expect(account.body).toContain(`<dd>${ESCAPED}</dd>`);
+    expect(account.body).toContain(`<dd>${ESCAPED} group</dd>`);
+    expect(account.body).not.toContain("<script>alert");
+
+    expect(
+      (await admin.post("/admin/groups/delete", [["name", `${HOSTILE_NAME} group`]], "/admin/users")).statusCode,
+    ).toBe(303);
+    expect((await admin.post("/admin/users/delete", [["name", HOSTILE_NAME]], "/admin/users")).statusCode).toBe(303);
+    const after = (await admin.get("/admin/users")).body;
+    expect(after).not.toContain(`<td>${ESCAPED}</td>`);
+    expect(after).not.toContain(`${ESCAPED} group`);
   });
 
   it("refuses every forged security post of a user without the privilege (403) and changes nothing", async () => {

@@ -35,6 +35,7 @@ export async function feedStorageView({ feeds, moves }: WebUiDeps, feed: Feed) {
   const storage: StorageConfig = await feeds.getStorage(feed.name);
   const types = feeds.storageTypes();
   const current = types.find((type) => type.id === storage.id);
+  const move = moves.find(feed.id);
   return {
     storage: {
       id: storage.id,
@@ -58,7 +59,8 @@ export async function feedStorageView({ feeds, moves }: WebUiDeps, feed: Feed) {
         value: type.id === storage.id ? shownValue(key, storage.properties[key]) : "",
       })),
     })),
-    move: moveText(moves.find(feed.id)),
+    move: moveText(move),
+    moveFailed: move?.state === "failed",
   };
 }
 
@@ -103,6 +105,20 @@ export function registerFeedStorageAction(app: FastifyInstance, { feeds, moves }
       { feed: feed.name, store: typeId, move: done.value.move?.state },
       "feed store changed in the web UI",
     );
+    return backTo(reply, `/admin/feeds/${encodeURIComponent(feed.name)}#storage`);
+  });
+
+  // What POST /api/storage/move does: resume a failed move (409 MOVE_RUNNING while one runs).
+  app.post("/admin/feeds/:name/move", BROWSE_PAGE, async (request, reply) => {
+    const feed = await page.manageableFeed(request, reply);
+    if (feed === undefined) return reply;
+    const done = await orRefused(
+      reply,
+      async () => moves.retry(feed.id),
+      (message) => page.showFeed(request, reply, feed, { storageMessage: message }),
+    );
+    if (done === undefined) return reply;
+    request.log.info({ feed: feed.name, move: done.value.state }, "feed store move retried in the web UI");
     return backTo(reply, `/admin/feeds/${encodeURIComponent(feed.name)}#storage`);
   });
 }

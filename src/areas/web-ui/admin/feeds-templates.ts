@@ -62,6 +62,12 @@ export const ADMIN_FEED = `<% layout("@layout") %>
   <% for (const p of it.storage.shown) { %><dt><%= p.name %></dt><dd><%= p.value %></dd><% } %>
   <dt>Move between stores</dt><dd><%= it.move %></dd>
 </dl>
+<% if (it.moveFailed) { %>
+<form method="post" action="<%= it.feed.url %>/move">
+  <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
+  <p><button type="submit">Retry the move</button></p>
+</form>
+<% } %>
 <% if (it.storageMessage) { %><p class="error" role="alert"><%= it.storageMessage %></p><% } %>
 <form method="post" action="<%= it.feed.url %>/storage" class="admin-form" aria-labelledby="storage-change">
   <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
