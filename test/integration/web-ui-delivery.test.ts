@@ -172,6 +172,19 @@ describe("delivery pages", () => {
     expect(res.body).not.toContain('<form method="post" action="/applications/');
   });
 
+  it("offers a deployer only the actions that can apply: no build form without an active release", async () => {
+    const other = await deployer.page(`/applications/${otherAppId}`);
+    expect(other.statusCode).toBe(200);
+    expect(other.body).toContain("Create a release");
+    expect(other.body).not.toContain("Create a build");
+    const release = await viewer.page(releaseUrl());
+    expect(release.statusCode).toBe(200);
+    expect(release.body).toContain("<h1>Release 1.0&lt;b&gt;</h1>");
+    expect(release.body).toContain(`<dt>Name</dt><dd>${HOSTILE_ESCAPED}</dd>`);
+    expect(release.body).toMatch(/<ol class="stages">\s*<li><span>Integration<\/span><\/li>/);
+    expect(release.body).not.toContain("Cancel release");
+  });
+
   it("answers 404 pages for unknown or mismatched ids", async () => {
     for (const url of [
       "/applications/999",

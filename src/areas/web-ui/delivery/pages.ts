@@ -11,6 +11,7 @@ import {
   executionUrl,
   isRunning,
   releaseUrl,
+  sameName,
   stagesOf,
   whenOf,
 } from "./present.js";
@@ -66,6 +67,8 @@ export function deliveryPages({ releases: { releases, catalog }, config }: WebUi
     }
     const active = await releases.listReleases({ applicationId: application.id, status: "active" });
     const withoutRelease = application.releaseUsage !== "required";
+    // Nothing to build: the application needs a release and has no active one.
+    if (active.length === 0 && !withoutRelease) return undefined;
     return {
       action: `${applicationUrl(application.id)}/builds`,
       releases: active.map((r) => r.number),
@@ -145,7 +148,7 @@ export function deliveryPages({ releases: { releases, catalog }, config }: WebUi
         stages:
           (await pipelineNamed(release.pipelineName))?.stages.map((stage) => ({
             name: stage.name,
-            environment: stage.environmentName ?? "",
+            environment: sameName(stage.environmentName, stage.name) ? "" : (stage.environmentName ?? ""),
           })) ?? [],
         builds: builds.map(buildRow),
         cancelAction: mayManage && release.status === "active" ? `${here}/cancel` : undefined,

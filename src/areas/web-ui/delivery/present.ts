@@ -74,7 +74,7 @@ export function stagesOf(
 }
 
 /** A stage's environment is shown only when it is not named as the stage (the usual case). */
-const sameName = (a: string | undefined, b: string) => a === undefined || a.toLowerCase() === b.toLowerCase();
+export const sameName = (a: string | undefined, b: string) => a === undefined || a.toLowerCase() === b.toLowerCase();
 
 export interface BadgeView {
   /** The preview's source: this origin's copy of the image route, which the session authenticates. */
