@@ -3,7 +3,7 @@ import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, sendNotFound } from "../pages/access.js";
 import { formatDate } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
-import { backTo } from "./form.js";
+import { backTo, idParam } from "./form.js";
 
 const ACCOUNT = `<% layout("@layout") %>
 <h1>Your account</h1>
@@ -83,8 +83,7 @@ export function registerAccountPage(app: FastifyInstance, { sessions, security }
   app.post("/account/sessions/:id/revoke", BROWSE_PAGE, async (request, reply) => {
     const me = signedIn(request);
     if (me === undefined) return refuseUnsigned(request, reply);
-    const text = (request.params as { id: string }).id;
-    const id = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : undefined;
+    const id = idParam(request);
     if (id === undefined || !(await store.endOne(me.userId, id))) {
       return sendNotFound(request, reply, "You have no session with this id.");
     }

@@ -5,21 +5,15 @@ import { STATUS_BY_KIND } from "../../../http/errors.js";
 import type { ApiKeyInput } from "../../security/service.js";
 import { ADMINISTER, API_KEY_TYPES, type ApiKeyView } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
-import { requireView, sendNotFound } from "../pages/access.js";
+import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { API_KEY_CREATED, API_KEYS } from "../templates/api-keys.js";
 import { defineView, sendPage } from "../views.js";
+import { formFields, idParam } from "./form.js";
 
 const API_KEYS_VIEW = defineView("api-keys", API_KEYS);
 const API_KEY_CREATED_VIEW = defineView("api-key-created", API_KEY_CREATED);
 
 const LIST_URL = "/admin/api-keys";
-
-/**
- * UI routes (the session cookie authenticates them, ui-security.ts checks `_csrf` on every POST);
- * access is decided in the handler with the API's own need, so that Anonymous is sent to sign in
- * and a signed-in user without it gets the 403 page rather than a plain-text error.
- */
-const ADMIN_PAGE = { config: { ui: true, access: { inHandler: true as const } } };
 
 /** What the create form holds, shown again (escaped) when the service refuses it. */
 interface FormValues {
@@ -72,12 +66,12 @@ export function registerApiKeysPage(app: FastifyInstance, { security, feeds }: W
     });
   }
 
-  app.get(LIST_URL, ADMIN_PAGE, async (request, reply) => {
+  app.get(LIST_URL, BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, ADMINISTER))) return reply;
     return showList(request, reply);
   });
 
-  app.post(LIST_URL, ADMIN_PAGE, async (request, reply) => {
+  app.post(LIST_URL, BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, ADMINISTER))) return reply;
     const form = formValues(request.body);
     let created;
@@ -96,9 +90,9 @@ export function registerApiKeysPage(app: FastifyInstance, { security, feeds }: W
     });
   });
 
-  app.post(`${LIST_URL}/:id/revoke`, ADMIN_PAGE, async (request, reply) => {
+  app.post(`${LIST_URL}/:id/revoke`, BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, ADMINISTER))) return reply;
-    const id = keyId((request.params as { id: string }).id);
+    const id = idParam(request);
     if (id === undefined) return sendNotFound(request, reply, "No API key has this id.");
     try {
       await apiKeys.delete(id);
@@ -110,13 +104,6 @@ export function registerApiKeysPage(app: FastifyInstance, { security, feeds }: W
     request.log.info({ apiKey: id }, "API key revoked in the web UI");
     return reply.redirect(LIST_URL, 303);
   });
-}
-
-/** A positive integer id as the list shows it, or undefined. */
-function keyId(text: string): number | undefined {
-  if (!/^[1-9][0-9]{0,15}$/.test(text)) return undefined;
-  const id = Number(text);
-  return Number.isSafeInteger(id) ? id : undefined;
 }
 
 /** A key as a row of the list: what it may do in words, dates readable; never the key or its hash. */
@@ -143,19 +130,9 @@ function readableTime(iso: string): string {
   return Number.isNaN(time.getTime()) ? iso : `${time.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
-/** The form's fields as strings (a repeated field arrives as an array); anything else is blank. */
+/** The create form's fields. */
 function formValues(body: unknown): FormValues {
-  const fields = body !== null && typeof body === "object" ? (body as Record<string, unknown>) : {};
-  const text = (name: string): string => {
-    const value = fields[name];
-    const first = Array.isArray(value) ? value[0] : value;
-    return typeof first === "string" ? first : "";
-  };
-  const list = (name: string): string[] => {
-    const value = fields[name];
-    const values = Array.isArray(value) ? value : [value];
-    return values.filter((v): v is string => typeof v === "string");
-  };
+  const { text, list } = formFields(body);
   return {
     type: text("type"),
     displayName: text("displayName"),

@@ -54,6 +54,14 @@ export async function orRefused<T>(
   }
 }
 
+/** A URL's `:id` parameter as a positive integer id (as the lists show them), or undefined. */
+export function idParam(request: FastifyRequest): number | undefined {
+  const text = (request.params as { id: string }).id;
+  if (!/^[1-9][0-9]{0,15}$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
 /** A URL's `:name` parameter. */
 export const nameParam = (request: FastifyRequest): string => (request.params as { name: string }).name;
 

@@ -3,7 +3,7 @@ import { ADMINISTER } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { defineView, sendPage } from "../views.js";
-import { backTo, type FormFields, formFields, orRefused, splitList } from "./form.js";
+import { backTo, type FormFields, formFields, idParam, orRefused, splitList } from "./form.js";
 import { ADMIN_PERMISSIONS, ADMIN_USERS } from "./security-templates.js";
 
 const USERS_VIEW = defineView("admin-users", ADMIN_USERS);
@@ -161,15 +161,15 @@ export function registerSecurityPages(app: FastifyInstance, { security }: WebUiD
 
   app.post("/admin/permissions/:id/revoke", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, ADMINISTER))) return reply;
-    const text = (request.params as { id: string }).id;
-    if (!/^[1-9][0-9]{0,15}$/.test(text)) return sendNotFound(request, reply, "No permission has this id.");
+    const id = idParam(request);
+    if (id === undefined) return sendNotFound(request, reply, "No permission has this id.");
     const done = await orRefused(
       reply,
-      () => permissions.removePermission(Number(text)),
+      () => permissions.removePermission(id),
       async (message) => sendNotFound(request, reply, message),
     );
     if (done === undefined) return reply;
-    request.log.info({ permission: text }, "permission revoked in the web UI");
+    request.log.info({ permission: id }, "permission revoked in the web UI");
     return backTo(reply, "/admin/permissions");
   });
 }
