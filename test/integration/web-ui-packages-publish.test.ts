@@ -160,6 +160,20 @@ describe("delete", () => {
     expect((await publisher.get("/feeds/main/packages/gone")).statusCode).toBe(404);
   });
 
+  it("deletes a version of a package whose group holds '/'", async () => {
+    await publisher.get("/feeds/main");
+    const body = await buildUpack({ group: "acme/tools", name: "deep", version: "1.0.0+build.7" });
+    expect((await rawUpload(publisher, body, publisher.token)).statusCode).toBe(201);
+    const page = await publisher.get("/feeds/main/packages/deep?group=acme%2Ftools");
+    expect(page.body).toContain('<input type="hidden" name="group" value="acme/tools">');
+    const res = await publisher.post("/ui/feeds/main/packages/deep/delete", [
+      ["group", "acme/tools"],
+      ["version", "1.0.0+build.7"],
+    ]);
+    expect(res.statusCode, res.body).toBe(303);
+    expect((await publisher.get("/feeds/main/packages/deep?group=acme%2Ftools")).statusCode).toBe(404);
+  });
+
   it("refuses a viewer's forged delete (403) and keeps the version; an unknown version is 404", async () => {
     const res = await viewer.post("/ui/feeds/main/packages/kept/delete", [["version", "1.0.0"]], "/feeds/main");
     expect(res.statusCode).toBe(403);
@@ -204,7 +218,7 @@ describe("deployments, connectors, snippets", () => {
       method: "POST",
       url: "/api/management/connectors/create",
       headers: admin,
-      payload: { name: "upstream-one", url: "https://upstream.example/upack/x", feedType: "universal" },
+      payload: { name: "upstream-one", url: `https://upstream.example/upack/x"${HOSTILE}`, feedType: "universal" },
     });
     expect(created.statusCode, created.body).toBe(201);
     const updated = await t.app.inject({
@@ -220,6 +234,9 @@ describe("deployments, connectors, snippets", () => {
     const page = await root.get("/feeds/main");
     expect(page.body).toContain("<h2>Connectors</h2>");
     expect(page.body).toMatch(/<td>upstream-one<\/td>\s*<td><span class="connector-unknown">unknown<\/span>/);
+    // The connector's URL (the admin's text) is shown as text, never as markup.
+    expect(page.body).not.toContain(HOSTILE);
+    expect(page.body).toMatch(/<code>https:\/\/upstream\.example\/upack\/x(&quot;&lt;script&gt;|%22%3Cscript%3E)/);
     expect((await viewer.get("/feeds/main")).body).not.toContain("<h2>Connectors</h2>");
   });
 
