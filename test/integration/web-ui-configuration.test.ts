@@ -141,6 +141,11 @@ describe("drift at a glance", () => {
     const web = await viewer.get("/configuration/roles/web");
     expect(web.statusCode).toBe(200);
     expect(web.body).toMatch(/<a href="\/configuration\/servers\/web1">web1<\/a><\/td>\s*<td><span[^>]*>Drifted</);
+    // Only a manager sees the forms; a role's remediation says it touches the role's items only.
+    expect(web.body).not.toContain("/configuration/roles/web/remediate");
+    const managed = await manager.get("/configuration/roles/web");
+    expect(managed.body).toContain('action="/configuration/roles/web/remediate"');
+    expect(managed.body).toContain("<legend>Remediate this role&#39;s items on its servers</legend>");
     const ops = await viewer.get("/configuration/roles/ops");
     expect(ops.body).toContain('<dt>Depends on</dt><dd><a href="/configuration/roles/web">web</a>');
     const prod = await viewer.get("/configuration/environments/Prod");
@@ -267,13 +272,31 @@ describe("check and remediate", () => {
   });
 
   it("checks every server from the overview", async () => {
+    const latest = () =>
+      w.t.db
+        .prepare(
+          `SELECT s.name, max(c.id) AS id FROM servers s JOIN config_collections c ON c.server_id = s.id
+            WHERE c.status != 'executing' GROUP BY s.name ORDER BY s.name`,
+        )
+        .all() as { name: string; id: number }[];
+    const before = new Map(latest().map((row) => [row.name, row.id]));
     const page = await manager.get("/configuration");
     expect(page.body).toContain("Check all servers now");
     const res = await manager.post("/configuration/check");
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe("/configuration?checked");
-    const idle = await w.settled("idle1");
-    expect(idle.latestCollectionId).not.toBeNull();
+    // Both servers get a check that ends: nothing is left running for the next tests.
+    await expect
+      .poll(
+        () =>
+          latest()
+            .filter((row) => row.id > (before.get(row.name) ?? 0))
+            .map((row) => row.name),
+        {
+          timeout: 5_000,
+        },
+      )
+      .toEqual(["idle1", "web1"]);
   });
 });
 

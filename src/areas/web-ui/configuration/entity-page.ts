@@ -118,6 +118,13 @@ export async function sendEntityPage(
   const actions = (await request.can(CONFIGURATION_MANAGE))
     ? {
         what: type === "server" ? "this server" : `this ${type}'s servers`,
+        // A role's remediation changes only its own items (the API's role target).
+        remediates:
+          type === "role"
+            ? "this role's items on its servers"
+            : type === "server"
+              ? "this server"
+              : "this environment's servers",
         check: `${base}/check`,
         remediate: `${base}/remediate`,
         form: options.form ?? EMPTY_REMEDIATE_FORM,

@@ -51,7 +51,7 @@ export const JOB_TABLE = `<% if (it.jobs.length === 0) { %>
 
 /**
  * Check and remediate forms for one entity (shown only to those the API lets do it); `it`:
- * { check, remediate, csrfToken, what, form: { job, start, simulate }, message }.
+ * { check, remediate, csrfToken, what, remediates, form: { job, start, simulate }, message, notice }.
  */
 export const ACTIONS = `<section class="config-actions" aria-labelledby="config-actions-title">
 <h2 id="config-actions-title">Check and remediate</h2>
@@ -64,7 +64,7 @@ export const ACTIONS = `<section class="config-actions" aria-labelledby="config-
 <form method="post" action="<%= it.remediate %>" class="config-remediate">
   <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
   <fieldset>
-    <legend>Remediate <%= it.what %></legend>
+    <legend>Remediate <%= it.remediates %></legend>
     <label for="config-job-name">Job name (optional)</label>
     <input id="config-job-name" name="job" maxlength="200" value="<%= it.form.job %>">
     <label for="config-job-start">Not before (UTC, optional: empty is now)</label>
