@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WHARF_VERSION } from "../../src/version.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { startUpstreamWharf } from "../helpers/connector-fixtures.js";
 import { basic, createUser, grant } from "../helpers/fixtures.js";
 import { UiClient } from "../helpers/ui-client.js";
 
@@ -371,8 +372,50 @@ describe("connectors", () => {
     expect((await admin.get("/admin/connectors")).body).toContain("There is no connector.");
   });
 
+  it("checks a connector's upstream now and shows its health", { timeout: 30_000 }, async () => {
+    const up = await startUpstreamWharf();
+    // The upstream is on loopback: a server allowing private addresses, as its operator would.
+    const local = await buildTestApp({ env: { WHARF_FETCH_ALLOW_PRIVATE: "true" } });
+    try {
+      grant(local.db, {
+        user: await createUser(local.db, "root", ADMIN_PASSWORD),
+        attributes: ["Admin_ConfigureProGet"],
+      });
+      const browser = new UiClient(local);
+      await browser.signIn("root", ADMIN_PASSWORD);
+      const created = await browser.post(
+        "/admin/connectors",
+        [
+          ["name", "remote"],
+          ["url", up.feedUrl],
+          ["username", up.credentials.username],
+          ["password", up.credentials.password],
+        ],
+        "/admin/connectors",
+      );
+      expect(created.statusCode, created.body).toBe(303);
+      expect(
+        (await browser.post("/admin/connectors/check", [["name", "remote"]], "/admin/connectors")).statusCode,
+      ).toBe(303);
+      const healthy = await browser.get("/admin/connectors");
+      expect(healthy.body).toMatch(/<td>healthy \(checked \d{4}-\d{2}-\d{2}/);
+      expect(healthy.body).not.toContain(up.credentials.password);
+      await up.stop();
+      await browser.post("/admin/connectors/check", [["name", "remote"]], "/admin/connectors");
+      expect((await browser.get("/admin/connectors")).body).toMatch(/<td>error \(checked /);
+    } finally {
+      await local.close();
+      await up.close();
+    }
+  });
+
   it("refuses a viewer's forged connector posts (403)", async () => {
-    for (const url of ["/admin/connectors", "/admin/connectors/edit", "/admin/connectors/delete"]) {
+    for (const url of [
+      "/admin/connectors",
+      "/admin/connectors/edit",
+      "/admin/connectors/delete",
+      "/admin/connectors/check",
+    ]) {
       expectHtml(
         await viewer.post(
           url,

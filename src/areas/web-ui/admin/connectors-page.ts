@@ -19,6 +19,11 @@ const CONNECTORS = `<% layout("@layout") %>
   <td><%= c.name %></td><td class="wide"><%= c.url %></td>
   <td><%= c.health %><% if (c.error) { %><br><span class="muted"><%= c.error %></span><% } %></td>
   <td>
+    <form method="post" action="/admin/connectors/check">
+      <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
+      <input type="hidden" name="name" value="<%= c.name %>">
+      <button type="submit" aria-label="Check <%= c.name %> now">Check now</button>
+    </form>
     <details><summary>Edit <span class="visually-hidden"><%= c.name %></span></summary>
     <form method="post" action="/admin/connectors/edit" class="admin-form">
       <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
@@ -122,4 +127,6 @@ export function registerConnectorsPage(app: FastifyInstance, { connectors }: Web
   action("/admin/connectors", (f) => connectors.createConnector({ ...inputOf(f), feedType: "universal" }));
   action("/admin/connectors/edit", (f) => connectors.updateConnector(f.text("current"), inputOf(f)));
   action("/admin/connectors/delete", (f) => connectors.deleteConnector(f.text("name")));
+  // What POST /api/management/connectors/check/<name> does: fetch the upstream now, store the result.
+  action("/admin/connectors/check", (f) => connectors.checkHealth(f.text("name")));
 }
