@@ -63,7 +63,8 @@ export function deliveryPages({ releases: { releases, catalog }, config }: WebUi
     if (!(await request.can(releasesNeed("ReleasePackages_Create")))) return undefined;
     if (release !== undefined) {
       if (release.status !== "active") return undefined;
-      return { action: `${releaseUrl(application.id, release.number)}/builds`, releases: [release.number] };
+      // The release is the page's (its URL): no choice to offer.
+      return { action: `${releaseUrl(application.id, release.number)}/builds` };
     }
     const active = await releases.listReleases({ applicationId: application.id, status: "active" });
     const withoutRelease = application.releaseUsage !== "required";
