@@ -87,7 +87,7 @@ describe("GET /feeds", () => {
     expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
     expect(res.body).toContain('<a href="/feeds/main">main</a>');
     expect(res.body).not.toContain("secret");
-    expect(res.body).toMatch(/<td>universal<\/td>\s*<td class="num">58<\/td>/);
+    expect(res.body).toMatch(/<td>universal<\/td>\s*<td class="num">58 packages<\/td>/);
   });
 
   it("lists for a user the feeds the management API lists them, and nothing for a stranger", async () => {
@@ -99,8 +99,9 @@ describe("GET /feeds", () => {
     expect(apiNames).toEqual(["main", "secret"]);
 
     const everything = await page("/feeds", carol);
-    expect(everything.body).toContain('<a href="/feeds/files">files</a>');
-    expect(everything.body).toMatch(/<td>asset<\/td>\s*<td class="num"><\/td>/);
+    // An asset directory links to its file browser (its /feeds page sends there too).
+    expect(everything.body).toContain('<a href="/assets/files/">files</a>');
+    expect(everything.body).toMatch(/<td>asset directory<\/td>\s*<td class="num">0 files<\/td>/);
 
     // What Anonymous may view, every signed-in user may view too (as on the API).
     const stranger = await page("/feeds", bob);

@@ -49,7 +49,7 @@ export const FEED = `<% layout("@layout") %>
 <p class="muted">Packages of <%= it.feed.type %> feeds are not listed here.</p>
 <% } %>
 
-<% if (it.uploadAction) { %>
+<% if (it.uploadAction && it.csrfToken) { %>
 <h2>Publish</h2>
 <%~ include("@packages-upload", { action: it.uploadAction, csrfToken: it.csrfToken }) %>
 <% } %>

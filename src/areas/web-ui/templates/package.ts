@@ -22,7 +22,7 @@ export const PACKAGE = `<% layout("@layout") %>
   <a class="button" href="<%= it.download.tgz %>" download>Contents as tgz</a>
 </p>
 
-<% if (it.deleteAction) { %>
+<% if (it.deleteAction && it.csrfToken) { %>
 <details class="package-delete">
 <summary>Delete version <%= it.shown.version %>…</summary>
 <form method="post" action="<%= it.deleteAction %>">
@@ -76,7 +76,7 @@ export const PACKAGE = `<% layout("@layout") %>
 <% if (it.deploymentsCut) { %><p class="muted">The latest <%= it.deployments.length %> deployments are listed.</p><% } %>
 <% } %>
 
-<% if (it.uploadAction) { %>
+<% if (it.uploadAction && it.csrfToken) { %>
 <h2>Publish</h2>
 <%~ include("@packages-upload", { action: it.uploadAction, csrfToken: it.csrfToken }) %>
 <% } %>
