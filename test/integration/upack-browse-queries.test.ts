@@ -121,6 +121,23 @@ describe("search's pre-filter on raw texts (a first search skips parsing manifes
     },
   );
 
+  it("follows manifest edits and new latest versions (migration 0016's triggers), and ranks an unknown text", async () => {
+    const found = (term: string) =>
+      ids(browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 }).rows);
+    const latestOf = (name: string) =>
+      `(SELECT latest_version_id FROM upack_packages WHERE feed_id = ${feed} AND name_key = '${name}')`;
+    t.db
+      .prepare(`UPDATE upack_versions SET manifest = '{"title":"now a gizmo"}' WHERE id = ${latestOf("plain")}`)
+      .run();
+    expect(found("gizmo")).toEqual(["plain"]);
+    await upack.addVersion("texts", { name: "plain", version: "2.0.0", manifest: { title: "a doohickey" } });
+    expect(found("gizmo")).toEqual([]);
+    expect(found("doohickey")).toEqual(["plain"]);
+    // A text not known (NULL: written before the column, or a manifest that is not JSON) is ranked.
+    t.db.prepare("UPDATE upack_packages SET search_text = NULL WHERE feed_id = ? AND name_key = 'tagged'").run(feed);
+    expect(found("widgetry")).toEqual(["tagged"]);
+  });
+
   it("finds texts hidden from the raw manifest by JSON escapes, and every kind of text", () => {
     const found = (term: string) =>
       ids(browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 }).rows);
