@@ -243,8 +243,8 @@ describe("deployments, connectors, snippets", () => {
   it("offers the Jenkins plugin's pipeline steps next to upack, pgutil and curl", async () => {
     const page = await viewer.get("/feeds/main/packages/kept");
     expect(page.body).toContain('<h3 id="use-jenkins">jenkins</h3>');
-    expect(page.body).toContain("uploadProGetPackage feedName: &#39;main&#39;");
-    expect((await viewer.get("/feeds/main")).body).toContain("downloadProGetPackage feedName: &#39;main&#39;");
+    expect(page.body).toContain("uploadProgetPackage feedName: &#39;main&#39;");
+    expect((await viewer.get("/feeds/main")).body).toContain("downloadProgetPackage feedName: &#39;main&#39;");
   });
 
   it("sends an asset directory's feed page to its file browser (303)", async () => {

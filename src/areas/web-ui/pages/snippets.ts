@@ -47,11 +47,13 @@ export function universalFeedSnippets(
     {
       // The inedo-proget plugin (docs/clients.md 3.7) asks /api/version, uploads to /upack/<feed>/upload
       // and downloads from /upack/<feed>/download/...: Wharf's URL and an API key are its whole setup.
+      // Its pipeline steps are `uploadProgetPackage` and `downloadProgetPackage` (the plugin's @Symbol
+      // names); downloadFormat is one of pkg, zip, tgz, unpack.
       label: "jenkins",
       code: [
         `// Manage Jenkins > System > ProGet: URL ${base}/ and an API key ($KEY)`,
-        `uploadProGetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: '${pkg.version}', artifacts: 'dist/**'`,
-        `downloadProGetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: 'latest', downloadFormat: 'package', downloadFolder: 'downloads'`,
+        `uploadProgetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: '${pkg.version}', artifacts: 'dist/**'`,
+        `downloadProgetPackage feedName: '${feedName}', groupName: '${pkg.group}', packageName: '${pkg.name}', version: '${pkg.version}', downloadFormat: 'pkg', downloadFolder: 'downloads'`,
       ].join("\n"),
     },
   ];
