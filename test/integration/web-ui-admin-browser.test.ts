@@ -43,6 +43,21 @@ beforeAll(async () => {
     user: await createUser(t.db, "root", ADMIN_PASSWORD),
     attributes: ["Admin_ConfigureProGet", "Admin_ManageFeed"],
   });
+  // Rows in every list, so that the pages are checked (axe, phone width) with content.
+  for (const [url, payload] of [
+    [
+      "/api/management/connectors/create",
+      {
+        name: "public-upstream",
+        url: "https://packages.example.com/upack/public-feed-with-a-long-name",
+        feedType: "universal",
+      },
+    ],
+    ["/api/security/groups/add", { name: "release-managers", users: ["root"] }],
+  ] as const) {
+    const res = await t.app.inject({ method: "POST", url, headers: { "x-apikey": t.adminKey }, payload });
+    expect(res.statusCode, res.body).toBeLessThan(300);
+  }
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   browser = await launchBrowser();

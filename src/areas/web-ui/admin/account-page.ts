@@ -14,7 +14,7 @@ const ACCOUNT = `<% layout("@layout") %>
 <p class="muted">Wharf's security API lets only an administrator set a password: ask one to change yours.
 Changing it signs out every browser signed in with the old one.</p>
 <h2 id="sessions">Where you are signed in</h2>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Browser</th><th scope="col" class="wide">Address</th><th scope="col" class="wide">Signed in</th><th scope="col">Last seen</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const s of it.sessions) { %>

@@ -11,7 +11,7 @@ const CONNECTORS = `<% layout("@layout") %>
 <h1>Connectors</h1>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
 <% if (it.connectors.length === 0) { %><p class="muted">There is no connector.</p><% } else { %>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Name</th><th scope="col" class="wide">URL</th><th scope="col">Health</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const c of it.connectors) { %>
@@ -22,7 +22,7 @@ const CONNECTORS = `<% layout("@layout") %>
     <form method="post" action="/admin/connectors/check">
       <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
       <input type="hidden" name="name" value="<%= c.name %>">
-      <button type="submit" aria-label="Check <%= c.name %> now">Check now</button>
+      <button type="submit">Check now<span class="visually-hidden"> <%= c.name %></span></button>
     </form>
     <details><summary>Edit <span class="visually-hidden"><%= c.name %></span></summary>
     <form method="post" action="/admin/connectors/edit" class="admin-form">

@@ -24,7 +24,7 @@ export const ADMIN_FEEDS = `<% layout("@layout") %>
 <% if (it.feeds.length === 0) { %>
 <p class="muted">There is no feed you may manage.</p>
 <% } else { %>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col" class="wide">Group</th><th scope="col" class="wide">Description</th></tr></thead>
 <tbody>
 <% for (const feed of it.feeds) { %>

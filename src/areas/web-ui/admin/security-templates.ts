@@ -3,7 +3,7 @@ export const ADMIN_USERS = `<% layout("@layout") %>
 <h1>Users and groups</h1>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
 <h2>Users</h2>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Name</th><th scope="col" class="wide">Display name</th><th scope="col" class="wide">E-mail</th><th scope="col">Groups</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const user of it.users) { %>
@@ -44,7 +44,7 @@ export const ADMIN_USERS = `<% layout("@layout") %>
 
 <h2>Groups</h2>
 <% if (it.groups.length === 0) { %><p class="muted">There is no group.</p><% } else { %>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Name</th><th scope="col">Members</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const group of it.groups) { %>
@@ -83,7 +83,7 @@ export const ADMIN_USERS = `<% layout("@layout") %>
 export const ADMIN_PERMISSIONS = `<% layout("@layout") %>
 <h1>Permissions</h1>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
-<table>
+<table class="admin-table">
 <thead><tr><th scope="col">Who</th><th scope="col">Task</th><th scope="col">Where</th><th scope="col" class="wide">Kind</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 <% for (const p of it.permissions) { %>
