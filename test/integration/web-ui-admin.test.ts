@@ -126,6 +126,23 @@ describe("feeds", () => {
     expectHtml(await admin.get("/admin/feeds/tooling"), 404);
   });
 
+  it("creates and edits an asset directory feed as well", async () => {
+    const created = await admin.post("/admin/feeds", [["name", "site"], ["feedType", "asset"]], "/admin/feeds");
+    expect(created.statusCode, created.body).toBe(303);
+    const edited = await admin.post(
+      "/admin/feeds/site",
+      [
+        ["name", "site"],
+        ["description", "Static files"],
+        ["connectors", ""],
+      ],
+      "/admin/feeds/site",
+    );
+    expect(edited.statusCode, edited.body).toBe(303);
+    const api = await t.app.inject({ url: "/api/management/feeds/get/site", headers: basic("root", ADMIN_PASSWORD) });
+    expect(api.json()).toMatchObject({ feedType: "asset", description: "Static files" });
+  });
+
   it("shows the service's refusal again with its status and the form filled in", async () => {
     await admin.get("/admin/feeds");
     const badType = await admin.post("/admin/feeds", [
