@@ -127,7 +127,14 @@ describe("feeds", () => {
   });
 
   it("creates and edits an asset directory feed as well", async () => {
-    const created = await admin.post("/admin/feeds", [["name", "site"], ["feedType", "asset"]], "/admin/feeds");
+    const created = await admin.post(
+      "/admin/feeds",
+      [
+        ["name", "site"],
+        ["feedType", "asset"],
+      ],
+      "/admin/feeds",
+    );
     expect(created.statusCode, created.body).toBe(303);
     const edited = await admin.post(
       "/admin/feeds/site",
