@@ -62,11 +62,22 @@ export async function seriousAxeViolations(page: Page): Promise<AxeFinding[]> {
 
 const SCREENSHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../test-output/screenshots");
 
-/** A full-page screenshot under test-output/screenshots/<name>.png, for people to look at. */
+/** How much of a long page a screenshot keeps: enough to judge the page; a whole long list costs seconds. */
+const SCREENSHOT_MAX_HEIGHT = 2400;
+
+/** A screenshot of the page from its top (at most SCREENSHOT_MAX_HEIGHT) under test-output/screenshots/<name>.png. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   await mkdir(SCREENSHOTS, { recursive: true });
   const file = path.join(SCREENSHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  const { width, height } = await page.evaluate(() => ({
+    width: document.documentElement.clientWidth,
+    height: document.documentElement.scrollHeight,
+  }));
+  await page.screenshot({
+    path: file,
+    fullPage: true,
+    clip: { x: 0, y: 0, width, height: Math.min(height, SCREENSHOT_MAX_HEIGHT) },
+  });
   return file;
 }
 
