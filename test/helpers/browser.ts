@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import axe from "axe-core";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 /**
  * Debian's Chromium driven by playwright-core (no browser download: `.ci/run` installs the
@@ -121,4 +122,27 @@ export async function signInThroughForm(page: Page, base: string, user: string, 
   await page.getByLabel("User name").fill(user);
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** axe-core finds no serious or critical violation on the page as it stands. */
+export async function expectAccessible(page: Page): Promise<void> {
+  expect(await seriousAxeViolations(page), page.url()).toEqual([]);
+}
+
+/** Whether the page fits its viewport's width (no sideways scrolling). */
+export const noSidewaysScroll = (page: Page): Promise<boolean> =>
+  page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
+
+/** A fresh watched page signed in as `user` through the form, on /feeds (where sign-in lands). */
+export async function signedInPage(
+  browser: Browser,
+  base: string,
+  user: string,
+  password: string,
+  viewport: { width: number; height: number } = VIEWPORTS.desktop,
+): Promise<WatchedPage> {
+  const page = await freshPage(browser, viewport);
+  await signInThroughForm(page, base, user, password);
+  await page.waitForURL(`${base}/feeds`);
+  return page;
 }

@@ -1,14 +1,14 @@
 import type { AddressInfo } from "node:net";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import {
   chromiumInstalled,
-  freshPage,
   launchBrowser,
+  noSidewaysScroll,
   screenshot,
   seriousAxeViolations,
-  signInThroughForm,
+  signedInPage,
   VIEWPORTS,
   type WatchedPage,
 } from "../helpers/browser.js";
@@ -73,14 +73,8 @@ async function signedIn(
   password = ADMIN_PASSWORD,
   viewport: { width: number; height: number } = VIEWPORTS.desktop,
 ): Promise<WatchedPage> {
-  const page = await freshPage(browser, viewport);
-  await signInThroughForm(page, base, user, password);
-  await page.waitForURL(`${base}/feeds`);
-  return page;
+  return signedInPage(browser, base, user, password, viewport);
 }
-
-const noSidewaysScroll = (page: Page) =>
-  page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
 
 describe.skipIf(!chromiumInstalled())("administration in Chromium", () => {
   it(

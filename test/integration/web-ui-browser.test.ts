@@ -5,6 +5,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import {
   chromiumInstalled,
   freshPage as freshPageOf,
+  expectAccessible,
   launchBrowser,
   screenshot,
   seriousAxeViolations,
@@ -62,10 +63,6 @@ afterAll(async () => {
 
 const problemsOf = (page: WatchedPage) => page.problems;
 const freshPage = (viewport?: { width: number; height: number }) => freshPageOf(browser, viewport);
-
-async function expectAccessible(page: Page) {
-  expect(await seriousAxeViolations(page)).toEqual([]);
-}
 
 const signIn = (page: Page, user: string, password: string) => signInThroughForm(page, base, user, password);
 

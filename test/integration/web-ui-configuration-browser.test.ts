@@ -3,13 +3,11 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   chromiumInstalled,
-  freshPage,
+  expectAccessible,
   launchBrowser,
   screenshot,
-  seriousAxeViolations,
-  signInThroughForm,
+  signedInPage,
   VIEWPORTS,
-  type WatchedPage,
 } from "../helpers/browser.js";
 import { checked, type ConfigurationWorld, configurationWorld, localServer, role } from "../helpers/configuration.js";
 import { createUser, grant } from "../helpers/fixtures.js";
@@ -54,16 +52,8 @@ afterAll(async () => {
   await w?.close();
 });
 
-async function signedIn(viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<WatchedPage> {
-  const page = await freshPage(browser, viewport);
-  await signInThroughForm(page, base, "mona", PASSWORD);
-  await page.waitForURL(`${base}/feeds`);
-  return page;
-}
-
-async function expectAccessible(page: WatchedPage) {
-  expect(await seriousAxeViolations(page), page.url()).toEqual([]);
-}
+const signedIn = (viewport?: { width: number; height: number }) =>
+  signedInPage(browser, base, "mona", PASSWORD, viewport);
 
 /** `yyyy-MM-ddTHH:mm:ss` in UTC, what the start field takes. */
 const utcField = (date: Date) => date.toISOString().slice(0, 19);

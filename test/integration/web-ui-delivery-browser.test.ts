@@ -1,16 +1,15 @@
 import type { AddressInfo } from "node:net";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import {
   chromiumInstalled,
-  freshPage,
+  expectAccessible,
   launchBrowser,
+  noSidewaysScroll,
   screenshot,
-  seriousAxeViolations,
-  signInThroughForm,
+  signedInPage,
   VIEWPORTS,
-  type WatchedPage,
 } from "../helpers/browser.js";
 import { createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
@@ -74,19 +73,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function signedIn(viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<WatchedPage> {
-  const page = await freshPage(browser, viewport);
-  await signInThroughForm(page, base, "deployer", PASSWORD);
-  await page.waitForURL(`${base}/feeds`);
-  return page;
-}
-
-async function expectAccessible(page: Page) {
-  expect(await seriousAxeViolations(page)).toEqual([]);
-}
-
-const noSidewaysScroll = (page: Page) =>
-  page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
+const signedIn = (viewport?: { width: number; height: number }) =>
+  signedInPage(browser, base, "deployer", PASSWORD, viewport);
 
 /** The pages visited by the flow, for the phone-width pass. */
 const visited: Array<[string, string]> = [];

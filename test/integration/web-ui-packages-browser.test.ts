@@ -1,17 +1,16 @@
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import {
   chromiumInstalled,
-  freshPage,
+  expectAccessible,
   launchBrowser,
+  noSidewaysScroll,
   screenshot,
-  seriousAxeViolations,
-  signInThroughForm,
+  signedInPage,
   VIEWPORTS,
-  type WatchedPage,
 } from "../helpers/browser.js";
 import { createUser, grant } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
@@ -53,19 +52,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function signedIn(viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<WatchedPage> {
-  const page = await freshPage(browser, viewport);
-  await signInThroughForm(page, base, "ada", PASSWORD);
-  await page.waitForURL(`${base}/feeds`);
-  return page;
-}
-
-async function expectAccessible(page: Page) {
-  expect(await seriousAxeViolations(page)).toEqual([]);
-}
-
-const noSidewaysScroll = (page: Page) =>
-  page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
+const signedIn = (viewport?: { width: number; height: number }) =>
+  signedInPage(browser, base, "ada", PASSWORD, viewport);
 
 describe.skipIf(!chromiumInstalled())("publishing packages in Chromium", () => {
   it("uploads through the feed page, lists, downloads and deletes the package", { timeout: 60_000 }, async () => {

@@ -5,10 +5,11 @@ import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import {
   chromiumInstalled,
+  expectAccessible,
+  noSidewaysScroll,
   freshPage,
   launchBrowser,
   screenshot,
-  seriousAxeViolations,
   signInThroughForm,
   VIEWPORTS,
   type WatchedPage,
@@ -46,9 +47,8 @@ afterAll(async () => {
 });
 
 async function fitsAndIsAccessible(page: WatchedPage, shot: string): Promise<void> {
-  expect(await seriousAxeViolations(page)).toEqual([]);
-  const fits = await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
-  expect(fits, `${shot}: no sideways scrolling`).toBe(true);
+  await expectAccessible(page);
+  expect(await noSidewaysScroll(page), `${shot}: no sideways scrolling`).toBe(true);
   // The UI's stylesheet applied (the reference no longer brings its own).
   expect(await page.evaluate(() => getComputedStyle(document.body).marginTop)).toBe("0px");
   await screenshot(page, shot);

@@ -60,8 +60,6 @@ export interface BrowsePackage {
 export interface UpackBrowseQueries {
   /** Up to `limit` packages from `offset`, and whether more follow. */
   packagesPage(feedId: number, query: PackagePageQuery): { rows: BrowsePackageRow[]; more: boolean };
-  /** Packages with at least one version, per feed id (one grouped read of the packages table). */
-  packageCounts(): ReadonlyMap<number, number>;
   findPackage(feedId: number, groupKey: string, nameKey: string): BrowsePackage | undefined;
   /** Newest first, `limit` from `offset`. */
   versionsPage(feedId: number, groupKey: string, nameKey: string, offset: number, limit: number): BrowseVersionRow[];
@@ -160,9 +158,6 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
     if (termKey === "") return keptOrder(key, () => updatedIds.all({ feed: feedId }));
     return keptOrder(key, () => search[order].all({ feed: feedId, ...searchTerms(termKey) }));
   }
-  const counts = db.prepare<[], { feed_id: number; packages: number }>(
-    `SELECT feed_id, COUNT(*) AS packages FROM upack_packages WHERE latest_version_id IS NOT NULL GROUP BY feed_id`,
-  );
   type One = { feed: number; group: string; name: string };
   const packageOne = db.prepare<[One], BrowsePackage>(
     `SELECT p.group_name, p.name, v.version AS latest_version, p.downloads,
@@ -201,9 +196,6 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
           : rowsOf(orderedIds(feedId, termKey, query.order).slice(window.offset, window.offset + window.limit));
       const more = rows.length > query.limit;
       return { rows: more ? rows.slice(0, query.limit) : rows, more };
-    },
-    packageCounts() {
-      return new Map(counts.all().map((row) => [row.feed_id, row.packages]));
     },
     findPackage(feedId, groupKey, nameKey) {
       withCounts();
