@@ -186,6 +186,28 @@ describe.skipIf(!chromiumInstalled())("asset directories in Chromium", () => {
     },
   );
 
+  it("uploads files dropped on the upload zone", async () => {
+    const page = await signedIn();
+    await page.goto(`${base}/assets/files/docs/`);
+    // What a drag from the desktop delivers: a drop event whose DataTransfer holds the files.
+    const transfer = await page.evaluateHandle(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(["first"], "dropped-1.txt", { type: "text/plain" }));
+      data.items.add(new File(["second"], "dropped-2.txt", { type: "text/plain" }));
+      return data;
+    });
+    await page.locator("[data-asset-drop]").dispatchEvent("dragover", { dataTransfer: transfer });
+    await page.locator("[data-asset-drop]").dispatchEvent("drop", { dataTransfer: transfer });
+    await expect.poll(() => page.getByRole("link", { name: /^dropped-[12]\.txt$/ }).count()).toBe(2);
+    const stored = await t.app.inject({
+      url: "/endpoints/files/content/docs/dropped-2.txt",
+      headers: { "x-apikey": t.adminKey },
+    });
+    expect(stored.body).toBe("second");
+    expect(page.problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("fits a phone's width", async () => {
     const page = await signedIn(VIEWPORTS.phone);
     for (const [path, name] of [

@@ -119,6 +119,31 @@ describe.skipIf(!chromiumInstalled())("publishing packages in Chromium", () => {
     await page.context().close();
   });
 
+  it("uploads a package dropped on the upload zone", async () => {
+    const page = await signedIn();
+    await page.goto(`${base}/feeds/main/packages/tool?group=acme`);
+    const dropped = await buildUpack({ group: "acme", name: "tool", version: "1.1.0" });
+    // What a drag from the desktop delivers: a drop event whose DataTransfer holds the file.
+    const transfer = await page.evaluateHandle(
+      (bytes) => {
+        const data = new DataTransfer();
+        data.items.add(new File([new Uint8Array(bytes)], "tool-1.1.0.upack"));
+        return data;
+      },
+      [...dropped],
+    );
+    await page.locator("[data-packages-drop]").dispatchEvent("dragover", { dataTransfer: transfer });
+    await page.locator("[data-packages-drop]").dispatchEvent("drop", { dataTransfer: transfer });
+    await page.waitForURL(`${base}/feeds/main/packages/tool?group=acme&version=1.1.0`);
+    const listed = await t.app.inject({
+      url: "/upack/main/versions?group=acme&name=tool",
+      headers: { "x-apikey": t.adminKey },
+    });
+    expect((listed.json() as Array<{ version: string }>).map((v) => v.version).sort()).toEqual(["1.0.0", "1.1.0"]);
+    expect(page.problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("fits a phone's width on the feed and package pages", async () => {
     const page = await signedIn(VIEWPORTS.phone);
     for (const [url, name] of [
