@@ -3,7 +3,7 @@ import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, sendNotFound } from "../pages/access.js";
 import { formatDate } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
-import { backTo, idParam } from "./form.js";
+import { backTo, idParam } from "../form.js";
 
 const ACCOUNT = `<% layout("@layout") %>
 <h1>Your account</h1>

@@ -8,7 +8,7 @@ import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { API_KEY_CREATED, API_KEYS } from "../templates/api-keys.js";
 import { defineView, sendPage } from "../views.js";
-import { formFields, idParam } from "./form.js";
+import { formFields, idParam } from "../form.js";
 
 const API_KEYS_VIEW = defineView("api-keys", API_KEYS);
 const API_KEY_CREATED_VIEW = defineView("api-key-created", API_KEY_CREATED);

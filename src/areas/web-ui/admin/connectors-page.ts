@@ -5,7 +5,7 @@ import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView } from "../pages/access.js";
 import { formatDate } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
-import { backTo, type FormFields, formFields, orRefused, splitList } from "./form.js";
+import { backTo, type FormFields, formFields, orRefused, splitList } from "../form.js";
 
 const CONNECTORS = `<% layout("@layout") %>
 <h1>Connectors</h1>

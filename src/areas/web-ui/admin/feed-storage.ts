@@ -5,7 +5,7 @@ import type { Feed } from "../../management/feed-settings.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE } from "../pages/access.js";
 import { formatBytes, formatDate } from "../pages/present.js";
-import { backTo, formFields, orRefused } from "./form.js";
+import { backTo, formFields, orRefused } from "../form.js";
 
 const fieldOf = (type: string, property: string) => `store-${type}-${property}`;
 

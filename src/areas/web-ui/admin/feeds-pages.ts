@@ -10,7 +10,7 @@ import { feedPageUrl } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
 import { feedStorageView, registerFeedStorageAction } from "./feed-storage.js";
 import { ADMIN_FEED, ADMIN_FEED_DELETE, ADMIN_FEEDS } from "./feeds-templates.js";
-import { backTo, formFields, nameParam, orRefused, splitList } from "./form.js";
+import { backTo, formFields, nameParam, orRefused, splitList } from "../form.js";
 
 const FEEDS_VIEW = defineView("admin-feeds", ADMIN_FEEDS);
 const FEED_VIEW = defineView("admin-feed", ADMIN_FEED);

@@ -3,7 +3,7 @@ import { ADMINISTER } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { defineView, sendPage } from "../views.js";
-import { backTo, type FormFields, formFields, idParam, orRefused, splitList } from "./form.js";
+import { backTo, type FormFields, formFields, idParam, orRefused, splitList } from "../form.js";
 import { ADMIN_PERMISSIONS, ADMIN_USERS } from "./security-templates.js";
 
 const USERS_VIEW = defineView("admin-users", ADMIN_USERS);

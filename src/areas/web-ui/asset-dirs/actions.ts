@@ -8,6 +8,7 @@ import { storeFormUpload } from "../../endpoints/form-upload.js";
 import type { Feed } from "../../management/index.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
+import { formFields } from "../form.js";
 import type { AssetPages } from "./browse-page.js";
 import { metadataUpdate, postedForm } from "./edit-form.js";
 import { type AssetAction, assetNeed, browseUrl, feedOf, namedPath, parentOf } from "./paths.js";
@@ -38,7 +39,7 @@ export async function registerAssetActions(app: FastifyInstance, deps: WebUiDeps
     const found = await target(request, reply, "add");
     if (found === undefined) return reply;
     const { feed, path: parent, directory } = found;
-    const name = fieldOf(request.body, "name").trim();
+    const name = formFields(request.body).text("name").trim();
     try {
       if (name === "") throw invalid("FOLDER_NAME_REQUIRED", "Give the new folder a name.");
       await assets.createFolder(directory, parseAssetPath(childPath(parent, name)));
@@ -141,10 +142,4 @@ export async function readLeadingToken(request: FastifyRequest): Promise<void> {
     request.body = { _csrf: String(first.value.value) };
   }
   (request as { parts: () => AsyncIterableIterator<Multipart> }).parts = () => parts;
-}
-
-function fieldOf(body: unknown, name: string): string {
-  const value = body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
-  const first = Array.isArray(value) ? value[0] : value;
-  return typeof first === "string" ? first : "";
 }

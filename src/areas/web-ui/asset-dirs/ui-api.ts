@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { contentRoutes } from "../../endpoints/content-routes.js";
-import { requireCsrf } from "../session/ui-security.js";
+import { requireCsrf, UNSAFE_METHODS } from "../session/ui-security.js";
 import { UI_DOWNLOAD_PREFIX } from "../pages/downloads.js";
 import type { WebUiDeps } from "../index.js";
 
@@ -13,8 +13,6 @@ import type { WebUiDeps } from "../index.js";
  */
 export const SANDBOXED_FILE_CSP =
   "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'self'";
-
-const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
  * The asset directory API's file routes (endpoints/content-routes.ts: download, upload including

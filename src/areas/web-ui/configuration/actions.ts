@@ -9,15 +9,9 @@ import {
 } from "../../configuration/configuration-routes.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
+import { formFields } from "../form.js";
 import { type EntityReads, KINDS, type RemediateForm, sendEntityPage } from "./entity-page.js";
 import { entityUrl, jobUrl } from "./present.js";
-
-/** A form field as text (a repeated field: its first value), "" when absent. */
-function field(body: unknown, name: string): string {
-  const value = body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
-  const first = Array.isArray(value) ? value[0] : value;
-  return typeof first === "string" ? first : "";
-}
 
 /**
  * The check and remediate forms' targets. The same needs as /api/configuration/check and
@@ -45,9 +39,9 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
     }
     if (!(await requireView(request, reply, CONFIGURATION_MANAGE))) return reply;
     const form: RemediateForm = {
-      job: field(request.body, "job"),
-      start: field(request.body, "start"),
-      simulate: field(request.body, "simulate") === "true",
+      job: formFields(request.body).text("job"),
+      start: formFields(request.body).text("start"),
+      simulate: formFields(request.body).text("simulate") === "true",
     };
     try {
       if (action === "check") {
@@ -55,7 +49,7 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
         return await reply.redirect(`${entityUrl(type, name)}?checked`, 303);
       }
       // The fields as sent (not the form's reading of them): a bad `simulate` is the API's 400, never a real run.
-      const args: QueryLike = { job: form.job, start: form.start, simulate: field(request.body, "simulate") };
+      const args: QueryLike = { job: form.job, start: form.start, simulate: formFields(request.body).text("simulate") };
       const token = await remediation.request(remediationRequestOf(type, name, args));
       request.log.info({ job: token, entityType: type }, "remediation requested in the web UI");
       return await reply.redirect(jobUrl(token), 303);

@@ -5,9 +5,9 @@ import { actorName } from "../../releases/actor.js";
 import { releasesNeed } from "../../releases/routes-common.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
-import { queryText } from "../pages/present.js";
+import { formFields, positiveId } from "../form.js";
 import type { deliveryPages, Refusal } from "./pages.js";
-import { buildUrl, executionUrl, idOf, releaseUrl } from "./present.js";
+import { buildUrl, executionUrl, releaseUrl } from "./present.js";
 
 type Pages = ReturnType<typeof deliveryPages>;
 type Params = Record<string, string>;
@@ -15,8 +15,8 @@ const NO_VARIABLES: ReadonlyMap<string, string> = new Map();
 
 /** A form field, blank fields as absent (the service then applies its default, as for an API call without it). */
 function field(request: FastifyRequest, name: string): string | undefined {
-  const value = queryText(request.body, name)?.trim();
-  return value === undefined || value === "" ? undefined : value;
+  const value = formFields(request.body).text(name).trim();
+  return value === "" ? undefined : value;
 }
 
 /**
@@ -43,7 +43,7 @@ export function registerDeliveryActions(app: FastifyInstance, deps: WebUiDeps, p
     return async (request: FastifyRequest, reply: FastifyReply) => {
       if (!(await requireView(request, reply, releasesNeed(attribute)))) return reply;
       const params = request.params as Params;
-      const applicationId = idOf(params.applicationId ?? "");
+      const applicationId = positiveId(params.applicationId ?? "");
       if (applicationId === undefined) return sendNotFound(request, reply, "No such application.");
       try {
         return reply.redirect(await perform(request, applicationId, params), 303);
@@ -77,7 +77,7 @@ export function registerDeliveryActions(app: FastifyInstance, deps: WebUiDeps, p
     p: Params,
     refusal: Refusal,
   ) => {
-    const buildId = idOf(p.buildId ?? "");
+    const buildId = positiveId(p.buildId ?? "");
     return buildId !== undefined && pages.build(request, reply, applicationId, buildId, refusal);
   };
 
@@ -152,7 +152,7 @@ export function registerDeliveryActions(app: FastifyInstance, deps: WebUiDeps, p
    * build id, does not compare the application: the page's URL must not act on another's build).
    */
   async function buildRef(applicationId: number, params: Params) {
-    const buildId = idOf(params.buildId ?? "");
+    const buildId = positiveId(params.buildId ?? "");
     const [build] = buildId === undefined ? [] : await releases.listBuilds({ applicationId, buildId });
     if (build === undefined) throw notFound("BUILD_NOT_FOUND", "The build was not found in this application.");
     return { buildId: build.id };

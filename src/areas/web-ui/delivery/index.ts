@@ -4,11 +4,12 @@ import type { Deployment } from "../../releases/model.js";
 import { addBrowserConstraint, BROWSER_ONLY } from "../../releases/view-routes.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
+import { positiveId } from "../form.js";
 import { queryText } from "../pages/present.js";
 import { registerDeliveryActions } from "./actions.js";
 import { registerUiBadgeImages } from "./badge-images.js";
 import { deliveryPages, sendExecutionPage, VIEW_NEED } from "./pages.js";
-import { idOf, isRunning } from "./present.js";
+import { isRunning } from "./present.js";
 
 type Params = Record<string, string>;
 
@@ -36,7 +37,7 @@ export async function registerDeliveryPages(app: FastifyInstance, deps: WebUiDep
       return reply;
     };
   }
-  const ids = (...texts: Array<string | undefined>) => texts.map((text) => idOf(text ?? ""));
+  const ids = (...texts: Array<string | undefined>) => texts.map((text) => positiveId(text ?? ""));
 
   app.get("/applications", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, VIEW_NEED))) return reply;

@@ -22,13 +22,6 @@ export const executionUrl = (applicationId: number, deploymentId: number) =>
 export const executionLogUrl = (applicationId: number, deploymentId: number) =>
   `/ui${executionUrl(applicationId, deploymentId)}/log`;
 
-/** A positive id from a URL segment, or undefined (the page answers 404). */
-export function idOf(text: string): number | undefined {
-  if (!/^[1-9][0-9]{0,15}$/.test(text)) return undefined;
-  const id = Number(text);
-  return Number.isSafeInteger(id) ? id : undefined;
-}
-
 export const whenOf = (stored: string | undefined) => (stored === undefined ? "" : formatDate(stored));
 
 /** A deployment that has not ended: its page keeps reading the log. */

@@ -4,7 +4,7 @@ import fastifyHelmet from "@fastify/helmet";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 
 /** Methods that change state: every UI route answering one requires a CSRF token. */
-const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+export const UNSAFE_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
  * Cookies, CSRF tokens and security headers for the web UI's routes, registered into the UI's own

@@ -1,6 +1,11 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { DomainError } from "../../../domain/errors.js";
-import { STATUS_BY_KIND } from "../../../http/errors.js";
+import { DomainError } from "../../domain/errors.js";
+import { STATUS_BY_KIND } from "../../http/errors.js";
+
+/**
+ * What the web UI's form handlers share: reading a posted form, ids from URLs, a service's refusal
+ * shown on the form again, and post/redirect/get.
+ */
 
 /** A posted form's fields as strings (a repeated field arrives as an array); anything else is blank. */
 export interface FormFields {
@@ -54,13 +59,16 @@ export async function orRefused<T>(
   }
 }
 
-/** A URL's `:id` parameter as a positive integer id (as the lists show them), or undefined. */
-export function idParam(request: FastifyRequest): number | undefined {
-  const text = (request.params as { id: string }).id;
+/** A positive integer id from a URL segment (as the lists show them), or undefined (the page answers 404). */
+export function positiveId(text: string): number | undefined {
   if (!/^[1-9][0-9]{0,15}$/.test(text)) return undefined;
   const id = Number(text);
   return Number.isSafeInteger(id) ? id : undefined;
 }
+
+/** A URL's `:id` parameter as a positive integer id, or undefined. */
+export const idParam = (request: FastifyRequest): number | undefined =>
+  positiveId((request.params as { id: string }).id);
 
 /** A URL's `:name` parameter. */
 export const nameParam = (request: FastifyRequest): string => (request.params as { name: string }).name;
