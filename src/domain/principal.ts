@@ -54,6 +54,16 @@ export type Principal =
 export const ANONYMOUS: Principal = Object.freeze({ type: "anonymous" });
 
 /**
+ * Who the principal is in records of who did what (a publisher, a deployment, an event): the user,
+ * or the API key by its display name; undefined for Anonymous. Never a secret.
+ */
+export function principalName(principal: Principal): string | undefined {
+  if (principal.type === "anonymous") return undefined;
+  if (principal.type === "user") return principal.userName;
+  return principal.displayName ?? `API key ${principal.keyId}`;
+}
+
+/**
  * What an operation requires. A System key passes when it has `full-control` or the `api` scope;
  * users, personal keys and Anonymous pass when their permissions grant `attribute` (for `feed`
  * when given); feed keys pass only for feed-scoped needs on their own feed or feed group.

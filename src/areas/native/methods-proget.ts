@@ -210,7 +210,7 @@ const deletePackage = defineNativeMethod({
     if (!(await mayOnFeed(context, "Feeds_DeletePackage", feed))) throw forbidden();
     const group = args.Group_Name ?? "";
     const tail = [...(group === "" ? [] : [group]), args.Package_Name, args.Version_Text].join("/");
-    await context.services.upack.write.deleteVersion(feed.id, tail);
+    await context.services.upack.write.deleteVersion(feed.id, tail, { actor: context.actor });
   },
 });
 

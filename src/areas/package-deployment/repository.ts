@@ -1,5 +1,6 @@
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
+import { packageEventWriter } from "../../lifecycle/events.js";
 
 /**
  * SQL for `package_deployments` (migrations/0007). Group, name and version are kept as given and
@@ -33,8 +34,8 @@ export type DeploymentFilter = Pick<NewDeployment, "feedId" | "groupName" | "pac
 };
 
 export interface PackageDeploymentRepository {
-  /** Stores one record; returns it with its id. */
-  insert(record: NewDeployment): Promise<StoredDeployment>;
+  /** Stores one record, and its package.deployed event by `actor`; returns it with its id. */
+  insert(record: NewDeployment, actor: string): Promise<StoredDeployment>;
   /** Records of one package (or one version of it), newest deployment first. */
   list(filter: DeploymentFilter): Promise<StoredDeployment[]>;
   /** How many records each version has, by deploymentCountKey; optionally of one group and name only. */
@@ -91,20 +92,32 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
      WHERE feed_id = ? AND group_key = ? AND name_key = ? GROUP BY version_key`,
   );
 
+  const appendEvent = packageEventWriter(db);
+  const insertWithEvent = db.transaction((record: NewDeployment, actor: string) => {
+    const row = insert.get({
+      ...record,
+      groupKey: record.groupName.toLowerCase(),
+      nameKey: record.packageName.toLowerCase(),
+      versionKey: record.version.toLowerCase(),
+      userName: record.userName ?? null,
+      url: record.url ?? null,
+    });
+    if (!row) throw new Error("package_deployments insert returned no id");
+    const { feedId, groupName: group, packageName: name, version, application, target } = record;
+    appendEvent({
+      type: "package.deployed",
+      feedId,
+      package: { group, name, version },
+      actor,
+      data: { application, target, deployedBy: record.userName ?? null },
+      occurredAt: new Date(record.recordedAt),
+    });
+    return { ...record, id: row.id };
+  });
+
   return withBusyRetries(db, {
-    async insert(record) {
-      // An ordinary (not quiet) write: cached version listings show each version's count.
-      const row = insert.get({
-        ...record,
-        groupKey: record.groupName.toLowerCase(),
-        nameKey: record.packageName.toLowerCase(),
-        versionKey: record.version.toLowerCase(),
-        userName: record.userName ?? null,
-        url: record.url ?? null,
-      });
-      if (!row) throw new Error("package_deployments insert returned no id");
-      return { ...record, id: row.id };
-    },
+    // An ordinary (not quiet) write: cached version listings show each version's count.
+    insert: async (record, actor) => insertWithEvent.immediate(record, actor),
     async countsByVersion(feedId, only) {
       const rows = only === undefined ? countAll.all(feedId) : countOne.all(feedId, only.groupKey, only.nameKey);
       return new Map(rows.map((row) => [deploymentCountKey(row.group_key, row.name_key, row.version_key), row.n]));

@@ -1,5 +1,6 @@
 import { type Clock, formatProGetDate } from "../../domain/clock.js";
-import type { Principal } from "../../domain/principal.js";
+import { type Principal, principalName } from "../../domain/principal.js";
+import { actorOf } from "../../lifecycle/events.js";
 import type { Feed, FeedService } from "../management/index.js";
 import type { DeploymentDetails, DeploymentInput } from "./fields.js";
 import type { DeploymentFilter, PackageDeploymentRepository, StoredDeployment } from "./repository.js";
@@ -55,7 +56,7 @@ export function createPackageDeploymentServiceWith(deps: PackageDeploymentServic
 
   function store(feedId: number, pkg: PackageVersion, details: DeploymentDetails, caller: Principal) {
     const now = clock.now();
-    return repository.insert({
+    const record = {
       feedId,
       groupName: pkg.group,
       packageName: pkg.name,
@@ -63,11 +64,12 @@ export function createPackageDeploymentServiceWith(deps: PackageDeploymentServic
       application: details.application,
       description: details.description,
       target: details.target,
-      userName: details.userName ?? nameOf(caller),
+      userName: details.userName ?? principalName(caller),
       url: details.url,
       deployedAt: formatProGetDate(details.date ?? now),
       recordedAt: formatProGetDate(now),
-    });
+    };
+    return repository.insert(record, actorOf(caller));
   }
 
   return {
@@ -89,13 +91,6 @@ export function createPackageDeploymentServiceWith(deps: PackageDeploymentServic
       return rows.map((row) => present(feed, row));
     },
   };
-}
-
-/** Who deployed, when the record does not say: the user, or the API key by its display name. */
-function nameOf(caller: Principal): string | undefined {
-  if (caller.type === "anonymous") return undefined;
-  if (caller.type === "user") return caller.userName;
-  return caller.displayName ?? `API key ${caller.keyId}`;
 }
 
 function present(feed: Feed, row: StoredDeployment): DeploymentRecord {

@@ -1,8 +1,10 @@
+import { type Clock, systemClock } from "../../domain/clock.js";
 import { conflict } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { runDeletion } from "../../storage/space-reserve.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
+import { type ChangeCause, packageEventType, packageEventWriter } from "../../lifecycle/events.js";
 
 /**
  * The write side's SQL for `upack_packages` and `upack_versions` (migration 0004). Every method is
@@ -19,10 +21,17 @@ export interface UpackWriteRepository {
    * true (keeping its id and download count), all in one transaction: all are saved or none (a
    * form of several packages). Throws conflict (VERSION_EXISTS) when one exists and `replace` is
    * false, also when a concurrent writer inserted it first. Outcomes in the order of `versions`.
+   * Each version's event (lifecycle/events.ts) is written in the same transaction.
    */
-  saveVersions(versions: readonly NewVersion[], options: { replace: boolean }): Promise<SaveOutcome[]>;
-  /** Deletes the version (and the package once it has none left); undefined when there was none. */
-  deleteVersion(feedId: number, id: VersionIdentity): Promise<StoredVersionRef | undefined>;
+  saveVersions(
+    versions: readonly NewVersion[],
+    options: { replace: boolean; cause: ChangeCause },
+  ): Promise<SaveOutcome[]>;
+  /**
+   * Deletes the version (and the package once it has none left), with its event in the same
+   * transaction; undefined when there was none.
+   */
+  deleteVersion(feedId: number, id: VersionIdentity, cause: ChangeCause): Promise<StoredVersionRef | undefined>;
 }
 
 /** Group ("" for none), name and canonical version text, spelled as the caller wrote them. */
@@ -64,7 +73,7 @@ export interface SaveOutcome {
   readonly replaced: boolean;
 }
 
-export function createUpackWriteRepository(db: Db): UpackWriteRepository {
+export function createUpackWriteRepository(db: Db, clock: Clock = systemClock): UpackWriteRepository {
   const packageByKey = db.prepare<[number, string, string], { id: number }>(
     "SELECT id FROM upack_packages WHERE feed_id = ? AND group_key = ? AND name_key = ?",
   );
@@ -103,6 +112,27 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
      WHERE id = :id`,
   );
 
+  const appendEvent = packageEventWriter(db);
+  const raise = (
+    change: "saved" | "replaced" | "deleted",
+    feedId: number,
+    id: VersionIdentity,
+    cause: ChangeCause,
+    pulled?: boolean,
+  ) => {
+    const type = packageEventType(change, cause, pulled);
+    if (type === undefined) return;
+    const { group, name, version } = id;
+    appendEvent({
+      type,
+      feedId,
+      package: { group, name, version },
+      actor: cause.actor,
+      data: cause.data,
+      occurredAt: clock.now(),
+    });
+  };
+
   const findPackageId = (feedId: number, id: VersionIdentity) =>
     packageByKey.get(feedId, id.group.toLowerCase(), id.name.toLowerCase())?.id;
 
@@ -113,7 +143,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
     return row && { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
   };
 
-  const save = db.transaction((version: NewVersion, replace: boolean): SaveOutcome => {
+  const save = db.transaction((version: NewVersion, replace: boolean, cause: ChangeCause): SaveOutcome => {
     let packageId = findPackageId(version.feedId, version);
     if (packageId === undefined) {
       const { feedId, group, name } = version;
@@ -134,33 +164,38 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
       throw versionExists(version);
     }
     refreshPackage.run({ id: packageId });
+    raise(outcome.replaced ? "replaced" : "saved", version.feedId, version, cause, version.isCached);
     return outcome;
   });
 
   // Nested calls of `save` run as savepoints of this one transaction.
-  const saveAll = db.transaction((versions: readonly NewVersion[], replace: boolean): SaveOutcome[] =>
-    versions.map((version) => save(version, replace)),
+  const saveAll = db.transaction(
+    (versions: readonly NewVersion[], replace: boolean, cause: ChangeCause): SaveOutcome[] =>
+      versions.map((version) => save(version, replace, cause)),
   );
 
-  const remove = db.transaction((feedId: number, id: VersionIdentity): StoredVersionRef | undefined => {
-    const packageId = findPackageId(feedId, id);
-    if (packageId === undefined) return undefined;
-    const row = versionByKey.get(packageId, id.version.toLowerCase());
-    if (row === undefined) return undefined;
-    deleteVersionRow.run(row.id);
-    if ((countVersions.get(packageId) as { n: number }).n === 0) deletePackage.run(packageId);
-    else refreshPackage.run({ id: packageId });
-    return { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
-  });
+  const remove = db.transaction(
+    (feedId: number, id: VersionIdentity, cause: ChangeCause): StoredVersionRef | undefined => {
+      const packageId = findPackageId(feedId, id);
+      if (packageId === undefined) return undefined;
+      const row = versionByKey.get(packageId, id.version.toLowerCase());
+      if (row === undefined) return undefined;
+      deleteVersionRow.run(row.id);
+      if ((countVersions.get(packageId) as { n: number }).n === 0) deletePackage.run(packageId);
+      else refreshPackage.run({ id: packageId });
+      raise("deleted", feedId, { group: id.group, name: id.name, version: row.version }, cause);
+      return { id: row.id, version: row.version, blobSha256: row.blob_sha256 };
+    },
+  );
 
   return withBusyRetries(db, {
     findVersion: async (feedId, id) => findVersionRow(feedId, id),
 
-    async saveVersions(versions, { replace }) {
+    async saveVersions(versions, { replace, cause }) {
       try {
         // IMMEDIATE: take the write lock before reading, so that another process (the CLI, a
         // second server on the same file) cannot insert the same version between read and write.
-        return saveAll.immediate(versions, replace);
+        return saveAll.immediate(versions, replace, cause);
       } catch (error) {
         // Still possible across processes sharing the database; the loser gets the same answer as
         // an in-process loser.
@@ -172,7 +207,7 @@ export function createUpackWriteRepository(db: Db): UpackWriteRepository {
       }
     },
 
-    deleteVersion: async (feedId, id) => runDeletion(db, () => remove.immediate(feedId, id)),
+    deleteVersion: async (feedId, id, cause) => runDeletion(db, () => remove.immediate(feedId, id, cause)),
   });
 }
 

@@ -65,7 +65,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     tmpDir: tempDir,
     clock: options.clock,
   });
-  const repository = createUpackWriteRepository(options.db);
+  const repository = createUpackWriteRepository(options.db, options.clock);
   const write = createUpackWriteService({
     repository,
     blobs: options.blobs,

@@ -1,3 +1,4 @@
+import { actorOf } from "../../../lifecycle/events.js";
 import type { FastifyPluginAsync, RouteOptions } from "fastify";
 import { z } from "zod";
 import type { QueryLike } from "../../../http/params.js";
@@ -90,7 +91,7 @@ export const packagesApiWriteRoutes: FastifyPluginAsync<PackagesApiWriteOptions>
     handler: async (request, reply) => {
       const id = requestedIdentity(request.query as QueryLike);
       const feed = await getUniversalFeed(feeds, feedOf(request));
-      await write.deleteVersion(feed.id, identityPath(id));
+      await write.deleteVersion(feed.id, identityPath(id), { actor: actorOf(request.principal) });
       return reply.code(200).send();
     },
   });

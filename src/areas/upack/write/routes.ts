@@ -1,3 +1,4 @@
+import { actorOf } from "../../../lifecycle/events.js";
 import type { FastifyPluginAsync, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
 import { getUniversalFeed } from "../feed-lookup.js";
@@ -103,7 +104,7 @@ export const upackWriteRoutes: FastifyPluginAsync<UpackWriteOptions> = async (ap
     handler: async (request, reply) => {
       const { feed: feedName, "*": tail = "" } = paramsOf(request);
       const feed = await getUniversalFeed(options.feeds, feedName);
-      await service.deleteVersion(feed.id, tail);
+      await service.deleteVersion(feed.id, tail, { actor: actorOf(request.principal) });
       return reply.code(200).send();
     },
   };

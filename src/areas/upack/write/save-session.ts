@@ -1,13 +1,14 @@
 import type { Readable } from "node:stream";
 import type { Clock } from "../../../domain/clock.js";
 import { invalid } from "../../../domain/errors.js";
-import type { Principal } from "../../../domain/principal.js";
+import { type Principal, principalName } from "../../../domain/principal.js";
 import { manifestToJson } from "../../../domain/upack-manifest.js";
 import { versionSortKey } from "../../../domain/upack-version-sort.js";
 import { formatVersion } from "../../../domain/upack-version.js";
 import type { ArchiveLimits } from "../../../storage/archives.js";
 import type { BlobKeeper, HeldBlob } from "../../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore, PutOptions } from "../../../storage/blob-store.js";
+import { actorOf, type ChangeCause } from "../../../lifecycle/events.js";
 import type { NewVersion, UpackWriteRepository } from "../repository.js";
 import { packageFromUpload } from "./upload-archive.js";
 import type { UploadParams } from "./upload-params.js";
@@ -29,6 +30,11 @@ export interface SaveTarget {
   readonly principal: Principal;
   /** Whether the caller may replace an existing version (Feeds_OverwritePackage). */
   readonly canOverwrite: () => Promise<boolean>;
+  /**
+   * How the save is told as an event (lifecycle/events.ts); by default the principal's own
+   * upload. A promotion says `{ actor, as: "package.promoted", data }`.
+   */
+  readonly cause?: ChangeCause;
 }
 
 /** A package file read and validated, ready to be recorded. */
@@ -121,7 +127,7 @@ export function openSaveSession(deps: SaveSessionDeps): SaveSession {
 
     async commit(target, versions, options = {}) {
       const replace = await target.canOverwrite();
-      const publishedBy = publisherName(target.principal);
+      const publishedBy = principalName(target.principal);
       const publishedAt = deps.clock.now().toISOString();
       const rows = versions.map(({ row }) => ({
         ...row,
@@ -131,7 +137,8 @@ export function openSaveSession(deps: SaveSessionDeps): SaveSession {
         isCached: options.pulled === true,
       }));
       // Everything slow is done: one short transaction (docs/STYLE.md).
-      const outcomes = await deps.repository.saveVersions(rows, { replace });
+      const cause = target.cause ?? { actor: actorOf(target.principal) };
+      const outcomes = await deps.repository.saveVersions(rows, { replace, cause });
       for (const row of rows) committed.add(row.blobSha256);
       for (const outcome of outcomes) if (outcome.replacedBlob !== undefined) replaced.push(outcome.replacedBlob);
       deps.onFeedChanged?.(target.feedId);
@@ -154,10 +161,4 @@ export function openSaveSession(deps: SaveSessionDeps): SaveSession {
       for (const sha256 of leftovers) await keeper.discardIfUnused(sha256).catch(() => undefined);
     },
   };
-}
-
-function publisherName(principal: Principal): string | undefined {
-  if (principal.type === "user") return principal.userName;
-  if (principal.type === "anonymous") return undefined;
-  return principal.displayName ?? `API key ${principal.keyId}`;
 }

@@ -1,3 +1,4 @@
+import type { ChangeCause } from "../../../lifecycle/events.js";
 import { Readable } from "node:stream";
 import type { Clock } from "../../../domain/clock.js";
 import { DomainError, invalid, notFound } from "../../../domain/errors.js";
@@ -107,7 +108,7 @@ export interface UpackWriteService {
    */
   cachePulled(command: CachePullCommand): Promise<UploadResult>;
   /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (docs/compat.md 2.8, 2.12). */
-  deleteVersion(feedId: number, tail: string): Promise<void>;
+  deleteVersion(feedId: number, tail: string, cause: ChangeCause): Promise<void>;
 }
 
 export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWriteService {
@@ -237,11 +238,11 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       });
     },
 
-    async deleteVersion(feedId, tail) {
+    async deleteVersion(feedId, tail, cause) {
       const path = parsePackagePath(tail.split("/"), { versionExpected: true });
       if (path.version === undefined) throw new Error("parsePackagePath returned no version");
       const version = formatVersion(path.version);
-      const removed = await repository.deleteVersion(feedId, { group: path.group, name: path.name, version });
+      const removed = await repository.deleteVersion(feedId, { group: path.group, name: path.name, version }, cause);
       if (!removed) {
         const id = `${path.group ? `${path.group}/` : ""}${path.name} ${version}`;
         throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);

@@ -1,3 +1,4 @@
+import { actorOf } from "../../../lifecycle/events.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { isFormDataUpload } from "../../../http/form-data-upload.js";
 import { getUniversalFeed } from "../../upack/feed-lookup.js";
@@ -58,7 +59,8 @@ export async function registerPublishRoutes(app: FastifyInstance, { feeds, upack
       const version = queryText(request.body, "version") ?? "";
       const feed = await getUniversalFeed(feeds, params.feed);
       // The API's path `<group...>/<name>/<version>`: a missing version is the service's 400.
-      await upack.write.deleteVersion(feed.id, [...(group === "" ? [] : [group]), params.name, version].join("/"));
+      const tail = [...(group === "" ? [] : [group]), params.name, version].join("/");
+      await upack.write.deleteVersion(feed.id, tail, { actor: actorOf(request.principal) });
       const left = upack.browse.findPackage(feed.id, group.toLowerCase(), params.name.toLowerCase());
       return reply.redirect(left ? packagePageUrl(feed.name, group, params.name) : feedPageUrl(feed.name), 303);
     },

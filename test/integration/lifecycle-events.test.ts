@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createEventOutbox } from "../../src/lifecycle/events.js";
+import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
+import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
+import { filePart, formBody } from "../helpers/form-data.js";
+import { releasesFixtures } from "../helpers/releases-fixtures.js";
+import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
+
+// The event outbox (issue 17 section 3; migrations/0017-lifecycle-events.sql): every change writes
+// its event in its own transaction, and a refused change writes none.
+
+let t: TestApp;
+let admin: { "x-apikey": string };
+
+interface EventRow {
+  type: string;
+  feed_name: string | null;
+  package_group: string | null;
+  package_name: string | null;
+  package_version: string | null;
+  actor: string;
+  data: string;
+}
+
+const events = () =>
+  t.db
+    .prepare(
+      `SELECT type, feed_name, package_group, package_name, package_version, actor, data
+         FROM lifecycle_events ORDER BY id`,
+    )
+    .all() as EventRow[];
+
+const upload = (feed: string, bytes: Buffer, key = admin) =>
+  t.app.inject({
+    method: "PUT",
+    url: `/upack/${feed}/upload`,
+    headers: { ...key, "content-type": "application/octet-stream" },
+    payload: bytes,
+  });
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  admin = { "x-apikey": t.adminKey };
+  await createUpackFixtures(t).createFeed("main");
+});
+afterAll(async () => t?.close());
+beforeEach(() => t.db.exec("DELETE FROM lifecycle_events"));
+
+describe("package events", () => {
+  it("raises added, then overwritten, then deleted, naming the feed, the package and the actor", async () => {
+    const named = { "x-apikey": createSystemKey(t.db, ["full-control"], { displayName: "Build agent 7" }) };
+    const bytes = await buildUpack({ group: "tools", name: "hammer", version: "1.0.0" });
+    expect((await upload("main", bytes, named)).statusCode).toBe(201);
+    expect((await upload("main", bytes, named)).statusCode).toBe(201);
+    const deleted = await t.app.inject({
+      method: "DELETE",
+      url: "/upack/main/delete/tools/hammer/1.0.0",
+      headers: admin,
+    });
+    expect(deleted.statusCode).toBe(200);
+
+    const rows = events();
+    expect(rows.map((row) => row.type)).toEqual(["package.added", "package.overwritten", "package.deleted"]);
+    expect(rows[0]).toMatchObject({
+      feed_name: "main",
+      package_group: "tools",
+      package_name: "hammer",
+      package_version: "1.0.0",
+      actor: "Build agent 7",
+    });
+  });
+
+  it("raises nothing for a refused upload, nor for any package of a form that is refused as a whole", async () => {
+    const bytes = await buildUpack({ name: "kept", version: "1.0.0" });
+    expect((await upload("main", bytes)).statusCode).toBe(201);
+    t.db.exec("DELETE FROM lifecycle_events");
+    // A feed key that may add but not overwrite: the same version again is a 409.
+    const adder = { "x-apikey": createFeedKey(t.db, "main", ["view", "add"]) };
+    expect((await upload("main", bytes, adder)).statusCode).toBe(409);
+    const body = formBody([
+      filePart("fresh.upack", await buildUpack({ name: "fresh", version: "1.0.0" })),
+      filePart("kept.upack", bytes),
+    ]);
+    const form = await t.app.inject({
+      method: "POST",
+      url: "/upack/main/upload",
+      headers: { ...adder, "content-type": body.contentType },
+      payload: body.payload,
+    });
+    expect(form.statusCode).toBe(409);
+    expect(events()).toEqual([]);
+  });
+
+  it("raises package.deployed with the record's application and target", async () => {
+    expect((await upload("main", await buildUpack({ name: "shipped", version: "2.0.0" }))).statusCode).toBe(201);
+    t.db.exec("DELETE FROM lifecycle_events");
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/api/package-deployment/",
+      headers: { ...admin, "content-type": "application/json" },
+      payload: {
+        Application: "shop",
+        Description: "release 7",
+        Target: "prod-1",
+        FeedName: "main",
+        PackageName: "shipped",
+        Version: "2.0.0",
+      },
+    });
+    expect(res.statusCode, res.body).toBeLessThan(300);
+    const [row] = events();
+    expect(row).toMatchObject({ type: "package.deployed", package_name: "shipped", package_version: "2.0.0" });
+    expect(JSON.parse(row?.data ?? "{}")).toMatchObject({ application: "shop", target: "prod-1" });
+  });
+});
+
+describe("release, build and deployment events", () => {
+  it("raises a status event when a release is created and when it is canceled", async () => {
+    const f = releasesFixtures(t);
+    const applicationId = await f.setup("Shop");
+    t.db.exec("DELETE FROM lifecycle_events");
+    await f.release(applicationId, "1.0", "Shop-pipeline");
+    const canceled = await f.json("POST", "/api/releases/cancel", { applicationId, releaseNumber: "1.0" });
+    expect(canceled.statusCode, canceled.body).toBe(200);
+    const rows = events().filter((row) => row.type === "release.status");
+    expect(rows.map((row) => JSON.parse(row.data) as object)).toEqual([
+      { application: "Shop", release: "1.0", status: "active", previousStatus: null },
+      { application: "Shop", release: "1.0", status: "canceled", previousStatus: "active" },
+    ]);
+  });
+});
+
+describe("the outbox", () => {
+  it("hands out pending events in order, forgets dispatched ones, and wakes a listener after a commit", async () => {
+    const outbox = createEventOutbox(t.db);
+    let woken = 0;
+    const stop = outbox.onAppended(() => (woken += 1));
+    expect((await upload("main", await buildUpack({ name: "first", version: "1.0.0" }))).statusCode).toBe(201);
+    expect((await upload("main", await buildUpack({ name: "second", version: "1.0.0" }))).statusCode).toBe(201);
+    stop();
+    expect(woken).toBeGreaterThanOrEqual(2);
+
+    const pending = await outbox.pending(10);
+    expect(pending.map((event) => event.package?.name)).toEqual(["first", "second"]);
+    expect(pending[0]).toMatchObject({
+      type: "package.added",
+      feedName: "main",
+      actor: "Administrator (WHARF_ADMIN_API_KEY)",
+    });
+    const dispatchedAt = new Date("2026-01-01T00:00:00Z");
+    t.db.transaction(() => outbox.markDispatched([pending[0]?.id ?? 0], dispatchedAt))();
+    expect((await outbox.pending(10)).map((event) => event.package?.name)).toEqual(["second"]);
+    expect(await outbox.pruneDispatched(new Date("2026-01-02T00:00:00Z"))).toBe(1);
+  });
+
+  it("keeps the feed's name of the time when the feed is renamed before delivery", async () => {
+    await createUpackFixtures(t).createFeed("old-name");
+    expect((await upload("old-name", await buildUpack({ name: "moved", version: "1.0.0" }))).statusCode).toBe(201);
+    writeFromOutside(t, "UPDATE feeds SET name = 'new-name' WHERE name = 'old-name'");
+    expect(events().at(-1)).toMatchObject({ feed_name: "old-name", package_name: "moved" });
+  });
+});
