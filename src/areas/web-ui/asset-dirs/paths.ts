@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { type AssetPath, parseAssetPath } from "../../../domain/asset-path.js";
 import { invalid } from "../../../domain/errors.js";
-import { UI_DOWNLOAD_PREFIX } from "../pages/downloads.js";
+import { UI_MOUNT_PREFIX } from "../browser-mounts.js";
 
 /** Where the file browser's pages and actions are; what each needs is the API's table (ASSET_NEEDS). */
 export { type AssetAction, assetNeed } from "../../endpoints/http.js";
@@ -17,7 +17,7 @@ export function browseUrl(feed: string, path: string, isFolder: boolean): string
 
 /** A file's bytes for browsers: the asset directory's download route mounted under /ui (ui-api.ts). */
 export const fileUrl = (feed: string, path: string) =>
-  `${UI_DOWNLOAD_PREFIX}/endpoints/${encodeURIComponent(feed)}/content/${encodePath(path)}`;
+  `${UI_MOUNT_PREFIX}/endpoints/${encodeURIComponent(feed)}/content/${encodePath(path)}`;
 
 /** The form actions of ui routes (actions.ts), for the item or folder at `path`; folders end with '/'. */
 export function actionUrl(action: "upload" | "folder" | "delete" | "metadata", feed: string, path: string): string {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { contentRoutes } from "../../endpoints/content-routes.js";
 import { requireCsrf, UNSAFE_METHODS } from "../session/ui-security.js";
-import { UI_DOWNLOAD_PREFIX } from "../pages/downloads.js";
+import { mountForBrowsers } from "../browser-mounts.js";
 import type { WebUiDeps } from "../index.js";
 
 /**
@@ -26,28 +26,22 @@ export const SANDBOXED_FILE_CSP =
  * is sandboxed and may be framed by the UI only (SANDBOXED_FILE_CSP).
  */
 export async function registerUiAssetRoutes(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
-  await app.register(
-    async (scoped) => {
-      scoped.addHook("onRoute", (route) => {
-        route.config = { ...route.config, ui: true };
-      });
-      scoped.addHook("onRequest", (request, reply, done) => {
-        if (UNSAFE_METHODS.has(request.method)) {
-          requireCsrf.call(scoped, request, reply, done);
-          return;
-        }
-        done();
-      });
-      scoped.addHook("onSend", async (_request, reply, payload) => {
-        // Error answers are the UI's own pages (error-pages.ts), escaped and styled under its CSP.
-        if (reply.statusCode >= 400) return payload;
-        reply.header("Content-Security-Policy", SANDBOXED_FILE_CSP);
-        reply.header("X-Frame-Options", "SAMEORIGIN");
-        reply.header("X-Content-Type-Options", "nosniff");
-        return payload;
-      });
-      await scoped.register(contentRoutes, { ...deps.content, ...deps.endpoints });
-    },
-    { prefix: UI_DOWNLOAD_PREFIX },
-  );
+  await mountForBrowsers(app, async (scoped) => {
+    scoped.addHook("onRequest", (request, reply, done) => {
+      if (UNSAFE_METHODS.has(request.method)) {
+        requireCsrf.call(scoped, request, reply, done);
+        return;
+      }
+      done();
+    });
+    scoped.addHook("onSend", async (_request, reply, payload) => {
+      // Error answers are the UI's own pages (error-pages.ts), escaped and styled under its CSP.
+      if (reply.statusCode >= 400) return payload;
+      reply.header("Content-Security-Policy", SANDBOXED_FILE_CSP);
+      reply.header("X-Frame-Options", "SAMEORIGIN");
+      reply.header("X-Content-Type-Options", "nosniff");
+      return payload;
+    });
+    await scoped.register(contentRoutes, { ...deps.content, ...deps.endpoints });
+  });
 }

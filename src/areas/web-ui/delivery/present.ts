@@ -3,7 +3,7 @@ import type { Config } from "../../../config.js";
 import { publicBaseUrl } from "../../../http/base-url.js";
 import type { Build, Deployment, Pipeline } from "../../releases/model.js";
 import { formatDate } from "../pages/present.js";
-import { UI_BADGE_PREFIX } from "./badge-images.js";
+import { UI_MOUNT_PREFIX } from "../browser-mounts.js";
 
 /**
  * What the delivery pages show of releases, builds and deployments, and their URLs. Ids are numbers;
@@ -93,7 +93,7 @@ export function badgeOf(
   const image = `${base}/api/ci-badges/image?${query}`;
   const link = `${base}/api/ci-badges/link?${query}&page=${page}`;
   return {
-    preview: `${UI_BADGE_PREFIX}/api/ci-badges/image?${query}`,
+    preview: `${UI_MOUNT_PREFIX}/api/ci-badges/image?${query}`,
     image,
     link,
     snippets: [

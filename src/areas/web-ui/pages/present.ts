@@ -1,6 +1,6 @@
 import { parseDependency } from "../../../domain/upack-range.js";
 import { isoMillis } from "../../upack/index.js";
-import { UI_DOWNLOAD_PREFIX } from "./downloads.js";
+import { UI_MOUNT_PREFIX } from "../browser-mounts.js";
 
 /**
  * What pages show of stored values: sizes, dates, the manifest's descriptive members, and the
@@ -117,11 +117,11 @@ function packagePath(group: string, name: string, version: string): string {
 
 /** The page's links: the upack download routes as mounted for browsers (downloads.ts). */
 export function downloadUrls(feed: string, group: string, name: string, version: string) {
-  const base = `${UI_DOWNLOAD_PREFIX}/upack/${encodeURIComponent(feed)}/download/${packagePath(group, name, version)}`;
+  const base = `${UI_MOUNT_PREFIX}/upack/${encodeURIComponent(feed)}/download/${packagePath(group, name, version)}`;
   return { upack: base, zip: `${base}?contentOnly=zip`, tgz: `${base}?contentOnly=tgz` };
 }
 
 /** One file of a version (`path` relative to the archive root, e.g. `package/bin/tool`). */
 export function fileDownloadUrl(feed: string, group: string, name: string, version: string, path: string): string {
-  return `${UI_DOWNLOAD_PREFIX}/upack/${encodeURIComponent(feed)}/download-file/${packagePath(group, name, version)}?path=${encodeURIComponent(path)}`;
+  return `${UI_MOUNT_PREFIX}/upack/${encodeURIComponent(feed)}/download-file/${packagePath(group, name, version)}?path=${encodeURIComponent(path)}`;
 }
