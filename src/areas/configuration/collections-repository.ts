@@ -41,6 +41,8 @@ export interface CollectionsRepository {
   get(id: number): Collection | undefined;
   /** The server's most recent collection, of any status. */
   latestOf(serverId: number): Collection | undefined;
+  /** The server's collections, newest first (the last KEEP_COLLECTIONS: prune keeps no more). */
+  recentOf(serverId: number): Collection[];
   /** The server's most recent completed collection (what its items show). */
   latestCompletedOf(serverId: number): Collection | undefined;
   /** Stores what was found and ends the collection completed. `roleIds`: by lowercased role name. */
@@ -76,19 +78,20 @@ interface ItemRow {
   error_text: string | null;
 }
 
-const toCollection = (row: CollectionRow | undefined): Collection | undefined =>
-  row && {
-    id: row.id,
-    serverId: row.server_id,
-    jobId: row.job_id ?? undefined,
-    status: row.status,
-    startedAt: row.started_at,
-    endedAt: row.ended_at ?? undefined,
-    errorText: row.error_text ?? undefined,
-    items: row.items,
-    drifted: row.drifted,
-    unknown: row.unknown,
-  };
+const toCollection = (row: CollectionRow | undefined): Collection | undefined => row && collectionOf(row);
+
+const collectionOf = (row: CollectionRow): Collection => ({
+  id: row.id,
+  serverId: row.server_id,
+  jobId: row.job_id ?? undefined,
+  status: row.status,
+  startedAt: row.started_at,
+  endedAt: row.ended_at ?? undefined,
+  errorText: row.error_text ?? undefined,
+  items: row.items,
+  drifted: row.drifted,
+  unknown: row.unknown,
+});
 
 export function createCollectionsRepository(db: Db): CollectionsRepository {
   const q = {
@@ -101,6 +104,9 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
     get: db.prepare<[number], CollectionRow>("SELECT * FROM config_collections WHERE id = ?"),
     latest: db.prepare<[number], CollectionRow>(
       "SELECT * FROM config_collections WHERE server_id = ? ORDER BY id DESC LIMIT 1",
+    ),
+    recent: db.prepare<[number], CollectionRow>(
+      "SELECT * FROM config_collections WHERE server_id = ? ORDER BY id DESC",
     ),
     latestCompleted: db.prepare<[number], CollectionRow>(
       "SELECT * FROM config_collections WHERE server_id = ? AND status = 'completed' ORDER BY id DESC LIMIT 1",
@@ -167,6 +173,7 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
     executingOf: (serverId) => toCollection(q.executing.get(serverId)),
     get: (id) => toCollection(q.get.get(id)),
     latestOf: (serverId) => toCollection(q.latest.get(serverId)),
+    recentOf: (serverId) => q.recent.all(serverId).map(collectionOf),
     latestCompletedOf: (serverId) => toCollection(q.latestCompleted.get(serverId)),
     complete: (id, endedAt, results, roleIds) => complete(id, endedAt, results, roleIds),
     fail(id, endedAt, errorText) {

@@ -16,7 +16,7 @@ import {
   statusView,
   type StatusView,
 } from "./present.js";
-import type { CheckRow } from "./recent-checks.js";
+import type { Collection } from "../../configuration/collections-repository.js";
 import type { RemediationJobs } from "./remediation-jobs.js";
 import { ACTIONS, ENTITY, JOB_TABLE, STATUS_BADGE, STATUS_TABLE } from "./templates.js";
 
@@ -51,7 +51,7 @@ export interface EntityPageOptions {
 /** The pages' own reads (recent jobs and checks), made once at registration. */
 export interface EntityReads {
   readonly jobs: RemediationJobs;
-  readonly recentChecks: (serverId: number) => CheckRow[];
+  readonly recentChecks: (serverId: number) => Collection[];
 }
 
 const byKey = (type: EntityType, name: string) => `${type}:${name.toLowerCase()}`;

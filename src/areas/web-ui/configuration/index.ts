@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { createCollectionsRepository } from "../../configuration/collections-repository.js";
 import { CONFIGURATION_VIEW } from "../../configuration/configuration-routes.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
@@ -6,7 +7,6 @@ import { defineView, sendPage } from "../views.js";
 import { registerConfigurationActions } from "./actions.js";
 import { KINDS, sendEntityPage } from "./entity-page.js";
 import { isMoving, jobView, statusCounts, statusView } from "./present.js";
-import { createRecentChecks } from "./recent-checks.js";
 import { createRemediationJobs } from "./remediation-jobs.js";
 import { JOB, OVERVIEW } from "./templates.js";
 import { CONFIGURATION_MANAGE } from "../../configuration/configuration-routes.js";
@@ -27,7 +27,8 @@ const checkedNotice = (query: unknown) =>
  */
 export async function registerConfigurationPages(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
   const jobs = createRemediationJobs(deps.db);
-  const reads = { jobs, recentChecks: createRecentChecks(deps.db) };
+  const collections = createCollectionsRepository(deps.db);
+  const reads = { jobs, recentChecks: (serverId: number) => collections.recentOf(serverId) };
   const status = deps.configurationRuntime.status;
 
   app.get("/configuration", BROWSE_PAGE, async (request, reply) => {

@@ -2,7 +2,7 @@ import type { EntityType } from "../../configuration/remediation-repository.js";
 import type { RemediationState } from "../../configuration/remediation.js";
 import type { ConfigurationStatus, ItemObject, StatusObject } from "../../configuration/status.js";
 import { formatDate } from "../pages/present.js";
-import type { CheckRow } from "./recent-checks.js";
+import type { Collection } from "../../configuration/collections-repository.js";
 import type { RemediationJobRow } from "./remediation-jobs.js";
 
 /**
@@ -160,7 +160,7 @@ export function jobView(job: RemediationJobRow, now: Date): JobView {
   };
 }
 
-const CHECK_WORDS: Readonly<Record<CheckRow["status"], string>> = {
+const CHECK_WORDS: Readonly<Record<Collection["status"], string>> = {
   executing: "Checking",
   completed: "Completed",
   error: "Error",
@@ -169,7 +169,7 @@ const CHECK_WORDS: Readonly<Record<CheckRow["status"], string>> = {
 export interface CheckView {
   readonly started: string;
   readonly ended: string | undefined;
-  readonly status: CheckRow["status"];
+  readonly status: Collection["status"];
   readonly word: string;
   /** "2 drifted, 1 unknown of 5 items" for a completed check. */
   readonly found: string | undefined;
@@ -177,7 +177,7 @@ export interface CheckView {
   readonly jobUrl: string | undefined;
 }
 
-export function checkView(check: CheckRow): CheckView {
+export function checkView(check: Collection): CheckView {
   return {
     started: formatDate(check.startedAt),
     ended: check.endedAt === undefined ? undefined : formatDate(check.endedAt),
