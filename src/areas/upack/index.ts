@@ -11,9 +11,12 @@ import { upackWriteRoutes } from "./write/routes.js";
 
 export { createUpackServices, type UpackServices } from "./services.js";
 export type { UpackDownloadService } from "./download/service.js";
-export type { PackageRow, VersionRow } from "./read/query-repository.js";
+export type { DownloadRow, PackageRow, VersionRow } from "./read/query-repository.js";
 export { isoMillis } from "./present.js";
 export { versionKeyOf } from "./read/query-service.js";
+export { assertFeedAcceptsPackages } from "./feed-lookup.js";
+export { versionExists } from "./repository.js";
+export { MAX_MANIFEST_BYTES } from "./write/upload-archive.js";
 
 /** What the universal feed area (docs/seed-api.md area A) is built from. */
 export interface UpackAreaOptions extends ContentAreaDeps {

@@ -1,0 +1,128 @@
+import type { Db } from "../../storage/database.js";
+
+/**
+ * Reads of `package_promotions` and `package_repackagings` (migrations/0019). Nothing here writes
+ * them: the migration's triggers do, from the event the version's save raises, in its transaction.
+ * Newest first (by id, the order of the commits).
+ */
+export interface PromotionRepository {
+  listPromotions(filter: RecordFilter, limit: number): Promise<PromotionRow[]>;
+  listRepackagings(filter: RecordFilter, limit: number): Promise<RepackagingRow[]>;
+}
+
+/**
+ * Which records: every key given must match (group, name and version lowercased). `feedId` matches
+ * a record on either side (promoted into or out of the feed; repackaged in or from it); for
+ * repackagings, `versionKey` matches the new version or the original.
+ */
+export interface RecordFilter {
+  readonly feedId?: number;
+  readonly fromFeedId?: number;
+  readonly toFeedId?: number;
+  readonly groupKey?: string;
+  readonly nameKey?: string;
+  readonly versionKey?: string;
+}
+
+export interface PromotionRow {
+  readonly id: number;
+  readonly promoted_at: string;
+  readonly from_feed_id: number | null;
+  readonly from_feed_name: string;
+  readonly to_feed_id: number | null;
+  readonly to_feed_name: string;
+  readonly package_group: string;
+  readonly package_name: string;
+  readonly version: string;
+  readonly sha1: string | null;
+  readonly sha256: string | null;
+  readonly promoted_by: string;
+  readonly comments: string | null;
+}
+
+export interface RepackagingRow {
+  readonly id: number;
+  readonly repackaged_at: string;
+  readonly feed_id: number | null;
+  readonly feed_name: string;
+  readonly package_group: string;
+  readonly package_name: string;
+  readonly new_version: string;
+  readonly from_feed_id: number | null;
+  readonly from_feed_name: string;
+  readonly from_version: string;
+  readonly from_sha1: string | null;
+  readonly from_sha256: string | null;
+  readonly repackaged_by: string;
+  readonly comments: string | null;
+}
+
+/**
+ * One WHERE clause for both tables: `from` and `to` are the feed columns `feedId` may match,
+ * `version` the condition on @versionKey.
+ */
+function whereOf(
+  filter: RecordFilter,
+  columns: { from: string; to: string; version: string },
+): { sql: string; params: Record<string, string | number> } {
+  const clauses: string[] = [];
+  const params: Record<string, string | number> = {};
+  if (filter.feedId !== undefined) {
+    // Two indexed lookups rather than one OR over both columns.
+    clauses.push(
+      `id IN (SELECT id FROM __table WHERE ${columns.from} = @feedId UNION SELECT id FROM __table WHERE ${columns.to} = @feedId)`,
+    );
+    params.feedId = filter.feedId;
+  }
+  if (filter.fromFeedId !== undefined) {
+    clauses.push(`${columns.from} = @fromFeedId`);
+    params.fromFeedId = filter.fromFeedId;
+  }
+  if (filter.toFeedId !== undefined) {
+    clauses.push(`${columns.to} = @toFeedId`);
+    params.toFeedId = filter.toFeedId;
+  }
+  if (filter.groupKey !== undefined) {
+    clauses.push("group_key = @groupKey");
+    params.groupKey = filter.groupKey;
+  }
+  if (filter.nameKey !== undefined) {
+    clauses.push("name_key = @nameKey");
+    params.nameKey = filter.nameKey;
+  }
+  if (filter.versionKey !== undefined) {
+    clauses.push(columns.version);
+    params.versionKey = filter.versionKey;
+  }
+  return { sql: clauses.length === 0 ? "" : `WHERE ${clauses.join(" AND ")}`, params };
+}
+
+export function createPromotionRepository(db: Db): PromotionRepository {
+  // The filters combine freely, so statements are prepared per shape and kept (a handful of shapes).
+  const prepared = new Map<string, ReturnType<Db["prepare"]>>();
+  const query = <T>(table: string, where: { sql: string; params: Record<string, string | number> }, limit: number) => {
+    const sql = `SELECT * FROM ${table} ${where.sql.replaceAll("__table", table)} ORDER BY id DESC LIMIT @limit`;
+    let statement = prepared.get(sql);
+    if (statement === undefined) prepared.set(sql, (statement = db.prepare(sql)));
+    return statement.all({ ...where.params, limit }) as T[];
+  };
+  return {
+    listPromotions: async (filter, limit) =>
+      query<PromotionRow>(
+        "package_promotions",
+        whereOf(filter, { from: "from_feed_id", to: "to_feed_id", version: "version_key = @versionKey" }),
+        limit,
+      ),
+    listRepackagings: async (filter, limit) =>
+      query<RepackagingRow>(
+        "package_repackagings",
+        // A version matches as the new one or as the original.
+        whereOf(filter, {
+          from: "from_feed_id",
+          to: "feed_id",
+          version: "(new_version_key = @versionKey OR lower(from_version) = @versionKey)",
+        }),
+        limit,
+      ),
+  };
+}
