@@ -6,6 +6,7 @@ import type { ApiKeyInput } from "../../security/service.js";
 import { ADMINISTER, API_KEY_TYPES, type ApiKeyView } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
+import { formatDate } from "../pages/present.js";
 import { API_KEY_CREATED, API_KEYS } from "../templates/api-keys.js";
 import { defineView, sendPage } from "../views.js";
 import { formFields, idParam } from "../form.js";
@@ -120,14 +121,9 @@ function presentKey(key: ApiKeyView) {
     description: key.description ?? "",
     type: key.type,
     scope,
-    expires: key.expiration === undefined ? "never" : readableTime(key.expiration),
-    lastUsed: key.lastUsed === undefined ? "never" : readableTime(key.lastUsed),
+    expires: key.expiration === undefined ? "never" : formatDate(key.expiration),
+    lastUsed: key.lastUsed === undefined ? "never" : formatDate(key.lastUsed),
   };
-}
-
-function readableTime(iso: string): string {
-  const time = new Date(iso);
-  return Number.isNaN(time.getTime()) ? iso : `${time.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
 /** The create form's fields. */
