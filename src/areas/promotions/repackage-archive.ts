@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import yazl from "yazl";
 import { invalid } from "../../domain/errors.js";
-import { isPlainObject, manifestToJson, packageIdentity, validateManifest } from "../../domain/upack-manifest.js";
+import { isPlainObject, manifestToJson, validateManifest } from "../../domain/upack-manifest.js";
 import type { UpackVersion } from "../../domain/upack-version.js";
 import { addZipEntry, isCompressedEntry } from "../../storage/archives.js";
 import type { ZipReader } from "../../storage/zip.js";
@@ -46,7 +46,8 @@ export function repackagedManifest(originalText: string, newVersion: UpackVersio
   const manifest = validateManifest(json);
   const { original } = entry;
   const history = {
-    id: `${packageIdentity(original.group, original.name)}:${original.version}:${original.sha1}`,
+    // `group/name:version:sha1`, as upack's repack writes it (docs/compat.md 1.3, 1.5).
+    id: `${original.group === "" ? "" : `${original.group}/`}${original.name}:${original.version}:${original.sha1}`,
     date: entry.date.toISOString(),
     ...(entry.reason === undefined ? {} : { reason: entry.reason }),
     using: entry.using,
