@@ -181,7 +181,7 @@ describe("POST /api/repackaging/repackage", () => {
       await admin("GET", "/api/repackaging/list?feed=builds&version=1.2.0-rc.3"),
     ) as unknown[];
     expect(ofOriginal).toEqual([expect.objectContaining({ version: "1.2.0", fromVersion: "1.2.0-rc.3" })]);
-    const all = expectJson(await admin("GET", "/api/repackaging/list?name=web")) as Array<{ id: number }>;
+    const all = expectJson(await admin("GET", "/api/repackaging/list?name=web")) as Array<{ version: string }>;
     expect(all.map((row) => row.version)).toEqual(["1.2.1", "1.2.0"]);
   });
 
