@@ -5,7 +5,15 @@ import type { AddressPolicy } from "./address-class.js";
 import { type ResolveHost, parseFetchUrl, resolveWithSystemDns, vetFetchTarget } from "./fetch-target.js";
 import { outboundDispatcher } from "./outbound-dispatcher.js";
 import { type ProxyRoute, type ProxySettings, createProxyRouter } from "./outbound-proxy.js";
-import { type OutboundResponse, boundBody, discardBody, dropBody, sendGet, toHeaders } from "./outbound-request.js";
+import {
+  type OutboundBody,
+  type OutboundResponse,
+  boundBody,
+  discardBody,
+  dropBody,
+  sendGet,
+  toHeaders,
+} from "./outbound-request.js";
 
 export type { ResolveHost, ResolvedAddress } from "./fetch-target.js";
 
@@ -46,6 +54,12 @@ export const FETCH_SETTINGS = { timeout: "WHARF_FETCH_TIMEOUT_MS", maxBytes: "WH
 export interface GuardedFetchInit {
   readonly headers?: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal;
+  /**
+   * Sends this method and body instead of a GET (webhooks). Such a request is never redirected: a
+   * redirect is returned as the answer, since following it would resend the body to a place its
+   * sender never named (or turn it into a GET).
+   */
+  readonly send?: OutboundBody;
 }
 
 export interface GuardedResponse {
@@ -182,9 +196,10 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         const route = proxyFor(url);
         if (route !== undefined) await vetProxy(route, policy, resolve, deadline.signal);
         const dispatcher = outboundDispatcher(policy, resolve, route?.uri);
-        const response = await sendGet(dispatcher, url, headers, deadline.signal);
+        const response = await sendGet(dispatcher, url, headers, deadline.signal, init.send);
         const { status } = response;
-        const location = REDIRECT_STATUSES.has(status) ? response.headers.location : undefined;
+        const redirected = REDIRECT_STATUSES.has(status) && init.send === undefined;
+        const location = redirected ? response.headers.location : undefined;
         if (location === undefined)
           return finish(response, url, { maxBytes, setting: options.settings?.maxBytes }, deadline);
         // Read to its end (it is short, or closed), so that the next hop can reuse the connection.

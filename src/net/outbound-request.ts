@@ -10,24 +10,33 @@ export interface OutboundResponse {
   readonly body: Readable;
 }
 
+/** A request other than a GET (a webhook's POST): its method and body. */
+export interface OutboundBody {
+  readonly method: "POST" | "PUT" | "PATCH";
+  readonly body: string;
+}
+
 /**
- * Sends one GET through `dispatcher` (outbound-dispatcher.ts: a shared pool whose connections are
- * vetted as they are made). Resolves with the response head; rejects with the signal's reason when
- * it aborts, or with the connection's error. The URL's host is sent as Host, SNI and the name the
- * certificate must carry; undici adds no Accept-Encoding and decodes nothing.
+ * Sends one GET (or `send`'s method and body) through `dispatcher` (outbound-dispatcher.ts: a
+ * shared pool whose connections are vetted as they are made). Resolves with the response head;
+ * rejects with the signal's reason when it aborts, or with the connection's error. The URL's host
+ * is sent as Host, SNI and the name the certificate must carry; undici adds no Accept-Encoding and
+ * decodes nothing.
  */
 export async function sendGet(
   dispatcher: Dispatcher,
   url: URL,
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  send?: OutboundBody,
 ): Promise<OutboundResponse> {
   if (signal.aborted) throw signal.reason;
   const sent = dispatcher.request({
     origin: url.origin,
     path: `${url.pathname}${url.search}`,
-    method: "GET",
+    method: send?.method ?? "GET",
     headers: { ...headers },
+    ...(send === undefined ? {} : { body: send.body }),
     signal,
   });
   try {

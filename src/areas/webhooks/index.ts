@@ -1,0 +1,107 @@
+import type { FastifyInstance } from "fastify";
+import type { Config } from "../../config.js";
+import type { Clock } from "../../domain/clock.js";
+import { createEventOutbox } from "../../lifecycle/events.js";
+import { createGuardedFetch, type ResolveHost } from "../../net/fetch-guard.js";
+import type { Db } from "../../storage/database.js";
+import type { SecretBox } from "../../storage/secrets.js";
+import type { FeedService } from "../management/index.js";
+import { createDispatcher } from "./dispatcher.js";
+import { createWebhookRepository } from "./repository.js";
+import { webhookRoutes } from "./routes.js";
+import { createSender } from "./sender.js";
+import { createWebhookService, type WebhookService } from "./service.js";
+import { createDeliveryWorker } from "./worker.js";
+
+export type { WebhookService, WebhookView, WebhookInput } from "./service.js";
+export { callerOf } from "./routes.js";
+export { presentDelivery } from "./present.js";
+
+/** The receiver's answer is not wanted; a large one is cut off rather than read. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+/** Completed deliveries are kept this long in the log; dispatched events in the outbox this long. */
+const KEEP_DELIVERIES_MS = 30 * 24 * 3_600_000;
+const KEEP_DISPATCHED_EVENTS_MS = 7 * 24 * 3_600_000;
+const PRUNE_EVERY_MS = 3_600_000;
+
+export interface WebhooksDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly feeds: FeedService;
+  readonly secrets: SecretBox;
+  /** Replaces system DNS (tests). */
+  readonly resolve?: ResolveHost;
+}
+
+/**
+ * Webhooks end to end (issue 17 section 3): the API, the dispatcher that fans the event outbox out
+ * into deliveries, and the worker that sends them. Both start once the app is ready (events a crash
+ * left are found by the first poll) and stop before it closes.
+ */
+export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Promise<WebhookService> {
+  const { db, clock, config } = deps;
+  const settings = config.webhooks;
+  const repository = createWebhookRepository(db);
+  const fetch = createGuardedFetch({
+    allowPrivate: config.fetchAllowPrivate,
+    timeoutMs: settings.timeoutMs,
+    maxBytes: MAX_RESPONSE_BYTES,
+    maxRedirects: 0,
+    proxy: config.outboundProxy,
+    ...(deps.resolve === undefined ? {} : { resolve: deps.resolve }),
+  });
+  const worker = createDeliveryWorker({
+    repository,
+    secrets: deps.secrets,
+    clock,
+    settings,
+    attempt: createSender(fetch, clock),
+    log: app.log.child({ area: "webhooks" }),
+  });
+  const outbox = createEventOutbox(db);
+  const dispatcher = createDispatcher({ outbox, repository, clock, onDeliveries: worker.wake, log: app.log });
+  const webhooks = createWebhookService({
+    repository,
+    feeds: deps.feeds,
+    secrets: deps.secrets,
+    clock,
+    worker,
+    allowPrivate: config.fetchAllowPrivate,
+    ...(deps.resolve === undefined ? {} : { resolve: deps.resolve }),
+  });
+  await app.register(webhookRoutes, { webhooks });
+
+  let timer: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let lastPrune = 0;
+  const prune = async () => {
+    const now = clock.now().getTime();
+    if (now - lastPrune < PRUNE_EVERY_MS) return;
+    lastPrune = now;
+    await repository.pruneCompleted(new Date(now - KEEP_DELIVERIES_MS));
+    await outbox.pruneDispatched(new Date(now - KEEP_DISPATCHED_EVENTS_MS));
+  };
+  const poll = () => {
+    void dispatcher
+      .dispatch()
+      .then(() => worker.wake())
+      .then(prune)
+      .catch((error: unknown) => app.log.warn({ err: error }, "pruning webhook deliveries failed"));
+  };
+  app.addHook("onReady", (done) => {
+    // Not in the committing request's turn: the fan-out is a transaction of its own, run after.
+    unsubscribe = outbox.onAppended(() => setImmediate(() => void dispatcher.dispatch()));
+    timer = setInterval(poll, settings.pollMs);
+    timer.unref();
+    poll();
+    done();
+  });
+  app.addHook("preClose", (done) => {
+    unsubscribe?.();
+    clearInterval(timer);
+    // A fan-out under way finishes (its deliveries wait, pending, for the next start); sends stop.
+    Promise.all([dispatcher.dispatch(), worker.stop()]).then(() => done(), done);
+  });
+  return webhooks;
+}
