@@ -29,6 +29,8 @@ import { registerConfigurationPages } from "./configuration/index.js";
 import { registerDeliveryPages } from "./delivery/index.js";
 import { registerBrowsePages } from "./pages/index.js";
 import { registerReferencePages } from "./reference/index.js";
+import { registerWebhookPages } from "./webhooks/index.js";
+import type { WebhookService } from "../webhooks/index.js";
 import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
@@ -63,6 +65,8 @@ export interface WebUiDeps {
   readonly disk: DiskSpace;
   /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
   readonly sessions: UiSessions;
+  /** The webhooks API's service (its pages: admin/webhooks). */
+  readonly webhooks: WebhookService;
 }
 
 /**
@@ -99,5 +103,6 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   await registerDeliveryPages(app, deps);
   await registerConfigurationPages(app, deps);
   await registerAdminPages(app, deps);
+  registerWebhookPages(app, deps);
   await registerReferencePages(app, deps);
 }

@@ -4,6 +4,7 @@ import { CONFIGURATION_STYLE } from "../configuration/style.js";
 import { DELIVERY_STYLE } from "../delivery/style.js";
 import { PACKAGES_STYLE } from "../pages/style.js";
 import { REFERENCE_STYLE } from "../reference/style.js";
+import { WEBHOOKS_STYLE } from "../webhooks/style.js";
 
 /** The frame's and shared rules. Light and dark follow the system setting. */
 const BASE_STYLE = `:root {
@@ -87,4 +88,5 @@ export const STYLE = [
   CONFIGURATION_STYLE,
   ADMIN_STYLE,
   REFERENCE_STYLE,
+  WEBHOOKS_STYLE,
 ].join("\n");

@@ -1,0 +1,7 @@
+/** Stylesheet rules of the web UI's part: webhooks (joined into /ui/style.css). */
+export const WEBHOOKS_STYLE = `
+.webhook-notice { border: 1px solid var(--line); background: var(--panel); padding: .5rem 1rem; overflow-wrap: anywhere; }
+.admin-form fieldset { margin-top: .5rem; border: 1px solid var(--line); }
+.admin-form fieldset .check { display: inline-block; margin-right: 1rem; }
+.admin-table pre { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 40rem; }
+`;
