@@ -35,14 +35,19 @@ export function checkUrlTemplate(template: string): void {
   }
 }
 
-/** A "." or ".." segment would be removed by URL parsing and climb the receiver's path. */
-function encode(value: string): string {
-  const encoded = encodeURIComponent(value);
-  return /^\.{1,2}$/.test(encoded) ? encoded.replaceAll(".", "%2E") : encoded;
-}
-
+/**
+ * Throws invalid WEBHOOK_URL_UNRENDERABLE when a value is "." or ".." and lands in the path: URL
+ * parsing removes such a segment (percent-encoded too) and would climb the receiver's path.
+ */
 export function renderUrl(template: string, values: Readonly<Record<Placeholder, string>>): string {
-  return template.replace(PLACEHOLDER, (_match, name: Placeholder) => encode(values[name] ?? ""));
+  const pathEnd = template.search(/[?#]/);
+  return template.replace(PLACEHOLDER, (_match, name: Placeholder, offset: number) => {
+    const value = values[name] ?? "";
+    if (/^\.{1,2}$/.test(value) && (pathEnd === -1 || offset < pathEnd)) {
+      throw invalid("WEBHOOK_URL_UNRENDERABLE", `The {${name}} '${value}' cannot be placed in the URL's path.`);
+    }
+    return encodeURIComponent(value);
+  });
 }
 
 /** The values of a delivery's body. */
