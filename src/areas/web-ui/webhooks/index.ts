@@ -103,6 +103,15 @@ function answerOf(delivery: Delivery): string {
   return `${parts}${delivery.lastDurationMs === undefined ? "" : ` (${delivery.lastDurationMs} ms)`}`;
 }
 
+/** A delivery's JSON body, indented to be read. */
+function indented(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
 /**
  * Webhooks for those who may manage them (issue 17 section 5): the list with a create form, and a
  * page per webhook (edit, test, delete, delivery log). Everything goes through the webhooks API's
@@ -195,7 +204,7 @@ export function registerWebhookPages(app: FastifyInstance, { webhooks, feeds }: 
         attempts: d.attempts,
         answer: answerOf(d),
         url: d.requestUrl,
-        body: d.requestBody,
+        body: indented(d.requestBody),
         next: d.state === "pending" && d.nextAttemptAt !== undefined ? formatDate(d.nextAttemptAt) : "",
       })),
     });

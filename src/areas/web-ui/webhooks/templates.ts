@@ -21,7 +21,7 @@ export const WEBHOOKS = `<% layout("@layout") %>
 <p class="muted">Each event is sent as a signed JSON body (X-Wharf-Signature), retried with backoff until the receiver answers 2xx.</p>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
 <% if (it.webhooks.length === 0) { %><p class="muted">There is no webhook you may manage.</p><% } else { %>
-<table class="admin-table">
+<table class="admin-table webhook-table">
 <thead><tr><th scope="col">Name</th><th scope="col">Feed</th><th scope="col" class="wide">URL</th><th scope="col">Events</th><th scope="col">Active</th></tr></thead>
 <tbody>
 <% for (const w of it.webhooks) { %>
@@ -70,7 +70,7 @@ ${FIELDS}
 </form>
 <h2>Deliveries</h2>
 <% if (it.deliveries.length === 0) { %><p class="muted">Nothing was delivered yet.</p><% } else { %>
-<table class="admin-table">
+<table class="admin-table webhook-table">
 <thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col" class="wide">Last answer</th><th scope="col">Next attempt</th></tr></thead>
 <tbody>
 <% for (const d of it.deliveries) { %>
