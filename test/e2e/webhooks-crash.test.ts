@@ -43,7 +43,7 @@ async function call(server: RunningServer, method: string, url: string, body?: o
   return fetch(`${server.url}${url}`, {
     method,
     headers: { "X-ApiKey": KEY, "Content-Type": Buffer.isBuffer(body) ? "application/zip" : "application/json" },
-    ...(body === undefined ? {} : { body: Buffer.isBuffer(body) ? body : JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: Buffer.isBuffer(body) ? new Uint8Array(body) : JSON.stringify(body) }),
   });
 }
 

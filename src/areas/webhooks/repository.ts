@@ -24,8 +24,6 @@ export interface WebhookRepository {
   insertDelivery(webhookId: number, eventType: string, body: string, now: Date): Promise<Delivery>;
   /** Pending deliveries due at `now`, oldest first, of active webhooks; `skip` are in flight. */
   due(now: Date, limit: number, skip: ReadonlySet<number>): Promise<Delivery[]>;
-  /** The next due time of a pending delivery, if any (for the worker's timer). */
-  nextDue(): Promise<string | undefined>;
   recordAttempt(id: number, attempt: AttemptRecord): Promise<Delivery | undefined>;
   deliveries(webhookId: number, options: { limit: number; before?: number | undefined }): Promise<Delivery[]>;
   findDelivery(id: number): Promise<Delivery | undefined>;
@@ -117,10 +115,6 @@ export function createWebhookRepository(db: Db): WebhookRepository {
       WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND w.active = 1
       ORDER BY d.next_attempt_at, d.id LIMIT ?`,
   );
-  const nextDue = db.prepare<[], { at: string | null }>(
-    `SELECT min(d.next_attempt_at) AS at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-      WHERE d.state = 'pending' AND w.active = 1`,
-  );
   const record = db.prepare<Record<string, string | number | null>>(
     `UPDATE webhook_deliveries SET state = @state, attempts = attempts + 1, next_attempt_at = @next,
        request_url = @url, last_attempt_at = @at, last_status = @status, last_error = @error,
@@ -188,7 +182,6 @@ export function createWebhookRepository(db: Db): WebhookRepository {
         .slice(0, limit)
         .map(toDelivery);
     },
-    nextDue: async () => nextDue.get()?.at ?? undefined,
     async recordAttempt(id, attempt) {
       record.run({
         id,
