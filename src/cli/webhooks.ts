@@ -1,5 +1,4 @@
 import type { Config } from "../config.js";
-import { DomainError } from "../domain/errors.js";
 import {
   type CommandLine,
   type OptionValues,
@@ -98,7 +97,23 @@ async function run({ values, positionals }: CommandLine<typeof OPTIONS>, ctx: We
     "error: give a key that may manage webhooks in WHARF_API_KEY or --api-key",
   );
   if (target === undefined) return 2;
-  const api = client(target);
+  try {
+    return await ask(client(target), subcommand, subject ?? "", values, body, ctx);
+  } catch (error) {
+    if (!(error instanceof Refused)) throw error;
+    ctx.err(`error: ${error.message}`);
+    return 1;
+  }
+}
+
+async function ask(
+  api: ReturnType<typeof client>,
+  subcommand: string,
+  subject: string,
+  values: Values,
+  body: Record<string, unknown> | undefined,
+  ctx: WebhooksContext,
+): Promise<number> {
   switch (subcommand) {
     case "list":
       printWebhooks((await api("GET", "/api/webhooks")) as WebhookJson[], ctx.out);
@@ -162,7 +177,10 @@ async function createBody(name: string, values: Values, ctx: WebhooksContext): P
   };
 }
 
-/** Calls the API; a refusal becomes a DomainError carrying the server's message (exit 1). */
+/** The server refused, or could not be reached: printed, exit 1. */
+class Refused extends Error {}
+
+/** Calls the API; a refusal becomes a Refused carrying the server's message. */
 function client(target: ServerTarget) {
   return async (method: string, path: string, body?: object): Promise<unknown> => {
     let response: Response;
@@ -174,11 +192,10 @@ function client(target: ServerTarget) {
       });
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
-      throw new DomainError("bad_gateway", "SERVER_UNREACHABLE", `${target.base} could not be reached (${why})`);
+      throw new Refused(`${target.base} could not be reached (${why})`);
     }
     const text = await response.text();
-    if (!response.ok)
-      throw new DomainError("invalid", "SERVER_REFUSED", `the server answered ${response.status}: ${text}`);
+    if (!response.ok) throw new Refused(`the server answered ${response.status}: ${text}`);
     return text === "" ? undefined : JSON.parse(text);
   };
 }

@@ -18,6 +18,9 @@ const LIST_VIEW = defineView("webhooks", WEBHOOKS);
 const DETAIL_VIEW = defineView("webhook", WEBHOOK);
 const LIST_URL = "/admin/webhooks";
 
+/** A form's own refusal (no API has it): the page again, with the message, 400. */
+class Unconfirmed extends Error {}
+
 /** Anonymous is sent to sign in, coming back here after (as requireView does). */
 const signInFirst = (request: FastifyRequest, reply: FastifyReply) =>
   reply.redirect(`/sign-in?next=${encodeURIComponent(request.url)}`, 303);
@@ -246,7 +249,8 @@ export function registerWebhookPages(app: FastifyInstance, { webhooks, feeds }: 
         next = await run(id, f, request);
       } catch (error) {
         // Bad input: the form again, with the service's message; anything else as a GET would say it.
-        if (!(error instanceof DomainError) || error.kind !== "invalid") return refused(request, reply, error);
+        const badInput = error instanceof Unconfirmed || (error instanceof DomainError && error.kind === "invalid");
+        if (!badInput) return refused(request, reply, error);
         return showOne(request, reply.code(400), id, { form: formOf(f), message: error.message });
       }
       return backTo(reply, next);
@@ -261,8 +265,7 @@ export function registerWebhookPages(app: FastifyInstance, { webhooks, feeds }: 
     return `${LIST_URL}/${id}?tested=${delivery.id}`;
   });
   action("delete", async (id, f, request) => {
-    if (!f.checked("confirm"))
-      throw new DomainError("invalid", "CONFIRMATION_REQUIRED", "Tick the box to confirm the deletion.");
+    if (!f.checked("confirm")) throw new Unconfirmed("Tick the box to confirm the deletion.");
     await webhooks.delete(id, callerOf(request));
     return LIST_URL;
   });
