@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { manualClock } from "../helpers/clock.js";
+import { releasesFixtures } from "../helpers/releases-fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 import { type Receiver, startReceiver, verifySignature } from "../helpers/webhook-receiver.js";
 
@@ -320,6 +321,35 @@ describe("webhooks", () => {
       ),
     ).toBe(true);
     await call("DELETE", `/api/webhooks/${hook.id}`);
+  });
+
+  it("release status changes reach global webhooks that name them, never a feed's", async () => {
+    const global = await createWebhook({
+      name: "releases",
+      url: `${receiver.base}/r/{event}`,
+      events: ["release.status"],
+    });
+    const feeds = await createWebhook({
+      name: "main only",
+      feed: "main",
+      url: `${receiver.base}/f`,
+      events: ["release.status"],
+    });
+    const releases = releasesFixtures(t);
+    const applicationId = await releases.setup("shop");
+    await releases.release(applicationId, "1.0", "shop-pipeline");
+    const [request] = await receiver.waitFor(1);
+    expect(request?.url).toBe("/r/release.status");
+    expect(JSON.parse(request?.body ?? "{}")).toMatchObject({
+      event: "release.status",
+      feed: null,
+      package: null,
+      data: { application: "shop", release: "1.0", status: "active", previousStatus: null },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.received.map((r) => r.url)).toEqual(["/r/release.status"]);
+    await call("DELETE", `/api/webhooks/${global.id}`);
+    await call("DELETE", `/api/webhooks/${feeds.id}`);
   });
 
   it("a deleted feed's webhooks go with it", async () => {
