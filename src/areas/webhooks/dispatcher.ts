@@ -15,6 +15,8 @@ const BATCH = 200;
  */
 export interface Dispatcher {
   dispatch(): Promise<void>;
+  /** Lets a run under way finish (its deliveries wait, pending, for the next start); no run after. */
+  stop(): Promise<void>;
 }
 
 export function createDispatcher(deps: {
@@ -27,6 +29,7 @@ export function createDispatcher(deps: {
   const { outbox, repository, clock } = deps;
   let running: Promise<void> | undefined;
   let again = false;
+  let stopped = false;
 
   async function run(): Promise<void> {
     for (;;) {
@@ -40,6 +43,7 @@ export function createDispatcher(deps: {
   }
 
   function dispatch(): Promise<void> {
+    if (stopped) return running ?? Promise.resolve();
     if (running !== undefined) {
       again = true;
       return running;
@@ -58,7 +62,13 @@ export function createDispatcher(deps: {
     return running;
   }
 
-  return { dispatch };
+  return {
+    dispatch,
+    async stop() {
+      stopped = true;
+      await running;
+    },
+  };
 }
 
 export function bodyOf(event: StoredEvent, webhook: Webhook): string {

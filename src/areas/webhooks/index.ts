@@ -100,8 +100,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   app.addHook("preClose", (done) => {
     unsubscribe?.();
     clearInterval(timer);
-    // A fan-out under way finishes (its deliveries wait, pending, for the next start); sends stop.
-    Promise.all([dispatcher.dispatch(), worker.stop()]).then(() => done(), done);
+    Promise.all([dispatcher.stop(), worker.stop()]).then(() => done(), done);
   });
   return webhooks;
 }
