@@ -159,7 +159,7 @@ describe("feed types Wharf does not serve", () => {
       properties: Record<string, { description?: string }>;
     };
     expect(body.properties.feedType?.description).toContain("universal, romp or asset");
-    expect(body.properties.retentionRules?.description).toContain("Not implemented yet");
+    expect(body.properties.packageFilters?.description).toContain("Not implemented yet");
     expect(body.properties.vulnerabilitiesEnabled?.description).toContain("Not implemented yet: only false");
   });
 });
@@ -177,8 +177,6 @@ const NOT_IMPLEMENTED: [string, unknown, unknown][] = [
   ["vulnerabilitiesEnabled", true, false],
   ["licensesEnabled", true, false],
   ["useWithProjects", true, false],
-  ["retentionRulesEnabled", true, false],
-  ["retentionRules", [{ keepVersionsCount: 5, deletePackageIds: ["temp.*"] }], []],
   ["deploymentRecordsEnabled", false, true],
   ["allowedLicenses", ["MIT"], []],
   ["blockedLicenses", ["GPL-3.0"], []],
@@ -261,12 +259,12 @@ describe("feed settings Wharf does not act on", () => {
     expect(feed).toMatchObject(LEGACY_SETTINGS);
     expect(expectJson(await call("POST", `${FEEDS}/update/old-universal`, feed))).toEqual(feed);
 
+    // Retention exists since issue 17: another rule is stored like any other setting.
     const otherRule = { keepVersionsCount: 10 };
-    expectRefused(
-      await call("POST", `${FEEDS}/update/old-universal`, { ...feed, retentionRules: [otherRule] }),
-      "SETTING_NOT_IMPLEMENTED",
-      "retentionRules: retention is not implemented yet",
-    );
+    const changed = expectJson(
+      await call("POST", `${FEEDS}/update/old-universal`, { retentionRules: [otherRule] }),
+    ) as Record<string, unknown>;
+    expect(changed.retentionRules).toMatchObject([otherRule]);
     expectRefused(
       await call("POST", `${FEEDS}/update/old-universal`, { allowedLicenses: ["MIT", "BSD-3-Clause"] }),
       "SETTING_NOT_IMPLEMENTED",

@@ -395,13 +395,13 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
       200,
     ) as Record<string, unknown>;
     expect(patched).toEqual({ ...updated, description: "patched" });
-    // pgutil's retention commands add a rule this way: refused until retention exists (issue 17).
+    // pgutil's retention commands add a rule this way (issue 17): stored, its other members defaulted.
     const rule = { deletePrereleaseVersions: true, keepVersionsCount: 2 };
-    expectText(
+    const withRule = expectJson(
       await call("POST", `${FEEDS}/update/full`, { ...patched, retentionRules: [rule] }),
-      400,
-      "retentionRules: retention is not implemented yet",
-    );
+      200,
+    ) as Record<string, unknown>;
+    expect(withRule.retentionRules).toMatchObject([{ ...rule, deleteCached: false, deleteLatestStable: false }]);
   });
 
   it("takes whichever of variables / variableDictionary was edited, and refuses two different edits", async () => {

@@ -39,6 +39,7 @@ const current: FeedDraft = {
         deleteCached: false,
         sizeExclusive: false,
         keepIfActivelyConsumed: false,
+        deleteLatestStable: false,
         keepVersionsCount: 3,
       },
     ],
@@ -93,8 +94,7 @@ describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
     ]);
   });
 
-  it("a retention rule's omitted members take defaults; its four booleans are always set", () => {
-    // Retention is refused until it exists (issue 17), but its rules are still checked and normalised.
+  it("a retention rule's omitted members take defaults; its booleans are always set", () => {
     const rule = normalizeRetentionRule({ keepUsedWithinDays: 30, keepVersions: null }, 0);
     expect(rule).toEqual({
       deletePrereleaseVersions: false,
@@ -106,6 +106,7 @@ describe("mergeFeedInput: partial update rules (docs/compat.md 5.1)", () => {
       deleteCached: false,
       sizeExclusive: false,
       keepIfActivelyConsumed: false,
+      deleteLatestStable: false,
     });
   });
 

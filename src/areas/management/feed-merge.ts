@@ -24,6 +24,7 @@ import {
   withField,
 } from "./feed-validation.js";
 import { refuseUnimplementedSettings } from "./feed-unimplemented.js";
+import { parseRetentionSchedule } from "../retention/schedule.js";
 import type { FeedInput } from "./schemas.js";
 
 /**
@@ -70,6 +71,11 @@ export function mergeFeedInput(current: FeedDraft | undefined, input: FeedInput)
   }
   settings.variables = mergeVariables(before.variables, input);
   if (input.retentionRules) settings.retentionRules = input.retentionRules.map(normalizeRetentionRule);
+  if (input.retentionSchedule !== undefined) {
+    const schedule = input.retentionSchedule?.trim() ? parseRetentionSchedule(input.retentionSchedule) : undefined;
+    if (schedule === undefined) delete settings.retentionSchedule;
+    else settings.retentionSchedule = schedule.expression;
+  }
 
   const alternateNames = normalizeAlternateNames(input.alternateNames ?? current?.alternateNames ?? [], validName);
   const group =

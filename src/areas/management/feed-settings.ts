@@ -26,6 +26,12 @@ export interface RetentionRule {
   keepConsumedWithinDays?: number;
   keepIfActivelyConsumed: boolean;
   keepPackageUsageRemovedDays?: number;
+  /** Wharf extension: only versions published more than this many days ago. */
+  deleteOlderThanDays?: number;
+  /** Wharf extension: versions deployed within this many days stay (default 30; 0: no protection). */
+  keepDeployedWithinDays?: number;
+  /** Wharf extension: the latest stable version of a package may go too (default: it stays). */
+  deleteLatestStable: boolean;
 }
 
 export const FEED_FLAGS = [
@@ -68,6 +74,8 @@ export type FeedSettings = Record<FeedFlag, boolean> &
     /** Absent inherits the server default (docs/compat.md 5.2). */
     allowUnknownLicenses?: boolean;
     retentionRules: RetentionRule[];
+    /** Wharf extension: cron expression of scheduled retention runs (areas/retention); absent: none. */
+    retentionSchedule?: string;
     /** Wharf extension, asset directories: the cache setting items inherit at the root; absent = Inherit. */
     cacheHeader?: CacheHeader;
   };
@@ -141,13 +149,19 @@ export function decodeSettings(json: string): FeedSettings {
     const value = stored[map];
     if (value && typeof value === "object") settings[map] = Object.fromEntries(Object.entries(value));
   }
-  if (Array.isArray(stored.retentionRules)) settings.retentionRules = stored.retentionRules;
+  if (Array.isArray(stored.retentionRules)) {
+    settings.retentionRules = stored.retentionRules.map((rule) => ({
+      ...rule,
+      deleteLatestStable: !!rule.deleteLatestStable,
+    }));
+  }
   if (typeof stored.description === "string") settings.description = stored.description;
   if (typeof stored.dropPath === "string") settings.dropPath = stored.dropPath;
   if (typeof stored.packagesPath === "string") settings.packagesPath = stored.packagesPath;
   if (stored.storage) settings.storage = stored.storage;
   if (typeof stored.allowUnknownLicenses === "boolean") settings.allowUnknownLicenses = stored.allowUnknownLicenses;
   if (stored.cacheHeader) settings.cacheHeader = stored.cacheHeader;
+  if (typeof stored.retentionSchedule === "string") settings.retentionSchedule = stored.retentionSchedule;
   return settings;
 }
 

@@ -70,8 +70,15 @@ const RULES: readonly SettingRule[] = [
   offFlag("vulnerabilitiesEnabled", "vulnerability scanning"),
   offFlag("licensesEnabled", "license checks"),
   offFlag("useWithProjects", "projects (software composition analysis)"),
-  offFlag("retentionRulesEnabled", "retention"),
-  notImplemented("retentionRules", "retention", "[]", isEmptyList),
+  // Retention acts on universal feeds' packages only: asset directories have no retention yet.
+  onlyFor("retentionRules", (type) => !isAsset(type), "universal feeds", "[]", isEmptyList),
+  onlyFor(
+    "retentionSchedule",
+    (type) => !isAsset(type),
+    "universal feeds",
+    "null",
+    (value) => value === undefined,
+  ),
   // Wharf keeps every deployment record it is sent (README "Connector health and deployment records").
   notImplemented("deploymentRecordsEnabled", "turning deployment records off", "true", (value) => value === true),
   notImplemented("allowedLicenses", "license filtering", "[]", isEmptyList),

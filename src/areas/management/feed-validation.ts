@@ -1,5 +1,6 @@
 import { DomainError, invalid } from "../../domain/errors.js";
 import { validateFeedName } from "../../domain/feeds.js";
+import { settingNotImplemented } from "../../domain/not-implemented.js";
 import { compilePatterns } from "../../domain/patterns.js";
 import type { RetentionRule } from "./feed-settings.js";
 import type { RetentionRuleInput } from "./schemas.js";
@@ -90,40 +91,84 @@ function checkEntryName(field: string, name: string): void {
   }
 }
 
-/** Retention rules are replaced wholesale; within a rule, omitted or null members take their defaults. */
+/**
+ * Retention rules are replaced wholesale; within a rule, omitted or null members take their
+ * defaults (areas/retention/evaluate.ts says what each member does). The "delete" lists take `!`
+ * exclusions (Wharf extension: the feed filters' pattern lists); the "keep" lists are plain.
+ */
 export function normalizeRetentionRule(input: RetentionRuleInput, index: number): RetentionRule {
-  const wildcards = (name: keyof RetentionRuleInput & string, values: string[] | null | undefined): string[] => {
+  const wildcards = (
+    name: keyof RetentionRuleInput & string,
+    values: string[] | null | undefined,
+    allowNegation = false,
+  ): string[] => {
     const field = `retentionRules[${index}].${name}`;
     const list = normalizeList(field, values ?? []);
     try {
-      return [...compilePatterns(list, { allowNegation: false }).patterns];
+      return [...compilePatterns(list, { allowNegation }).patterns];
     } catch (error) {
       throw withField(field, error);
     }
   };
+  refuseUsageCriteria(input, index);
   const rule: RetentionRule = {
     deletePrereleaseVersions: input.deletePrereleaseVersions ?? false,
-    deletePackageIds: wildcards("deletePackageIds", input.deletePackageIds),
+    deletePackageIds: wildcards("deletePackageIds", input.deletePackageIds, true),
     keepPackageIds: wildcards("keepPackageIds", input.keepPackageIds),
     keepVersions: wildcards("keepVersions", input.keepVersions),
-    deleteVersions: wildcards("deleteVersions", input.deleteVersions),
+    deleteVersions: wildcards("deleteVersions", input.deleteVersions, true),
     deleteCached: input.deleteCached ?? false,
     sizeExclusive: input.sizeExclusive ?? false,
-    keepIfActivelyConsumed: input.keepIfActivelyConsumed ?? false,
+    keepIfActivelyConsumed: false,
+    deleteLatestStable: input.deleteLatestStable ?? false,
   };
   const numbers = [
     "keepVersionsCount",
     "keepUsedWithinDays",
     "sizeTriggerKb",
     "triggerDownloadCount",
-    "keepConsumedWithinDays",
-    "keepPackageUsageRemovedDays",
+    "deleteOlderThanDays",
+    "keepDeployedWithinDays",
   ] as const;
   for (const name of numbers) {
     const value = input[name];
     if (value !== null && value !== undefined) rule[name] = value;
   }
+  if (rule.sizeExclusive && rule.sizeTriggerKb === undefined) {
+    throw invalid(
+      "INVALID_FEED",
+      `retentionRules[${index}].sizeExclusive needs sizeTriggerKb (the size to stay under)`,
+    );
+  }
+  const narrowing = [
+    rule.keepVersionsCount,
+    rule.keepUsedWithinDays,
+    rule.sizeTriggerKb,
+    rule.triggerDownloadCount,
+    rule.deleteOlderThanDays,
+  ].some((value) => value !== undefined);
+  if (!narrowing && rule.deletePackageIds.length === 0 && rule.deleteVersions.length === 0) {
+    throw invalid(
+      "INVALID_FEED",
+      `retentionRules[${index}] would delete every version of the feed: give at least one of keepVersionsCount, ` +
+        "keepUsedWithinDays, deleteOlderThanDays, triggerDownloadCount, sizeTriggerKb, deletePackageIds or deleteVersions",
+    );
+  }
   return rule;
+}
+
+/** Package usage (ProGet's projects) does not exist in Wharf: its criteria are refused, not ignored. */
+function refuseUsageCriteria(input: RetentionRuleInput, index: number): void {
+  const given = (["keepConsumedWithinDays", "keepPackageUsageRemovedDays"] as const).find(
+    (name) => input[name] !== null && input[name] !== undefined,
+  );
+  if (given !== undefined || input.keepIfActivelyConsumed === true) {
+    throw settingNotImplemented(
+      `retentionRules[${index}].${given ?? "keepIfActivelyConsumed"}`,
+      "package usage records (projects)",
+      given === undefined ? "false" : "null",
+    );
+  }
 }
 
 /** Prefixes a domain error's message with the field it is about; other errors pass unchanged. */

@@ -30,6 +30,14 @@ export const retentionRuleInputSchema = z
     keepConsumedWithinDays: count.nullish(),
     keepIfActivelyConsumed: z.boolean().nullish(),
     keepPackageUsageRemovedDays: count.nullish(),
+    deleteOlderThanDays: count.nullish().describe("Wharf extension: only versions published more than D days ago"),
+    keepDeployedWithinDays: count
+      .nullish()
+      .describe("Wharf extension: versions deployed within D days stay (default 30; 0: deployments do not protect)"),
+    deleteLatestStable: z
+      .boolean()
+      .nullish()
+      .describe("Wharf extension: true lets the rule delete a package's latest stable version (default false)"),
   })
   .loose();
 
@@ -70,7 +78,14 @@ export const feedInputSchema = z
     canPublish: z.unknown().optional().describe("Read-only; accepted and ignored"),
     connectors: list(200, 100).describe("Connector names; universal feeds only"),
     vulnerabilitySources: list(200, 100).describe("No vulnerability source exists yet: only []"),
-    retentionRules: z.array(retentionRuleInputSchema).max(100).nullish().describe(`${NOT_YET}: only [] (retention)`),
+    retentionRules: z
+      .array(retentionRuleInputSchema)
+      .max(100)
+      .nullish()
+      .describe("Applied in order by retention runs (/api/retention); universal feeds only"),
+    retentionSchedule: text(200)
+      .nullish()
+      .describe("Wharf extension: cron expression of scheduled retention runs (UTC); null or blank removes"),
     staticSite: flag.describe("Wharf extension, asset directories only: serve HTML and SVG without the sandbox CSP"),
     cacheHeader: z
       .unknown()
@@ -90,7 +105,7 @@ export const feedInputSchema = z
     vulnerabilitiesEnabled: offFlag,
     licensesEnabled: offFlag,
     useWithProjects: offFlag,
-    retentionRulesEnabled: offFlag,
+    retentionRulesEnabled: flag.describe("Scheduled retention runs happen only when true"),
   })
   .loose();
 
@@ -112,6 +127,9 @@ export const retentionRuleSchema = z.object({
   keepConsumedWithinDays: z.number().optional(),
   keepIfActivelyConsumed: z.boolean(),
   keepPackageUsageRemovedDays: z.number().optional(),
+  deleteOlderThanDays: z.number().optional(),
+  keepDeployedWithinDays: z.number().optional(),
+  deleteLatestStable: z.boolean(),
 });
 
 /** Never `null`: pgutil cannot read null into its non-nullable members (docs/compat.md 0.2). */
@@ -153,6 +171,7 @@ export const feedSchema = z.object({
   licensesEnabled: z.boolean(),
   useWithProjects: z.boolean(),
   retentionRulesEnabled: z.boolean(),
+  retentionSchedule: z.string().optional(),
   staticSite: z.boolean(),
   cacheHeader: z.object({ type: z.string(), value: z.union([z.number(), z.string()]).optional() }).optional(),
 });

@@ -277,6 +277,7 @@ function presentFeed(feed: Feed, baseUrl: string, canPublish: boolean): FeedJson
     licensesEnabled: s.licensesEnabled,
     useWithProjects: s.useWithProjects,
     retentionRulesEnabled: s.retentionRulesEnabled,
+    ...optional("retentionSchedule", s.retentionSchedule),
     staticSite: s.staticSite,
     ...optional("cacheHeader", s.cacheHeader && cacheHeaderJson(s.cacheHeader)),
   };

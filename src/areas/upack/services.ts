@@ -55,7 +55,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     proxy: config.outboundProxy,
   });
   const tempDir = dataPaths(config.dataDir).tmp;
-  const queries = createUpackQueryRepository(options.db);
+  const queries = createUpackQueryRepository(options.db, options.clock);
   const virtual = createVirtualDownloads({
     db: options.db,
     repository: queries,
@@ -114,7 +114,7 @@ export function createUpackQueries(
   options: UpackAreaOptions & { readonly virtualPackages: boolean },
   log: RemoteListingDeps["log"],
 ): UpackQueryService {
-  const repository = createUpackQueryRepository(options.db);
+  const repository = createUpackQueryRepository(options.db, options.clock);
   const local = createUpackQueryService({
     repository,
     feeds: options.feeds,

@@ -14,8 +14,11 @@ import type { Db } from "../../../storage/database.js";
  * statistics wait.
  */
 export interface DownloadCounter {
-  /** Counts one download of the version and its package; written within FLUSH_INTERVAL_MS. */
-  add(feedId: number, versionId: number, packageId: number): void;
+  /**
+   * Counts one download of the version and its package, made at `at` (ISO-8601 UTC: the version's
+   * last_downloaded_at, which retention reads); written within FLUSH_INTERVAL_MS.
+   */
+  add(feedId: number, versionId: number, packageId: number, at: string): void;
   /** Writes every pending count now, in one transaction; does nothing when none is pending. */
   flush(): void;
   /**
@@ -31,6 +34,8 @@ interface Pending {
   readonly feedId: number;
   readonly packageId: number;
   count: number;
+  /** The latest download counted, ISO-8601 UTC. */
+  at: string;
 }
 
 const counters = new WeakMap<Db, DownloadCounter>();
@@ -61,12 +66,15 @@ export function flushDownloadCounts(db: Db): void {
 
 function createDownloadCounter(db: Db): DownloadCounter {
   const watch = changeWatchOf(db);
-  const countVersion = db.prepare<[number, number]>("UPDATE upack_versions SET downloads = downloads + ? WHERE id = ?");
+  // The same statement stamps the last download (migration 0018): no extra write per download.
+  const countVersion = db.prepare<[number, string, number]>(
+    "UPDATE upack_versions SET downloads = downloads + ?, last_downloaded_at = ? WHERE id = ?",
+  );
   const countPackage = db.prepare<[number, number]>("UPDATE upack_packages SET downloads = downloads + ? WHERE id = ?");
   const write = db.transaction((batch: ReadonlyMap<number, Pending>) => {
-    for (const [versionId, { packageId, count }] of batch) {
+    for (const [versionId, { packageId, count, at }] of batch) {
       // A version deleted since it was looked up updates nothing, and then neither does its package.
-      if (countVersion.run(count, versionId).changes > 0) countPackage.run(count, packageId);
+      if (countVersion.run(count, at, versionId).changes > 0) countPackage.run(count, packageId);
     }
   });
   /** By version id. */
@@ -86,17 +94,20 @@ function createDownloadCounter(db: Db): DownloadCounter {
       watch.quietly(() => write.immediate(batch));
     } catch (error) {
       // Kept for the next attempt (the database may be busy with another process's write).
-      for (const [versionId, entry] of batch) merge(versionId, entry.feedId, entry.packageId, entry.count);
+      for (const [versionId, entry] of batch) merge(versionId, entry.feedId, entry.packageId, entry.count, entry.at);
       schedule();
       throw error;
     }
     for (const { feedId, count } of batch.values()) written.set(feedId, (written.get(feedId) ?? 0) + count);
   }
 
-  function merge(versionId: number, feedId: number, packageId: number, count: number): void {
+  function merge(versionId: number, feedId: number, packageId: number, count: number, at: string): void {
     const entry = pending.get(versionId);
-    if (entry === undefined) pending.set(versionId, { feedId, packageId, count });
-    else entry.count += count;
+    if (entry === undefined) pending.set(versionId, { feedId, packageId, count, at });
+    else {
+      entry.count += count;
+      if (at > entry.at) entry.at = at;
+    }
   }
 
   function schedule(): void {
@@ -116,8 +127,8 @@ function createDownloadCounter(db: Db): DownloadCounter {
   }
 
   return {
-    add(feedId, versionId, packageId) {
-      merge(versionId, feedId, packageId, 1);
+    add(feedId, versionId, packageId, at) {
+      merge(versionId, feedId, packageId, 1, at);
       schedule();
     },
     flush,

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../../../domain/clock.js";
 import { changeWatchOf } from "../../../storage/change-watch.js";
 import type { Db } from "../../../storage/database.js";
 import { downloadCounterOf, flushDownloadCounts } from "../download/counts.js";
@@ -137,7 +138,8 @@ export function searchTerms(termKey: string): { term: string; prefix: string; in
   return { term: termKey, prefix: `${escaped}%`, infix: `%${escaped}%` };
 }
 
-export function createUpackQueryRepository(db: Db): UpackQueryRepository {
+/** `clock` stamps downloads (upack_versions.last_downloaded_at, which retention reads). */
+export function createUpackQueryRepository(db: Db, clock: Clock = systemClock): UpackQueryRepository {
   // Prepared once: a listing is then one statement execution with no per-row query.
   const packageOne = db.prepare<[number, string, string], PackageRow>(
     `SELECT ${PACKAGE_COLUMNS} FROM ${PACKAGES_FROM} WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ?`,
@@ -248,7 +250,7 @@ export function createUpackQueryRepository(db: Db): UpackQueryRepository {
       return counts.get(feedId, feedId) ?? { packages: 0, versions: 0 };
     },
     async recordDownload(feedId, versionId, packageId) {
-      downloads.add(feedId, versionId, packageId);
+      downloads.add(feedId, versionId, packageId, clock.now().toISOString());
     },
     generation(feedId) {
       // Counts are written quietly (they move no ChangeWatch version) and tracked per feed instead.

@@ -1,0 +1,50 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { Clock } from "../../domain/clock.js";
+import type { JobRunner } from "../../jobs/runner.js";
+import type { Db } from "../../storage/database.js";
+import type { FeedService } from "../management/index.js";
+import type { UpackWriteService } from "../upack/write/upload-service.js";
+import { createRetentionRepository } from "./repository.js";
+import { retentionRoutes } from "./routes.js";
+import { createRetentionScheduler, type RetentionScheduler } from "./scheduler.js";
+import { createRetentionService, RETENTION_JOB_KIND, retentionJobHandler, type RetentionService } from "./service.js";
+
+export type { RetentionService } from "./service.js";
+
+export interface RetentionDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly feeds: FeedService;
+  /** The universal feeds' write service: retention deletes through its delete. */
+  readonly write: UpackWriteService;
+  readonly jobs: JobRunner;
+  /** How often schedules are looked at (WHARF_RETENTION_CHECK_SECONDS); 0: never. */
+  readonly checkIntervalMs: number;
+  readonly log: { warn(fields: object, message: string): void };
+}
+
+/**
+ * Wires retention: the service (API and web UI), the job kind of runs (one at a time: runs of two
+ * feeds one after the other keep the write load of retention to one delete at a time), and the
+ * scheduler. Call before the job runner starts (it adds a job kind).
+ */
+export function createRetention(deps: RetentionDeps): { service: RetentionService; scheduler: RetentionScheduler } {
+  const repository = createRetentionRepository(deps.db);
+  const serviceDeps = { repository, feeds: deps.feeds, write: deps.write, jobs: deps.jobs, clock: deps.clock };
+  deps.jobs.handle(RETENTION_JOB_KIND, retentionJobHandler(serviceDeps), { concurrency: 1 });
+  const service = createRetentionService(serviceDeps);
+  const scheduler = createRetentionScheduler({
+    feeds: deps.feeds,
+    repository,
+    service,
+    clock: deps.clock,
+    intervalMs: deps.checkIntervalMs,
+    log: deps.log,
+  });
+  return { service, scheduler };
+}
+
+/** `/api/retention/...` */
+export const retentionArea: FastifyPluginAsync<{ service: RetentionService }> = async (app, { service }) => {
+  await app.register(retentionRoutes, { service });
+};

@@ -1,0 +1,266 @@
+import { randomBytes } from "node:crypto";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Clock } from "../../domain/clock.js";
+import { invalid, notFound } from "../../domain/errors.js";
+import type { Job, JobContext, JobOutcome, JobRunner } from "../../jobs/runner.js";
+import type { Feed, FeedService } from "../management/index.js";
+import type { UpackWriteService } from "../upack/write/upload-service.js";
+import { evaluateRetention, type RetentionDecision } from "./evaluate.js";
+import type { PlannedDeletion, RetentionRepository, RetentionRun, RunTrigger } from "./repository.js";
+
+/**
+ * Retention use cases (issue 17 section 1): a preview lists what the feed's rules delete now and
+ * why; a run, on the persistent job runner, deletes that list. A run asked with a preview's token
+ * deletes exactly the versions of that preview, no more: each one is deleted only if the rules
+ * still select it and its bytes are unchanged, otherwise it is skipped and reported. Each version
+ * is deleted by the universal feed's own delete (one short transaction, its blob given back to GC,
+ * a package.purged event), with a yield to the event loop between two, so that uploads never wait
+ * behind a run.
+ */
+
+export const RETENTION_JOB_KIND = "retention.run";
+/** How long a preview's token can be run. */
+export const PLAN_LIFETIME_MS = 3_600_000;
+/** Versions deleted between two yields to the event loop (each in its own transaction). */
+const DELETES_PER_SLICE = 1;
+
+export interface RetentionPreview {
+  readonly feed: Feed;
+  readonly items: PlannedDeletion[];
+  readonly versions: number;
+  readonly bytes: number;
+  /** Versions in the feed when the preview was made. */
+  readonly examined: number;
+  readonly evaluatedAt: string;
+  /** Present when the preview was kept: a run with it deletes exactly `items`. */
+  readonly token?: string;
+}
+
+export interface RunRequest {
+  readonly requestedBy: string;
+  readonly trigger: RunTrigger;
+  /** A kept preview's token: the run deletes exactly its items. */
+  readonly token?: string;
+}
+
+export interface RetentionService {
+  preview(feedName: string, options?: { keep?: boolean }): Promise<RetentionPreview>;
+  /** Enqueues a run; answers the run and its job. */
+  requestRun(feedName: string, request: RunRequest): Promise<{ run: RetentionRun; jobId: number }>;
+  /** Like requestRun for a feed already resolved (the scheduler). */
+  requestRunOf(feed: Feed, request: RunRequest): Promise<{ run: RetentionRun; jobId: number }>;
+  listRuns(feedName: string, limit: number): Promise<{ feed: Feed; runs: RetentionRun[] }>;
+  /** The run of this feed (not_found otherwise), with its job's log. */
+  getRun(feedName: string, runId: number): Promise<{ run: RetentionRun; log: string[] }>;
+}
+
+export interface RetentionServiceDeps {
+  readonly repository: RetentionRepository;
+  readonly feeds: FeedService;
+  readonly write: UpackWriteService;
+  readonly jobs: JobRunner;
+  readonly clock: Clock;
+}
+
+export function createRetentionService(deps: RetentionServiceDeps): RetentionService {
+  const { repository, feeds, jobs, clock } = deps;
+
+  async function universalFeed(name: string): Promise<Feed> {
+    const feed = await feeds.getFeed(name);
+    if (feed.feedType !== "universal" && feed.feedType !== "romp") {
+      throw invalid(
+        "RETENTION_NOT_APPLICABLE",
+        `Retention applies to universal feeds; ${feed.name} is a ${feed.feedType} feed.`,
+      );
+    }
+    return feed;
+  }
+
+  function evaluate(feed: Feed, now: Date): { items: PlannedDeletion[]; examined: number } {
+    const candidates = repository.candidates(feed.id);
+    const items = evaluateRetention(candidates, feed.settings.retentionRules, now).map(toPlanned);
+    return { items, examined: candidates.length };
+  }
+
+  async function requestRunOf(feed: Feed, request: RunRequest) {
+    const now = clock.now();
+    let planned: PlannedDeletion[] | undefined;
+    if (request.token !== undefined) {
+      planned = repository.findPlan(request.token, feed.id, new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString());
+      if (planned === undefined) {
+        throw invalid(
+          "RETENTION_PREVIEW_UNKNOWN",
+          "The preview token is unknown, expired (previews are kept for an hour) or of another feed; make a new preview.",
+        );
+      }
+    }
+    const runId = repository.addRun({
+      feedId: feed.id,
+      trigger: request.trigger,
+      requestedBy: request.requestedBy,
+      createdAt: now.toISOString(),
+      planned,
+    });
+    const jobId = await jobs.enqueue(RETENTION_JOB_KIND, { runId });
+    repository.setRunJob(runId, jobId);
+    const run = repository.findRun(runId);
+    if (run === undefined) throw new Error(`retention run ${runId} vanished`);
+    return { run, jobId };
+  }
+
+  return {
+    async preview(feedName, options = {}) {
+      const feed = await universalFeed(feedName);
+      const now = clock.now();
+      const { items, examined } = evaluate(feed, now);
+      const preview = {
+        feed,
+        items,
+        versions: items.length,
+        bytes: items.reduce((sum, item) => sum + item.bytes, 0),
+        examined,
+        evaluatedAt: now.toISOString(),
+      };
+      if (!options.keep) return preview;
+      const token = randomBytes(16).toString("hex");
+      repository.prunePlans(new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString());
+      repository.savePlan(token, feed.id, now.toISOString(), items);
+      return { ...preview, token };
+    },
+
+    async requestRun(feedName, request) {
+      return requestRunOf(await universalFeed(feedName), request);
+    },
+    requestRunOf,
+
+    async listRuns(feedName, limit) {
+      const feed = await universalFeed(feedName);
+      return { feed, runs: repository.listRuns(feed.id, limit) };
+    },
+
+    async getRun(feedName, runId) {
+      const feed = await universalFeed(feedName);
+      const run = repository.findRun(runId);
+      if (run === undefined || run.feedId !== feed.id) {
+        throw notFound("RETENTION_RUN_NOT_FOUND", `There is no retention run ${runId} of feed ${feed.name}.`);
+      }
+      const lines = run.jobId === undefined ? [] : await jobs.readLog(run.jobId);
+      return { run, log: lines.map((line) => `${line.loggedAt.toISOString()} ${line.level}: ${line.message}`) };
+    },
+  };
+}
+
+function toPlanned(decision: RetentionDecision): PlannedDeletion {
+  const c = decision.candidate;
+  return {
+    id: c.id,
+    group: c.group,
+    name: c.name,
+    version: c.version,
+    sha256: c.sha256,
+    rule: decision.rule + 1,
+    reason: decision.reason,
+    bytes: c.bytes,
+    ageDays: decision.ageDays,
+    publishedAt: c.publishedAt,
+    lastDownloadedAt: c.lastDownloadedAt,
+  };
+}
+
+/**
+ * The job handler of runs: re-evaluates the rules, deletes (a planned run: the planned versions
+ * the rules still select, unchanged), logs each deletion and skip, and records the summary.
+ */
+export function retentionJobHandler(deps: RetentionServiceDeps) {
+  const { repository, feeds, write, clock } = deps;
+  return async (job: Job, context: JobContext): Promise<JobOutcome> => {
+    const { runId } = job.payload as { runId: number };
+    const run = repository.findRun(runId);
+    if (run === undefined) {
+      context.log("error", `Retention run ${runId} does not exist.`);
+      return "failed";
+    }
+    const feed = (await feeds.listFeeds()).find((f) => f.id === run.feedId);
+    if (feed === undefined) {
+      context.log("error", "The feed was deleted before its retention run started.");
+      return "failed";
+    }
+    const now = clock.now();
+    const current = evaluateRetention(repository.candidates(feed.id), feed.settings.retentionRules, now).map(toPlanned);
+    const { work, skipped } = run.planned === undefined ? { work: current, skipped: [] } : replay(run.planned, current);
+    context.log("info", `Retention of ${feed.name}: ${work.length} version(s) to delete${describeTrigger(run)}.`);
+    for (const { item, why } of skipped) context.log("warn", `Skipped ${label(item)}: ${why}.`);
+
+    let deleted = 0;
+    let bytes = 0;
+    let lateSkips = 0;
+    for (const [index, item] of work.entries()) {
+      if (context.signal.aborted) {
+        context.log("error", `Stopped after ${deleted} deletion(s): the run was canceled.`);
+        break;
+      }
+      if (index > 0 && index % DELETES_PER_SLICE === 0) await yieldToEventLoop();
+      // Checked right before the delete, in the same tick: the delete's transaction starts synchronously.
+      if (repository.currentBlob(item.id) !== item.sha256) {
+        lateSkips++;
+        context.log("warn", `Skipped ${label(item)}: it was deleted or overwritten meanwhile.`);
+        continue;
+      }
+      const cause = {
+        actor: "retention",
+        as: "package.purged" as const,
+        data: { rule: item.rule, reason: item.reason, runId: run.id, requestedBy: run.requestedBy },
+      };
+      try {
+        await write.deleteVersion(feed.id, tailOf(item), cause);
+      } catch (error) {
+        lateSkips++;
+        context.log("warn", `Skipped ${label(item)}: ${error instanceof Error ? error.message : String(error)}`);
+        continue;
+      }
+      deleted++;
+      bytes += item.bytes;
+      context.log("info", `Deleted ${label(item)} (rule ${item.rule}: ${item.reason}; ${item.bytes} bytes).`);
+    }
+    const skippedTotal = skipped.length + lateSkips;
+    repository.finishRun(run.id, clock.now().toISOString(), { deleted, bytes, skipped: skippedTotal });
+    context.log(
+      "info",
+      `Deleted ${deleted} version(s), ${bytes} bytes freed` + (skippedTotal > 0 ? `; ${skippedTotal} skipped.` : "."),
+    );
+    if (context.signal.aborted) return "failed";
+    return skippedTotal > 0 ? "warned" : "succeeded";
+  };
+}
+
+/** A planned run: the planned versions the rules still select with the same bytes; the others are skipped. */
+function replay(planned: readonly PlannedDeletion[], current: readonly PlannedDeletion[]) {
+  const now = new Map(current.map((item) => [item.id, item]));
+  const work: PlannedDeletion[] = [];
+  const skipped: { item: PlannedDeletion; why: string }[] = [];
+  for (const item of planned) {
+    const still = now.get(item.id);
+    if (still === undefined)
+      skipped.push({
+        item,
+        why: "the rules no longer select it (gone, downloaded or deployed since the preview, or the rules changed)",
+      });
+    else if (still.sha256 !== item.sha256) skipped.push({ item, why: "it was overwritten since the preview" });
+    else work.push(item);
+  }
+  return { work, skipped };
+}
+
+function describeTrigger(run: RetentionRun): string {
+  const who = run.trigger === "schedule" ? "on schedule" : `asked by ${run.requestedBy}`;
+  return run.planned === undefined ? ` (${who})` : ` (${who}, from a preview of ${run.planned.length})`;
+}
+
+function label(item: PlannedDeletion): string {
+  return `${item.group === "" ? "" : `${item.group}/`}${item.name} ${item.version}`;
+}
+
+/** The delete route's tail (docs/compat.md 2.12): `<group...>/<name>/<version>`. */
+function tailOf(item: PlannedDeletion): string {
+  return `${item.group === "" ? "" : `${item.group}/`}${item.name}/${item.version}`;
+}
