@@ -16,6 +16,7 @@ import type { NativeRegistry } from "../native/registry.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
 import type { ReleasesServices } from "../releases/index.js";
 import type { SecurityServices } from "../security/index.js";
+import type { AuditLog } from "../audit/index.js";
 import type { UpackServices } from "../upack/index.js";
 import { SCRIPT } from "./assets/script.js";
 import { STYLE } from "./assets/style.js";
@@ -24,6 +25,7 @@ import { registerUiSecurity } from "./session/ui-security.js";
 import type { UiSessions } from "./session/ui-sessions.js";
 import { signInRoutes } from "./sign-in-routes.js";
 import { registerAdminPages } from "./admin/index.js";
+import { registerAuditPages } from "./audit/index.js";
 import { registerAssetDirectoryPages } from "./asset-dirs/index.js";
 import { registerConfigurationPages } from "./configuration/index.js";
 import { registerDeliveryPages } from "./delivery/index.js";
@@ -65,6 +67,8 @@ export interface WebUiDeps {
   readonly disk: DiskSpace;
   /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
   readonly sessions: UiSessions;
+  /** The audit log (areas/audit/): its page reads what /api/audit reads. */
+  readonly audit: AuditLog;
   /** The webhooks API's service (its pages: admin/webhooks). */
   readonly webhooks: WebhookService;
 }
@@ -103,6 +107,7 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   await registerDeliveryPages(app, deps);
   await registerConfigurationPages(app, deps);
   await registerAdminPages(app, deps);
+  registerAuditPages(app, deps);
   registerWebhookPages(app, deps);
   await registerReferencePages(app, deps);
 }

@@ -23,6 +23,7 @@ const LANDING = `<% layout("@layout") %>
   <li><a href="/admin/users">Users and groups</a></li>
   <li><a href="/admin/permissions">Permissions</a>: grant and revoke privileges</li>
   <li><a href="/admin/api-keys">API keys</a></li>
+  <li><a href="/admin/audit">Audit log</a>: who changed what, and refused authorisations</li>
   <li><a href="/admin/webhooks">Webhooks</a>: event deliveries and their log</li>
 </ul>
 `;

@@ -1,4 +1,5 @@
 import { ADMIN_STYLE } from "../admin/style.js";
+import { AUDIT_STYLE } from "../audit/style.js";
 import { ASSET_DIRS_STYLE } from "../asset-dirs/style.js";
 import { CONFIGURATION_STYLE } from "../configuration/style.js";
 import { DELIVERY_STYLE } from "../delivery/style.js";
@@ -87,6 +88,7 @@ export const STYLE = [
   DELIVERY_STYLE,
   CONFIGURATION_STYLE,
   ADMIN_STYLE,
+  AUDIT_STYLE,
   REFERENCE_STYLE,
   WEBHOOKS_STYLE,
 ].join("\n");

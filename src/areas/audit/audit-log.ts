@@ -1,0 +1,144 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import Database from "better-sqlite3";
+import type { Clock } from "../../domain/clock.js";
+import type { Db } from "../../storage/database.js";
+import type { AuditEntry, AuditRecord } from "./record.js";
+import { type AuditFilter, type AuditRepository, createAuditRepository } from "./repository.js";
+
+export interface AuditPage {
+  readonly records: AuditRecord[];
+  /** Pass as `after` for the next (older) page; absent on the last page. */
+  readonly next?: number;
+}
+
+/**
+ * The append-only audit log. Appends are buffered and written together as soon as the event loop
+ * is free (one short transaction for every request that ended meanwhile), on a connection of its
+ * own whose commits skip the fsync (see createAuditLog): an audit record must never slow the
+ * request it describes.
+ */
+export interface AuditLog {
+  /** Queues the entry; it is stored within the current turn of the event loop (a query sees it). */
+  append(entry: AuditEntry): void;
+  /** Stores what is queued now (a query calls it first, so that it reads its own writes). */
+  flush(): void;
+  /** Newest first; `limit` records at most. */
+  page(filter: AuditFilter, limit: number): AuditPage;
+  /** Every matching record, newest first, as JSON lines, a batch at a time. */
+  exportLines(filter: AuditFilter): AsyncGenerator<string>;
+  /** Deletes the records older than the retention period (none when it is 0); answers how many. */
+  prune(): number;
+  /** Prunes now and then once a day; returns the stop. */
+  schedulePruning(onError: (error: unknown) => void): () => void;
+  /** Stores what is queued and closes the connection. */
+  close(): void;
+}
+
+export interface AuditLogDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** Records older than this many days are pruned; 0 keeps them forever. */
+  readonly retentionDays: number;
+  readonly onWriteError?: (error: unknown, queued: number) => void;
+}
+
+const DAY_MS = 86_400_000;
+const EXPORT_BATCH = 500;
+/** Entries kept while the database refuses them (another process's lock, a full disk); then the oldest go. */
+const MAX_QUEUED = 10_000;
+const RETRY_MS = 250;
+
+/**
+ * Opens a second connection to the database file with `synchronous = NORMAL`: in WAL mode a commit
+ * then appends to the log without an fsync. A record so written survives a crash of the process at
+ * once, and a power cut from the next commit of the main connection on (`synchronous = FULL`
+ * syncs the whole log, these frames included). The main connection's fsync per commit would
+ * otherwise be paid a second time by every write request. An in-memory database (no file to
+ * share) is written through its own connection.
+ */
+export function createAuditLog(deps: AuditLogDeps): AuditLog {
+  const own = deps.db.memory ? undefined : new Database(deps.db.name);
+  if (own !== undefined) {
+    own.pragma("synchronous = NORMAL");
+    // Never wait inside SQLite on the event loop's thread: a busy database is retried later.
+    own.pragma("busy_timeout = 0");
+  }
+  const repository: AuditRepository = createAuditRepository(own ?? deps.db);
+  let queued: AuditEntry[] = [];
+  let scheduled = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  function flush(): void {
+    scheduled = false;
+    if (queued.length === 0) return;
+    const batch = queued;
+    queued = [];
+    try {
+      repository.insert(batch);
+    } catch (error) {
+      queued = [...batch, ...queued].slice(-MAX_QUEUED);
+      deps.onWriteError?.(error, queued.length);
+      retry ??= setTimeout(() => {
+        retry = undefined;
+        flush();
+      }, RETRY_MS).unref();
+    }
+  }
+
+  function page(filter: AuditFilter, limit: number): AuditPage {
+    flush();
+    const records = repository.page(filter, limit + 1);
+    if (records.length <= limit) return { records };
+    const shown = records.slice(0, limit);
+    const last = shown.at(-1);
+    return last === undefined ? { records: shown } : { records: shown, next: last.id };
+  }
+
+  function prune(): number {
+    if (deps.retentionDays === 0) return 0;
+    flush();
+    return repository.prune(new Date(deps.clock.now().getTime() - deps.retentionDays * DAY_MS).toISOString());
+  }
+
+  return {
+    append(entry) {
+      queued.push(entry);
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(flush);
+    },
+    flush,
+    page,
+    async *exportLines(filter) {
+      let after = filter.after;
+      for (;;) {
+        const { records, next } = page({ ...filter, ...(after === undefined ? {} : { after }) }, EXPORT_BATCH);
+        if (records.length > 0) yield records.map((record) => `${JSON.stringify(record)}\n`).join("");
+        if (next === undefined) return;
+        after = next;
+        await yieldToEventLoop();
+      }
+    },
+    prune,
+    schedulePruning(onError) {
+      const run = () => {
+        try {
+          prune();
+        } catch (error) {
+          onError(error);
+        }
+      };
+      const first = setTimeout(run, 0).unref();
+      const daily = setInterval(run, DAY_MS).unref();
+      return () => {
+        clearTimeout(first);
+        clearInterval(daily);
+      };
+    },
+    close() {
+      if (retry !== undefined) clearTimeout(retry);
+      flush();
+      own?.close();
+    },
+  };
+}
