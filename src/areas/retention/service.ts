@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
 import type { Job, JobContext, JobOutcome, JobRunner } from "../../jobs/runner.js";
@@ -14,15 +14,18 @@ import type { PlannedDeletion, RetentionRepository, RetentionRun, RunTrigger } f
  * deletes exactly the versions of that preview, no more: each one is deleted only if the rules
  * still select it and its bytes are unchanged, otherwise it is skipped and reported. Each version
  * is deleted by the universal feed's own delete (one short transaction, its blob given back to GC,
- * a package.purged event), with a yield to the event loop between two, so that uploads never wait
- * behind a run.
+ * a package.purged event), with a rest between two as long as the delete took, so that uploads never
+ * wait behind a run.
  */
 
 export const RETENTION_JOB_KIND = "retention.run";
 /** How long a preview's token can be run. */
 export const PLAN_LIFETIME_MS = 3_600_000;
-/** Versions deleted between two yields to the event loop (each in its own transaction). */
-const DELETES_PER_SLICE = 1;
+/**
+ * After each delete the run rests as long as the delete took: a delete's commit waits for its fsync
+ * on the event loop, and back to back they left uploads a turn only between two (bench/retention.ts).
+ */
+const REST_RATIO = 1;
 
 export interface RetentionPreview {
   readonly feed: Feed;
@@ -194,12 +197,14 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
     let deleted = 0;
     let bytes = 0;
     let lateSkips = 0;
+    let lastDeleteMs = 0;
     for (const [index, item] of work.entries()) {
       if (context.signal.aborted) {
         context.log("error", `Stopped after ${deleted} deletion(s): the run was canceled.`);
         break;
       }
-      if (index > 0 && index % DELETES_PER_SLICE === 0) await yieldToEventLoop();
+      if (index > 0) await sleep(Math.max(1, Math.ceil(lastDeleteMs * REST_RATIO)));
+      const deleteStarted = performance.now();
       // Checked right before the delete, in the same tick: the delete's transaction starts synchronously.
       if (repository.currentBlob(item.id) !== item.sha256) {
         lateSkips++;
@@ -218,6 +223,7 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
         context.log("warn", `Skipped ${label(item)}: ${error instanceof Error ? error.message : String(error)}`);
         continue;
       }
+      lastDeleteMs = performance.now() - deleteStarted;
       deleted++;
       bytes += item.bytes;
       context.log("info", `Deleted ${label(item)} (rule ${item.rule}: ${item.reason}; ${item.bytes} bytes).`);

@@ -49,9 +49,12 @@ export function createAssembledCache(db: Db, clock: Clock = systemClock): Assemb
        size = excluded.size, assembled_at = excluded.assembled_at`,
   );
   const remove = db.prepare("DELETE FROM upack_assembled WHERE version_id = ?");
+  // Driven by upack_assembled (a few assembled packages), not by the feed's versions: a feed of
+  // 100,000 versions made every delete in it scan them all (bench/retention.ts).
   const removeFeed = db.prepare(
-    `DELETE FROM upack_assembled WHERE version_id IN (
-       SELECT v.id FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id WHERE p.feed_id = ?)`,
+    `DELETE FROM upack_assembled WHERE EXISTS (
+       SELECT 1 FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
+        WHERE v.id = upack_assembled.version_id AND p.feed_id = ?)`,
   );
   const toPackage = (row: Row): AssembledPackage => ({
     versionId: row.version_id,
