@@ -1,0 +1,91 @@
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAuditLog } from "../../src/areas/audit/index.js";
+import { buildTestApp, type TestApp } from "../helpers/app.js";
+
+/**
+ * What is recorded outside HTTP: the CLI's data commands that change rows (run as a process on the
+ * data directory, as an operator would), and retention pruning with a controlled clock.
+ */
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "../..");
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await buildTestApp({ env: { WHARF_GC_INTERVAL_HOURS: "0" } });
+});
+afterAll(async () => t.close());
+
+async function wharf(...args: string[]): Promise<void> {
+  await run(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, WHARF_DATA_DIR: t.dataDir, WHARF_LOG_LEVEL: "silent" },
+  });
+}
+
+interface Row {
+  actor_kind: string;
+  actor_name: string;
+  address: string;
+  action: string;
+  object: string;
+  outcome: string;
+}
+const cliRows = () => t.db.prepare("SELECT * FROM audit_records WHERE actor_kind = 'cli' ORDER BY id").all() as Row[];
+
+describe("the CLI's local changes", () => {
+  it("a command that changes rows leaves one record (no password); one that reads leaves none", async () => {
+    await wharf("users", "add", "cli-audited", "--password", "CLI-s3cret-pass-9");
+    await wharf("users", "list");
+    const rows = cliRows();
+    expect(rows).toEqual([
+      expect.objectContaining({
+        actor_name: expect.stringMatching(/^cli:/),
+        address: "local",
+        action: "cli users add",
+        object: "name=cli-audited",
+        outcome: "success",
+      }),
+    ]);
+    const all = JSON.stringify(t.db.prepare("SELECT * FROM audit_records").all());
+    expect(all).not.toContain("CLI-s3cret-pass-9");
+  }, 60_000);
+});
+
+describe("retention", () => {
+  it("prunes records older than the retention period, by the clock it is given, and keeps the rest", () => {
+    let now = new Date("2025-01-01T00:00:00.000Z");
+    const log = createAuditLog({ db: t.db, clock: { now: () => now }, retentionDays: 30 });
+    const entry = (at: string) => ({
+      at,
+      actor: { kind: "user" as const, name: "retention-test" },
+      address: "127.0.0.1",
+      action: "POST /retention-test",
+      object: "",
+      status: 200,
+      outcome: "success" as const,
+      requestId: at,
+    });
+    log.append(entry("2024-11-01T00:00:00.000Z"));
+    log.append(entry("2024-12-15T00:00:00.000Z"));
+    log.flush();
+    const count = () =>
+      (
+        t.db.prepare("SELECT count(*) AS n FROM audit_records WHERE actor_name = 'retention-test'").get() as {
+          n: number;
+        }
+      ).n;
+    expect(log.prune()).toBe(1);
+    expect(count()).toBe(1);
+    now = new Date("2025-02-01T00:00:00.000Z");
+    expect(log.prune()).toBe(1);
+    expect(count()).toBe(0);
+    const forever = createAuditLog({ db: t.db, clock: { now: () => now }, retentionDays: 0 });
+    expect(forever.prune()).toBe(0);
+    log.close();
+    forever.close();
+  });
+});
