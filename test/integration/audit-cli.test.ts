@@ -89,3 +89,31 @@ describe("retention", () => {
     forever.close();
   });
 });
+
+describe("wharf audit", () => {
+  it("lists, filters and exports the running server's records over HTTP", async () => {
+    const { auditCommand } = await import("../../src/cli/audit.js");
+    await t.app.listen({ port: 0, host: "127.0.0.1" });
+    const address = t.app.server.address();
+    const server = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+    await t.app.inject({
+      method: "DELETE",
+      url: "/api/management/feeds/delete/cli-listed",
+      headers: { "x-apikey": t.adminKey },
+    });
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const io = { config: t.config, out: (l: string) => lines.push(l), err: (l: string) => errors.push(l) };
+    const common = ["--server", server, "--api-key", t.adminKey, "--object", "cli-listed"];
+    expect(await auditCommand(common, io)).toBe(0);
+    expect(lines).toEqual([
+      expect.stringMatching(/DELETE \/api\/management\/feeds\/delete\/:name {2}name=cli-listed {2}\d{3} /),
+    ]);
+    lines.length = 0;
+    expect(await auditCommand([...common, "--jsonl"], io)).toBe(0);
+    expect(lines.map((l) => (JSON.parse(l) as { object: string }).object)).toEqual(["name=cli-listed"]);
+    expect(await auditCommand(["--server", server, "--api-key", "wrong-key", "--json"], io)).toBe(1);
+    expect(errors.at(-1)).toMatch(/answered 403/);
+    expect(await auditCommand(["--bogus"], io)).toBe(2);
+  });
+});
