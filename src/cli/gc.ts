@@ -80,7 +80,11 @@ async function collectHere(dryRun: boolean, ctx: GcContext): Promise<CollectionR
   assertWritableDataDir(ctx.config.dataDir);
   const db = openDatabase(dataPaths(ctx.config.dataDir).database);
   try {
-    return await collectIn(db, dryRun, ctx);
+    const { auditLocalCommand } = await import("../areas/audit/cli-record.js");
+    const audited = auditLocalCommand(db, systemClock, "gc", []);
+    const result = await collectIn(db, dryRun, ctx);
+    audited(0, !dryRun && result.deleted > 0);
+    return result;
   } finally {
     db.close();
   }

@@ -24,6 +24,9 @@ export async function localMoveApi(config: Config, feedName: string): Promise<Mo
     const feeds = createFeedService({ db, clock: systemClock, config, secrets: loadSecretKeys(config).box });
     const moves = createFeedStoreMoves({ db, stores, clock: systemClock });
     const feed = await feeds.getFeed(feedName);
+    const { auditLocalCommand } = await import("../areas/audit/cli-record.js");
+    // A move or retry changes the feed's rows: recorded once the command ends (areas/audit/).
+    const audited = auditLocalCommand(db, systemClock, "storage", ["move", feed.name]);
     return {
       async setStorage(storage, move) {
         const changed = await moves.changeStore(feed.id, move, () => feeds.setStorage(feed.name, storage));
@@ -41,6 +44,7 @@ export async function localMoveApi(config: Config, feedName: string): Promise<Mo
       },
       async close() {
         await moves.stop();
+        audited(0);
         db.close();
       },
     };

@@ -117,3 +117,23 @@ describe("wharf audit", () => {
     expect(await auditCommand(["--bogus"], io)).toBe(2);
   });
 });
+
+describe("wharf gc on the data directory", () => {
+  it("records a collection that deleted blobs; a dry run leaves no record", async () => {
+    const { gcCommand } = await import("../../src/cli/gc.js");
+    const { buildUpack, createUpackFixtures } = await import("../helpers/upack-fixtures.js");
+    await createUpackFixtures(t).createFeed("gc-audited");
+    const headers = { "x-apikey": t.adminKey };
+    const payload = await buildUpack({ name: "gone", version: "1.0.0" });
+    expect((await t.app.inject({ method: "PUT", url: "/upack/gc-audited/upload", headers, payload })).statusCode).toBe(
+      201,
+    );
+    await t.app.inject({ method: "DELETE", url: "/api/management/feeds/delete/gc-audited", headers });
+    const io = { config: t.config, out: () => undefined, err: () => undefined };
+    const gcRows = () => cliRows().filter((row) => row.action === "cli gc");
+    expect(await gcCommand(["--dry-run"], io)).toBe(0);
+    expect(gcRows()).toHaveLength(0);
+    expect(await gcCommand([], io)).toBe(0);
+    expect(gcRows()).toEqual([expect.objectContaining({ address: "local", outcome: "success" })]);
+  });
+});

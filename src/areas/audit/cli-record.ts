@@ -7,7 +7,8 @@ import { createAuditRepository } from "./repository.js";
  * The CLI's data commands work on the database directly, not over HTTP: they leave their audit
  * record here. Call before the command runs; the returned function, given its exit code, appends
  * one record when the command changed any row (SQLite's total_changes, triggers included), so
- * lists and reads leave none. Named by command and subcommand, with the subcommand's first
+ * lists and reads leave none; `changed`, when given, decides instead (gc: blobs deleted, its marks
+ * aside). Named by command and subcommand, with the subcommand's first
  * argument when it is a plain word (a name): never an option's value, which may be a password.
  */
 export function auditLocalCommand(
@@ -15,10 +16,11 @@ export function auditLocalCommand(
   clock: Clock,
   command: string,
   args: readonly string[],
-): (code: number) => void {
+): (code: number, changed?: boolean) => void {
   const changesBefore = totalChanges(db);
-  return (code) => {
-    if (totalChanges(db) === changesBefore) return;
+  return (code, changed) => {
+    // A command that knows whether it changed something says so (gc's own bookkeeping rows are no change).
+    if (!(changed ?? totalChanges(db) !== changesBefore)) return;
     const [subcommand, first] = args;
     const words = [subcommand, first].filter((word) => word !== undefined && !word.startsWith("-"));
     const plainSubcommand = words[0] === subcommand;
