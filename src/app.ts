@@ -13,20 +13,24 @@ import { createEndpointsServices, endpointsArea } from "./areas/endpoints/index.
 import { healthRoutes } from "./areas/health/routes.js";
 import { createNativeRegistry, NATIVE_METHODS, nativeArea } from "./areas/native/index.js";
 import { packagesApiArea } from "./areas/upack/packages-api/index.js";
+import { createPromotionServices, promotionsArea } from "./areas/promotions/index.js";
 import { createFeedService, managementArea } from "./areas/management/index.js";
 import { createPackageDeploymentService, packageDeploymentArea } from "./areas/package-deployment/index.js";
 import { createReleasesServices, packageOpener, releasesArea } from "./areas/releases/index.js";
+import { createRetention, retentionArea } from "./areas/retention/index.js";
 import {
   configurationArea,
   createConfigurationRuntime,
   createConfigurationServices,
   createFeedPackageSource,
 } from "./areas/configuration/index.js";
+import { auditArea, createAuditLog, registerAuditRecording } from "./areas/audit/index.js";
 import { createAuthRepository } from "./areas/security/auth-repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
 import { createSecurityServices, securityArea } from "./areas/security/index.js";
 import { webUiArea } from "./areas/web-ui/index.js";
+import { webhooksArea } from "./areas/webhooks/index.js";
 import { createUiSessions } from "./areas/web-ui/session/ui-sessions.js";
 import { createUpackServices, upackArea } from "./areas/upack/index.js";
 import type { Config } from "./config.js";
@@ -44,6 +48,7 @@ import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
 import { createJobRunner } from "./jobs/runner.js";
+import { uploadArchiveLimits } from "./storage/archives.js";
 import { blobReferenceCheck } from "./storage/blob-keeper.js";
 import { createBlobStores } from "./storage/blob-stores.js";
 import type { createObjectStore } from "./storage/store-factory.js";
@@ -71,6 +76,8 @@ export interface AppDeps {
   /** Test seams of the mover of feeds between stores (storage/feed-store-move.ts). */
   readonly feedStoreMoveHooks?: FeedStoreMoveHooks;
   readonly clock?: Clock;
+  /** false records no audit entries: bench/lifecycle-upload.ts measures what recording costs. */
+  readonly audit?: false;
   /** Overrides the pino options built from the config (tests pass `false`). */
   readonly logger?: FastifyServerOptions["logger"];
 }
@@ -160,6 +167,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // The web UI's signed-in browsers: their cookie is read for UI routes alone (http/auth.ts).
   const uiSessions = createUiSessions({ db: deps.db, clock, config });
   registerAuthentication(app, authenticator, uiSessions);
+  // The audit log (issue 17): every change and refused authorisation, recorded by one root hook.
+  const audit = createAuditLog({
+    db: deps.db,
+    clock,
+    retentionDays: config.auditRetentionDays,
+    onWriteError: (error, queued) => app.log.warn({ err: error, queued }, "audit records wait to be written"),
+  });
+  if (deps.audit !== false) registerAuditRecording(app, audit, clock);
+  const stopAuditPruning = audit.schedulePruning((error) => app.log.warn({ err: error }, "audit pruning failed"));
+  app.addHook("onClose", (_instance, done) => {
+    stopAuditPruning();
+    audit.close();
+    done();
+  });
   const preAuthMetrics = registerPreAuthBodyLimits(app, { ...config.preAuthBody, connections: guards.connections });
   // Watched for uploads (refused while space is low), /health and /metrics.
   const disk = createDiskSpace({
@@ -192,6 +213,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // One set of security services: the security API's routes and the web UI's pages (API keys).
   const security = createSecurityServices({ db: deps.db, clock, feeds });
   await app.register(securityArea, { services: security });
+  await app.register(auditArea, { audit });
   // Moves of feeds' blobs to their new store: resumed once the app is ready (below), stopped
   // (between two blobs, the row keeping their place) before it closes.
   const moves = createFeedStoreMoves({
@@ -258,6 +280,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const upackServices = createUpackServices(upack);
   await app.register(upackArea, { ...upack, services: upackServices });
   await app.register(packagesApiArea, { ...upack, services: upackServices });
+  // Promotion and repackaging save through the same universal feed services (issue 17 section 2).
+  const promotions = createPromotionServices({
+    db: deps.db,
+    clock,
+    feeds,
+    upack: upackServices,
+    blobs: stores.reader,
+    limits: uploadArchiveLimits(config),
+  });
+  await app.register(promotionsArea, { promotions });
   await app.register(endpointsArea, { ...shared, ...endpoints });
   await app.register(packageDeploymentArea, { deployments });
   // The one persistent job runner of the database (its restart rule takes every executing job for
@@ -273,6 +305,26 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   app.addHook("onReady", () => jobs.start());
   app.addHook("onClose", () => jobs.stop());
+  // Retention (issue 17): runs on the job runner, deleting through the universal feed's delete;
+  // feeds' schedules looked at every WHARF_RETENTION_CHECK_SECONDS.
+  const retention = createRetention({
+    db: deps.db,
+    clock,
+    feeds,
+    write: upackServices.write,
+    jobs,
+    checkIntervalMs: config.retentionCheckMs,
+    log: app.log,
+  });
+  await app.register(retentionArea, { service: retention.service });
+  app.addHook("onReady", (done) => {
+    retention.scheduler.start();
+    done();
+  });
+  app.addHook("preClose", (done) => {
+    retention.scheduler.stop();
+    done();
+  });
   // One releases service: its API, the CI badges that read builds, and the runner of deployments
   // (deploy-package steps read the universal feeds' stored packages).
   const releases = createReleasesServices({
@@ -304,6 +356,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     runtime: configurationRuntime,
     agentPackages: configurationPackages,
   });
+  // Webhooks: deliveries of the event outbox's rows, off every request's path.
+  const webhooks = await webhooksArea(app, { db: deps.db, clock, config, feeds, secrets: secrets.box });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
   const nativeRegistry = createNativeRegistry(NATIVE_METHODS);
   await app.register(nativeArea, {
@@ -337,6 +391,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     jobs,
     nativeRegistry,
     disk,
+    webhooks,
+    audit,
   });
   await registerOpenApiRoutes(app);
   return app;

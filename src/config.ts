@@ -72,6 +72,10 @@ export interface Config {
   readonly multipartMaxAgeMs: number;
   /** How often blob garbage collection runs (storage/garbage-collector.ts); 0 = never on its own. */
   readonly gcIntervalMs: number;
+  /** How often feeds' retention schedules are looked at (areas/retention/scheduler.ts); 0 = scheduled runs off. */
+  readonly retentionCheckMs: number;
+  /** Audit records older than this many days are pruned daily (areas/audit/); 0 keeps them forever. */
+  readonly auditRetentionDays: number;
   /**
    * The package store of feeds that set none (storage/storage-env.ts: WHARF_PACKAGE_STORE and
    * WHARF_S3_* or WHARF_AZURE_*); absent = disk under the data directory. Holds credentials: never log it.
@@ -148,6 +152,19 @@ export interface Config {
    * generated at the first start; and previous keys, which only decrypt (rotation).
    */
   readonly secretKeys: { readonly key?: string; readonly file?: string; readonly previous: readonly string[] };
+  /** Webhook deliveries (areas/webhooks/): each request's bound, retries and how often the queue is read. */
+  readonly webhooks: {
+    readonly timeoutMs: number;
+    /** Attempts of one delivery before it is failed. */
+    readonly attempts: number;
+    /** Wait after the first failed attempt; each further wait is twice as long, at most `retryMaxMs`. */
+    readonly retryFirstMs: number;
+    readonly retryMaxMs: number;
+    /** Requests in flight at once. */
+    readonly concurrency: number;
+    /** How often the event outbox and the due deliveries are read (events of other processes, retries). */
+    readonly pollMs: number;
+  };
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 }
 
@@ -270,6 +287,8 @@ const envSchema = z.object({
     .transform(Number)
     .refine((hours) => hours <= 500, "must be at most 500 (0 = off)")
     .default(24),
+  WHARF_RETENTION_CHECK_SECONDS: wholeNumber(0, 3600).default(30),
+  WHARF_AUDIT_RETENTION_DAYS: wholeNumber(0, 36_500).default(365),
   // Capped where stored packages are still read (storage/archives.ts DEFAULT_ARCHIVE_LIMITS).
   WHARF_ARCHIVE_MAX_ENTRIES: wholeNumber(1, 100_000).default(10_000),
   WHARF_ARCHIVE_MAX_RATIO: wholeNumber(10, 1000).default(100),
@@ -345,6 +364,12 @@ const envSchema = z.object({
     .transform((value) => value.split(/[\s,]+/).filter((key) => key !== ""))
     .refine((keys) => keys.every((key) => parseSecretKey(key) !== undefined), SECRET_KEY_FORMAT)
     .optional(),
+  WHARF_WEBHOOK_TIMEOUT_SECONDS: secondsAsMs(300).default(10_000),
+  WHARF_WEBHOOK_ATTEMPTS: wholeNumber(1, 50).default(8),
+  WHARF_WEBHOOK_RETRY_SECONDS: secondsAsMs(86_400).default(30_000),
+  WHARF_WEBHOOK_RETRY_MAX_SECONDS: secondsAsMs(86_400).default(3_600_000),
+  WHARF_WEBHOOK_CONCURRENCY: wholeNumber(1, 64).default(4),
+  WHARF_WEBHOOK_POLL_SECONDS: secondsAsMs(3600).default(5_000),
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
@@ -401,6 +426,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     outboundProxy: proxy.settings,
     multipartMaxAgeMs: v.WHARF_MULTIPART_MAX_AGE_HOURS * 3_600_000,
     gcIntervalMs: Math.round(v.WHARF_GC_INTERVAL_HOURS * 3_600_000),
+    retentionCheckMs: v.WHARF_RETENTION_CHECK_SECONDS * 1000,
+    auditRetentionDays: v.WHARF_AUDIT_RETENTION_DAYS,
     ...(defaultStorage === undefined ? {} : { defaultStorage }),
     archiveMaxEntries: v.WHARF_ARCHIVE_MAX_ENTRIES,
     archiveMaxRatio: v.WHARF_ARCHIVE_MAX_RATIO,
@@ -436,6 +463,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
       ...(v.WHARF_SECRET_KEY === undefined ? {} : { key: v.WHARF_SECRET_KEY }),
       ...(v.WHARF_SECRET_KEY_FILE === undefined ? {} : { file: path.resolve(cwd, v.WHARF_SECRET_KEY_FILE) }),
       previous: Object.freeze(v.WHARF_SECRET_KEY_PREVIOUS ?? []),
+    }),
+    webhooks: Object.freeze({
+      timeoutMs: v.WHARF_WEBHOOK_TIMEOUT_SECONDS,
+      attempts: v.WHARF_WEBHOOK_ATTEMPTS,
+      retryFirstMs: v.WHARF_WEBHOOK_RETRY_SECONDS,
+      retryMaxMs: Math.max(v.WHARF_WEBHOOK_RETRY_SECONDS, v.WHARF_WEBHOOK_RETRY_MAX_SECONDS),
+      concurrency: v.WHARF_WEBHOOK_CONCURRENCY,
+      pollMs: v.WHARF_WEBHOOK_POLL_SECONDS,
     }),
     logLevel: v.WHARF_LOG_LEVEL,
   });

@@ -23,8 +23,14 @@ Commands:
   serve                      run the server (configured by WHARF_* environment variables)
   healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
   gc [--dry-run]             delete stored blobs nothing references (asks the running server, if any)
+  audit [--from --to --actor --action --object --limit --json|--jsonl]   read the audit log (asks the running server)
   storage move|status <feed> move a feed to another package store and follow it (asks the running server)
   feeds <subcommand>         list, get, create, update and delete feeds
+  retention preview|run <feed>   what the feed's retention rules delete, and a run (asks the running server)
+  webhooks <subcommand>      list, create, delete and test webhooks; their delivery log (asks the running server)
+  promote <from> <pkg> <version> <to>   promote a package version to another feed (asks the running server)
+  promotions list            list promotions (asks the running server)
+  repackage <feed> <pkg> <version> <newVersion>   publish a version under a new version number (asks the server)
   api-keys <subcommand>      manage API keys
   users <subcommand>         manage users and groups
   permissions <subcommand>   manage privileges and restrictions
@@ -142,9 +148,30 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
       const { gcCommand } = await import("./gc.js");
       return await gcCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
     }
+    if (command === "webhooks") {
+      const { webhooksCommand } = await import("./webhooks.js");
+      return await webhooksCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
+    if (command === "retention") {
+      const { retentionCommand } = await import("./retention.js");
+      return await retentionCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
+    if (command === "audit") {
+      const { auditCommand } = await import("./audit.js");
+      return await auditCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
     if (command === "storage") {
       const { storageCommand } = await import("./storage.js");
       return await storageCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
+    if (command === "promote" || command === "promotions" || command === "repackage") {
+      const commands = await import("./promotions.js");
+      const run = {
+        promote: commands.promoteCommand,
+        promotions: commands.promotionsCommand,
+        repackage: commands.repackageCommand,
+      }[command];
+      return await run(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
     }
     if (command === "healthcheck") {
       const { healthcheckCommand } = await import("./healthcheck.js");
@@ -155,7 +182,7 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
       io.err(`wharf: unknown command '${command}'\n\n${USAGE}`);
       return 2;
     }
-    return await runDataCommand(await load(), args, io);
+    return await runDataCommand(command, await load(), args, io);
   } catch (error) {
     // By name: config.ts (the class) is not loaded by every command.
     if (error instanceof Error && error.name === "ConfigError") {
@@ -171,7 +198,7 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   }
 }
 
-async function runDataCommand(command: DataCommand, args: string[], io: CliIo): Promise<number> {
+async function runDataCommand(name: string, command: DataCommand, args: string[], io: CliIo): Promise<number> {
   const config = await loadConfig(io.env);
   // Asking for usage must not create a database (in ./data, if WHARF_DATA_DIR is not set):
   // the subcommand gets a throw-away in-memory one instead.
@@ -184,12 +211,17 @@ async function runDataCommand(command: DataCommand, args: string[], io: CliIo): 
   const { openDatabase } = await import("../storage/database.js");
   const { createFeedService } = await import("../areas/management/index.js");
   const { findConnectorReference } = await import("../areas/connectors/index.js");
+  const { auditLocalCommand } = await import("../areas/audit/cli-record.js");
   const db = openDatabase(file);
   try {
     // A typo in WHARF_DATA_DIR would otherwise go unnoticed: say where the new database is.
     if (isNew) io.err(`note: created a new, empty Wharf database in ${config.dataDir}`);
     const feeds = createFeedService({ db, clock: systemClock, config, findConnector: findConnectorReference(db) });
-    return await command(args, { db, clock: systemClock, feeds, config, out: io.out, err: io.err });
+    // A change made here, not over HTTP, leaves its audit record too (areas/audit/cli-record.ts).
+    const audited = auditLocalCommand(db, systemClock, name, args);
+    const code = await command(args, { db, clock: systemClock, feeds, config, out: io.out, err: io.err });
+    audited(code);
+    return code;
   } finally {
     db.close();
   }
