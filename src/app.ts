@@ -393,6 +393,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     disk,
     webhooks,
     audit,
+    retention: retention.service,
+    promotions,
   });
   await registerOpenApiRoutes(app);
   return app;

@@ -33,6 +33,8 @@ import { registerBrowsePages } from "./pages/index.js";
 import { registerReferencePages } from "./reference/index.js";
 import { registerWebhookPages } from "./webhooks/index.js";
 import type { WebhookService } from "../webhooks/index.js";
+import type { PromotionService } from "../promotions/index.js";
+import type { RetentionService } from "../retention/index.js";
 import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
@@ -71,6 +73,10 @@ export interface WebUiDeps {
   readonly audit: AuditLog;
   /** The webhooks API's service (its pages: admin/webhooks). */
   readonly webhooks: WebhookService;
+  /** Retention previews and runs (areas/retention/): the feed's retention page. */
+  readonly retention: RetentionService;
+  /** Promotion and repackaging (areas/promotions/): the package page's forms and provenance. */
+  readonly promotions: PromotionService;
 }
 
 /**
