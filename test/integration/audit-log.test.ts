@@ -66,11 +66,21 @@ describe("audit records", () => {
     });
     expect(created.statusCode).toBeLessThan(300);
     const [record] = await forRequest(String(created.headers["x-request-id"]));
+    // The body names the feed (an object field); the route has no parameter.
     expect(record).toMatchObject({
       actor_kind: "system-key",
       outcome: "success",
       action: "POST /api/management/feeds/create",
+      object: "name=audited",
     });
+    const promoted = await t.app.inject({
+      method: "POST",
+      url: "/api/promotions/promote?fromFeed=audited&toFeed=elsewhere&comments=release-notes",
+      headers: key(),
+      payload: { name: "lib", version: "1.0.0" },
+    });
+    const [promotion] = await forRequest(String(promoted.headers["x-request-id"]));
+    expect(promotion).toMatchObject({ object: "fromFeed=audited toFeed=elsewhere name=lib version=1.0.0" });
     const removed = await t.app.inject({
       method: "DELETE",
       url: "/api/management/feeds/delete/audited",
@@ -128,6 +138,7 @@ describe("audit records", () => {
     const all = JSON.stringify(await rows());
     for (const secret of secrets) expect(all).not.toContain(secret);
     expect(all).toContain("POST /api/security/users/add");
+    expect(all).toContain("name=audit-user");
   });
 });
 

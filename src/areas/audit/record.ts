@@ -13,7 +13,7 @@ export interface AuditRecord {
   readonly address: string;
   /** `METHOD /route/:pattern` for HTTP, `cli <command> <subcommand>` for the CLI. */
   readonly action: string;
-  /** The route's parameters as `name=value` terms separated by spaces ('' when none). */
+  /** What the request works on as `name=value` terms separated by spaces ('' when none): objectOf. */
   readonly object: string;
   readonly status: number;
   readonly outcome: AuditOutcome;
@@ -57,16 +57,59 @@ export function actorOf(principal: Principal): AuditActor {
 const MAX_OBJECT_LENGTH = 1024;
 
 /**
- * The route's parameters as `feed=main package=app` (a wildcard tail is named `path`). Never the
- * query string or the body: those can carry API keys and passwords.
+ * Names that say what a request works on when a route takes it from the query string or the body
+ * (`/api/promotions/promote`, `/api/management/feeds/create`, the releases API's forms...). Only
+ * these are read there: everything else in a query or a body may be a key, a password or content.
  */
-export function objectOf(params: unknown): string {
-  if (params === null || typeof params !== "object") return "";
-  const terms: string[] = [];
-  for (const [name, value] of Object.entries(params as Record<string, unknown>)) {
-    if (typeof value !== "string" || value === "") continue;
-    terms.push(`${name === "*" ? "path" : name}=${value}`);
+const OBJECT_FIELDS = new Set(
+  [
+    "feed",
+    "feedName",
+    "fromFeed",
+    "toFeed",
+    "group",
+    "groupName",
+    "name",
+    "packageName",
+    "version",
+    "newVersion",
+    "applicationId",
+    "applicationName",
+    "releaseNumber",
+    "buildNumber",
+    "pipelineName",
+    "environmentName",
+    "serverName",
+    "roleName",
+    "userName",
+    "id",
+  ].map((field) => field.toLowerCase()),
+);
+
+/**
+ * What the request works on as `feed=main package=app`: the route's parameters (a wildcard tail is
+ * named `path`), then the object fields of OBJECT_FIELDS from the query string and the body (names
+ * in any case, as the APIs read them; top level only), each name once.
+ */
+export function objectOf(params: unknown, query?: unknown, body?: unknown): string {
+  const terms = new Map<string, string>();
+  for (const [name, value] of entries(params)) terms.set(name === "*" ? "path" : name, value);
+  for (const source of [query, body]) {
+    for (const [name, value] of entries(source)) {
+      if (OBJECT_FIELDS.has(name.toLowerCase()) && !terms.has(name)) terms.set(name, value);
+    }
   }
-  const text = terms.join(" ");
+  const text = [...terms].map(([name, value]) => `${name}=${value}`).join(" ");
   return text.length > MAX_OBJECT_LENGTH ? `${text.slice(0, MAX_OBJECT_LENGTH - 1)}…` : text;
+}
+
+/** The non-empty text and number values of a parsed object (params, query or JSON/form body). */
+function entries(source: unknown): [string, string][] {
+  if (source === null || typeof source !== "object" || Array.isArray(source)) return [];
+  const found: [string, string][] = [];
+  for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
+    if (typeof value === "number" && Number.isFinite(value)) found.push([name, String(value)]);
+    else if (typeof value === "string" && value !== "") found.push([name, value.slice(0, MAX_OBJECT_LENGTH)]);
+  }
+  return found;
 }

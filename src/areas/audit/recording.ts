@@ -24,7 +24,7 @@ export function registerAuditRecording(app: FastifyInstance, audit: AuditLog, cl
         actor: actorAfter(request, status),
         address: request.ip,
         action: `${request.method} ${pattern}`,
-        object: objectOf(request.params),
+        object: objectOf(request.params, request.query, request.body),
         status,
         outcome: outcomeOf(status),
         requestId: request.id,
