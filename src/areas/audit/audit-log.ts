@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import Database from "better-sqlite3";
 import type { Clock } from "../../domain/clock.js";
+import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
 import type { AuditEntry, AuditRecord } from "./record.js";
 import { type AuditFilter, type AuditRepository, createAuditRepository } from "./repository.js";
@@ -13,9 +13,9 @@ export interface AuditPage {
 
 /**
  * The append-only audit log. Appends are buffered and written together as soon as the event loop
- * is free (one short transaction for every request that ended meanwhile), on a connection of its
- * own whose commits skip the fsync (see createAuditLog): an audit record must never slow the
- * request it describes.
+ * is free (one short transaction for every request that ended meanwhile), quietly and without an
+ * fsync (see createAuditLog): an audit record must never slow the request it describes, nor make
+ * cached answers stale.
  */
 export interface AuditLog {
   /** Queues the entry; it is stored within the current turn of the event loop (a query sees it). */
@@ -30,7 +30,7 @@ export interface AuditLog {
   prune(): number;
   /** Prunes now and then once a day; returns the stop. */
   schedulePruning(onError: (error: unknown) => void): () => void;
-  /** Stores what is queued and closes the connection. */
+  /** Stores what is queued and stops retrying (the app is closing). */
   close(): void;
 }
 
@@ -49,21 +49,27 @@ const MAX_QUEUED = 10_000;
 const RETRY_MS = 250;
 
 /**
- * Opens a second connection to the database file with `synchronous = NORMAL`: in WAL mode a commit
- * then appends to the log without an fsync. A record so written survives a crash of the process at
- * once, and a power cut from the next commit of the main connection on (`synchronous = FULL`
- * syncs the whole log, these frames included). The main connection's fsync per commit would
- * otherwise be paid a second time by every write request. An in-memory database (no file to
- * share) is written through its own connection.
+ * Writes through the server's own connection, with two differences from its other writes:
+ * - quietly (storage/change-watch.ts): no cache reads audit records, so appending them must not
+ *   make every cached answer stale (a second connection's commit would, through data_version:
+ *   every refused request would end the hot downloads' replays);
+ * - with `synchronous = NORMAL` for the batch's commit: in WAL mode it then appends to the log
+ *   without an fsync. A record so written survives a crash of the process at once, and a power cut
+ *   from the connection's next ordinary commit on (`synchronous = FULL` syncs the whole log, these
+ *   frames included). An fsync per batch would otherwise be paid a second time by every write
+ *   request. Flushes run between requests, never inside another transaction.
  */
 export function createAuditLog(deps: AuditLogDeps): AuditLog {
-  const own = deps.db.memory ? undefined : new Database(deps.db.name);
-  if (own !== undefined) {
-    own.pragma("synchronous = NORMAL");
-    // Never wait inside SQLite on the event loop's thread: a busy database is retried later.
-    own.pragma("busy_timeout = 0");
-  }
-  const repository: AuditRepository = createAuditRepository(own ?? deps.db);
+  const repository: AuditRepository = createAuditRepository(deps.db);
+  const watch = changeWatchOf(deps.db);
+  const unsynced = <T>(write: () => T): T => {
+    deps.db.pragma("synchronous = NORMAL");
+    try {
+      return watch.quietly(write);
+    } finally {
+      deps.db.pragma("synchronous = FULL");
+    }
+  };
   let queued: AuditEntry[] = [];
   let scheduled = false;
   let retry: NodeJS.Timeout | undefined;
@@ -74,7 +80,7 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
     const batch = queued;
     queued = [];
     try {
-      repository.insert(batch);
+      unsynced(() => repository.insert(batch));
     } catch (error) {
       queued = [...batch, ...queued].slice(-MAX_QUEUED);
       deps.onWriteError?.(error, queued.length);
@@ -97,7 +103,8 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
   function prune(): number {
     if (deps.retentionDays === 0) return 0;
     flush();
-    return repository.prune(new Date(deps.clock.now().getTime() - deps.retentionDays * DAY_MS).toISOString());
+    const before = new Date(deps.clock.now().getTime() - deps.retentionDays * DAY_MS).toISOString();
+    return unsynced(() => repository.prune(before));
   }
 
   return {
@@ -138,7 +145,6 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
     close() {
       if (retry !== undefined) clearTimeout(retry);
       flush();
-      own?.close();
     },
   };
 }
