@@ -373,6 +373,9 @@ const envSchema = z.object({
   WHARF_LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
 });
 
+/** Every variable loadConfig reads (the README's Configuration table documents each: test/unit/readme-config.test.ts). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
