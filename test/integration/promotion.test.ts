@@ -254,6 +254,26 @@ describe("GET /api/promotions/list: provenance", () => {
     ) as Array<Record<string, unknown>>;
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((row) => row.toFeed === "other")).toBe(true);
+    // Records of feeds it may not see, newer than its own, do not shorten a counted list.
+    const hidden = {
+      fromFeed: "dev",
+      group: "tools",
+      name: "cli",
+      version: "1.0.0",
+      toFeed: "prod",
+      comments: "hidden",
+    };
+    expect((await promote(hidden)).statusCode).toBe(200);
+    const all = expectJson(await admin("GET", "/api/promotions/list")) as Array<Record<string, unknown>>;
+    expect(all[0]).toMatchObject({ toFeed: "prod", comments: "hidden" });
+    const newestSeen = expectJson(
+      await t.app.inject({
+        method: "GET",
+        url: "/api/promotions/list?count=1",
+        headers: basic("other-viewer", PASSWORD),
+      }),
+    );
+    expect(newestSeen).toEqual([seen[0]]);
     const refused = await t.app.inject({
       method: "GET",
       url: "/api/promotions/list?feed=prod",

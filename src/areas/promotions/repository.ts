@@ -22,6 +22,8 @@ export interface RecordFilter {
   readonly groupKey?: string;
   readonly nameKey?: string;
   readonly versionKey?: string;
+  /** Only records older than this one (paging newest first). */
+  readonly beforeId?: number;
 }
 
 export interface PromotionRow {
@@ -93,6 +95,10 @@ function whereOf(
   if (filter.versionKey !== undefined) {
     clauses.push(columns.version);
     params.versionKey = filter.versionKey;
+  }
+  if (filter.beforeId !== undefined) {
+    clauses.push("id < @beforeId");
+    params.beforeId = filter.beforeId;
   }
   return { sql: clauses.length === 0 ? "" : `WHERE ${clauses.join(" AND ")}`, params };
 }

@@ -146,6 +146,29 @@ export function createPromotionService(deps: PromotionServiceDeps): PromotionSer
     return visible;
   }
 
+  /**
+   * The newest `query.limit` records the caller may see: pages of that many are read until enough
+   * are visible or none are left, so records of feeds hidden from the caller never shorten the list.
+   */
+  async function listVisible<T extends { id: number }>(
+    caller: Caller,
+    query: RecordQuery,
+    list: (filter: RecordFilter, limit: number) => Promise<T[]>,
+    sides: (row: T) => [FeedSide, FeedSide],
+  ): Promise<T[]> {
+    const filter = await filterOf(query, caller);
+    const shown: T[] = [];
+    for (let beforeId: number | undefined; ;) {
+      const rows = await list({ ...filter, ...(beforeId === undefined ? {} : { beforeId }) }, query.limit);
+      shown.push(...(await visibleTo(caller, rows, sides)));
+      const last = rows.at(-1);
+      if (shown.length >= query.limit || rows.length < query.limit || last === undefined) {
+        return shown.slice(0, query.limit);
+      }
+      beforeId = last.id;
+    }
+  }
+
   /** The query as the repository filters, each named feed viewable by the caller (403/401) and known (404). */
   async function filterOf(query: RecordQuery, caller: Caller): Promise<RecordFilter> {
     const idOf = async (name: string | undefined) => {
@@ -282,16 +305,14 @@ export function createPromotionService(deps: PromotionServiceDeps): PromotionSer
     },
 
     async listPromotions(query, caller) {
-      const rows = await repository.listPromotions(await filterOf(query, caller), query.limit);
-      return visibleTo(caller, rows, (row) => [
+      return listVisible(caller, query, repository.listPromotions, (row) => [
         { id: row.from_feed_id, name: row.from_feed_name },
         { id: row.to_feed_id, name: row.to_feed_name },
       ]);
     },
 
     async listRepackagings(query, caller) {
-      const rows = await repository.listRepackagings(await filterOf(query, caller), query.limit);
-      return visibleTo(caller, rows, (row) => [
+      return listVisible(caller, query, repository.listRepackagings, (row) => [
         { id: row.from_feed_id, name: row.from_feed_name },
         { id: row.feed_id, name: row.feed_name },
       ]);
