@@ -305,13 +305,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   app.addHook("onReady", () => jobs.start());
   app.addHook("onClose", () => jobs.stop());
-  // Retention (issue 17): runs on the job runner, deleting through the universal feed's delete;
-  // feeds' schedules looked at every WHARF_RETENTION_CHECK_SECONDS.
+  // Retention (issue 17): runs on the job runner, deleting through the universal feed's delete
+  // or the asset directory's; feeds' schedules looked at every WHARF_RETENTION_CHECK_SECONDS.
   const retention = createRetention({
     db: deps.db,
     clock,
     feeds,
     write: upackServices.write,
+    assets: endpoints.assets,
     jobs,
     checkIntervalMs: config.retentionCheckMs,
     log: app.log,

@@ -7,6 +7,7 @@ import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params
 import { sendBlob } from "../../http/send-blob.js";
 import type { Feed } from "../management/index.js";
 import { sendFolderExport } from "./archive/reply.js";
+import { assetDownloadTimesOf } from "./download-times.js";
 import { access, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
@@ -38,6 +39,7 @@ function sandboxActiveContent(reply: FastifyReply, served: Pick<ServedFile, "con
 
 export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
   const { assets, archives, blobs } = options;
+  const downloadTimes = assetDownloadTimesOf(options.db);
 
   // Encapsulated: in this plugin every body, JSON and forms included, is the file's bytes.
   app.removeAllContentTypeParsers();
@@ -92,6 +94,8 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
       const item = await assets.item(directory, path);
       if (item.isFolder) return folderUnderContent(request, reply, directory, path);
       const served = await assets.serve(directory, item);
+      // Retention's "not downloaded for D days" (download-times.ts): a GET uses the file, a HEAD does not.
+      if (request.method === "GET") downloadTimes.record(directory.id, item.key, options.clock.now());
       sandboxActiveContent(reply, served);
       reply.header("Vary", VARY);
       return sendBlob(
@@ -108,6 +112,15 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
         blobs,
       );
     },
+  });
+
+  // Stamps still due are written before the database closes (main.ts closes it after the app).
+  app.addHook("onClose", async () => {
+    try {
+      if (options.db.open) downloadTimes.flush();
+    } catch (error) {
+      app.log.error({ err: error }, "pending asset download times not written at shutdown");
+    }
   });
 
   // Uploads (POST, PUT, PATCH) are upload-routes.ts: this plugin's raw bodies, and forms.

@@ -2,7 +2,8 @@ import { isDeepStrictEqual } from "node:util";
 import type { DomainError } from "../../domain/errors.js";
 import type { FeedType } from "../../domain/feeds.js";
 import { settingNotApplicable, settingNotImplemented } from "../../domain/not-implemented.js";
-import type { FeedDraft, FeedSettings } from "./feed-settings.js";
+import type { FeedDraft, FeedSettings, RetentionRule } from "./feed-settings.js";
+import { retentionRuleNotForFiles } from "./feed-validation.js";
 
 /**
  * Feed settings of docs/compat.md 5.2 that nothing in Wharf acts on (checked by grepping each
@@ -19,7 +20,7 @@ interface SettingRule {
   readonly checks?: (type: FeedType) => boolean;
   /** Whether the value describes what Wharf does. */
   accepts(value: unknown): boolean;
-  readonly refusal: () => DomainError;
+  readonly refusal: (value: unknown) => DomainError;
 }
 
 const isFalse = (value: unknown) => value === false;
@@ -70,15 +71,14 @@ const RULES: readonly SettingRule[] = [
   offFlag("vulnerabilitiesEnabled", "vulnerability scanning"),
   offFlag("licensesEnabled", "license checks"),
   offFlag("useWithProjects", "projects (software composition analysis)"),
-  // Retention acts on universal feeds' packages only: asset directories have no retention yet.
-  onlyFor("retentionRules", (type) => !isAsset(type), "universal feeds", "[]", isEmptyList),
-  onlyFor(
-    "retentionSchedule",
-    (type) => !isAsset(type),
-    "universal feeds",
-    "null",
-    (value) => value === undefined,
-  ),
+  // Asset directories take the rule members that make sense for files (areas/retention/evaluate-assets.ts).
+  {
+    field: "retentionRules",
+    checks: isAsset,
+    accepts: (value) => retentionRuleNotForFiles(value as RetentionRule[]) === undefined,
+    // Asked only after `accepts` said no, so there is a refusal.
+    refusal: (value) => retentionRuleNotForFiles(value as RetentionRule[]) as DomainError,
+  },
   // Wharf keeps every deployment record it is sent (README "Connector health and deployment records").
   notImplemented("deploymentRecordsEnabled", "turning deployment records off", "true", (value) => value === true),
   notImplemented("allowedLicenses", "license filtering", "[]", isEmptyList),
@@ -109,6 +109,6 @@ export function refuseUnimplementedSettings(before: FeedSettings, draft: FeedDra
     if (rule.checks && !rule.checks(draft.feedType)) continue;
     const value = draft.settings[rule.field];
     if (rule.accepts(value) || isDeepStrictEqual(value, before[rule.field])) continue;
-    throw rule.refusal();
+    throw rule.refusal(value);
   }
 }

@@ -157,6 +157,42 @@ export function normalizeRetentionRule(input: RetentionRuleInput, index: number)
   return rule;
 }
 
+/**
+ * The members of a retention rule that mean nothing for the files of an asset directory, and why
+ * (areas/retention/evaluate-assets.ts says what the others do there). Wharf records when a file
+ * was last downloaded, not how often, so triggerDownloadCount is among them.
+ */
+const NOT_FOR_FILES: readonly (readonly [keyof RetentionRule, (rule: RetentionRule) => boolean, string])[] = [
+  ["keepVersionsCount", (rule) => rule.keepVersionsCount !== undefined, "files have no versions to count"],
+  ["deletePrereleaseVersions", (rule) => rule.deletePrereleaseVersions, "files have no prerelease versions"],
+  ["keepVersions", (rule) => rule.keepVersions.length > 0, "files have no versions"],
+  ["deleteVersions", (rule) => rule.deleteVersions.length > 0, "files have no versions"],
+  ["deleteCached", (rule) => rule.deleteCached, "asset directories cache nothing from connectors"],
+  ["deleteLatestStable", (rule) => rule.deleteLatestStable, "files have no versions"],
+  ["keepDeployedWithinDays", (rule) => rule.keepDeployedWithinDays !== undefined, "files have no deployment records"],
+  [
+    "triggerDownloadCount",
+    (rule) => rule.triggerDownloadCount !== undefined,
+    "Wharf records when a file was last downloaded, not how often (use keepUsedWithinDays)",
+  ],
+];
+
+/** The refusal (400 naming the member) of the first rule member that does not apply to files, if any. */
+export function retentionRuleNotForFiles(rules: readonly RetentionRule[]): DomainError | undefined {
+  for (const [index, rule] of rules.entries()) {
+    const found = NOT_FOR_FILES.find(([, given]) => given(rule));
+    if (found === undefined) continue;
+    const [field, , why] = found;
+    return invalid(
+      "SETTING_NOT_APPLICABLE",
+      `retentionRules[${index}].${field}: does not apply to an asset directory (${why}); its rules take ` +
+        "deletePackageIds and keepPackageIds (path patterns), keepUsedWithinDays, deleteOlderThanDays, " +
+        "sizeTriggerKb and sizeExclusive",
+    );
+  }
+  return undefined;
+}
+
 /** Package usage (ProGet's projects) does not exist in Wharf: its criteria are refused, not ignored. */
 function refuseUsageCriteria(input: RetentionRuleInput, index: number): void {
   const given = (["keepConsumedWithinDays", "keepPackageUsageRemovedDays"] as const).find(

@@ -2,8 +2,10 @@ import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Db } from "../../storage/database.js";
+import type { AssetService } from "../endpoints/index.js";
 import type { FeedService } from "../management/index.js";
 import type { UpackWriteService } from "../upack/write/upload-service.js";
+import { createAssetRetentionRows } from "./asset-candidates.js";
 import { createRetentionRepository } from "./repository.js";
 import { retentionRoutes } from "./routes.js";
 import { createRetentionScheduler, type RetentionScheduler } from "./scheduler.js";
@@ -17,6 +19,8 @@ export interface RetentionDeps {
   readonly feeds: FeedService;
   /** The universal feeds' write service: retention deletes through its delete. */
   readonly write: UpackWriteService;
+  /** The asset directories' service: retention deletes their files through its delete. */
+  readonly assets: AssetService;
   readonly jobs: JobRunner;
   /** How often schedules are looked at (WHARF_RETENTION_CHECK_SECONDS); 0: never. */
   readonly checkIntervalMs: number;
@@ -30,7 +34,15 @@ export interface RetentionDeps {
  */
 export function createRetention(deps: RetentionDeps): { service: RetentionService; scheduler: RetentionScheduler } {
   const repository = createRetentionRepository(deps.db);
-  const serviceDeps = { repository, feeds: deps.feeds, write: deps.write, jobs: deps.jobs, clock: deps.clock };
+  const serviceDeps = {
+    repository,
+    feeds: deps.feeds,
+    write: deps.write,
+    assets: deps.assets,
+    assetRows: createAssetRetentionRows(deps.db),
+    jobs: deps.jobs,
+    clock: deps.clock,
+  };
   deps.jobs.handle(RETENTION_JOB_KIND, retentionJobHandler(serviceDeps), { concurrency: 1 });
   const service = createRetentionService(serviceDeps);
   const scheduler = createRetentionScheduler({

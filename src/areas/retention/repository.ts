@@ -6,15 +6,21 @@ import type { RetentionCandidate } from "./evaluate.js";
 /**
  * SQL of retention (migrations/0018-retention.sql): the rows a preview evaluates, kept previews
  * ("plans"), runs and the scheduler's memory. Deletions themselves go through the universal
- * feed's write service, never through here.
+ * feed's write service, never through here; an asset directory's rows are asset-candidates.ts.
  */
 
-/** One planned deletion, as a preview answers it and a run replays it. */
+/**
+ * One planned deletion, as a preview answers it and a run replays it: a universal feed's package
+ * version, or an asset directory's file (then `path` is set, `name` repeats it and `group` and
+ * `version` are empty; `id` is the file's, `publishedAt` when it was last written).
+ */
 export interface PlannedDeletion {
   readonly id: number;
   readonly group: string;
   readonly name: string;
   readonly version: string;
+  /** Asset directories only: the file's path. */
+  readonly path?: string;
   readonly sha256: string;
   /** The rule's position in the feed's retentionRules, from 1. */
   readonly rule: number;

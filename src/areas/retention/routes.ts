@@ -18,7 +18,8 @@ import {
 import type { RetentionPreview, RetentionService } from "./service.js";
 
 /**
- * Retention (issue 17 section 1), Wharf's own API: `/api/retention/preview|run|runs?feed=<name>`.
+ * Retention (issue 17 section 1), Wharf's own API: `/api/retention/preview|run|runs?feed=<name>`,
+ * for universal feeds (their versions) and asset directories (their files).
  * Everything here needs Admin_ManageFeed on the feed, the privilege that edits its rules (System
  * keys: the `feeds` scope; Feed keys never hold it): a run deletes whatever the rules say, so
  * only someone who may change the rules may start one or see what it would do.
@@ -42,8 +43,9 @@ export const retentionRoutes: FastifyPluginAsync<{ service: RetentionService }> 
     schema: {
       summary: "What a retention run of the feed would delete now, and why",
       description:
-        "Evaluates the feed's retentionRules in order and lists each version a run would delete: the rule, why, " +
-        "its last download, age and size, with totals. Deletes nothing; POST keeps the list for an hour under a token.",
+        "Evaluates the feed's retentionRules in order and lists each version (asset directory: file) a run would " +
+        "delete: the rule, why, its last download, age and size, with totals. Deletes nothing; POST keeps the list " +
+        "for an hour under a token.",
       tags: TAGS,
       querystring: feedQuery,
       response: { 200: previewSchema, ...errors },

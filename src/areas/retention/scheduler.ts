@@ -6,8 +6,8 @@ import { parseRetentionSchedule } from "./schedule.js";
 import type { RetentionService } from "./service.js";
 
 /**
- * Scheduled retention runs: every `intervalMs`, each universal feed with retention enabled, rules
- * and a schedule is looked at; when its cron expression fired since the last look (by the app's
+ * Scheduled retention runs: every `intervalMs`, each feed (universal feed or asset directory) with
+ * retention enabled, rules and a schedule is looked at; when its cron expression fired since the last look (by the app's
  * Clock, so tests move time by hand), one run is enqueued on the job runner, unless one of the
  * feed's runs still waits or executes. Firings missed while the server was down make one run at
  * the next look, not one each. A schedule seen for the first time (or changed) fires from then on.

@@ -21,26 +21,38 @@ export const runBodySchema = z
   })
   .loose();
 
-const plannedSchema = z.object({
-  id: z.number().describe("The version's internal id"),
-  group: z.string(),
-  name: z.string(),
-  version: z.string(),
-  sha256: z.string().describe("The stored file's SHA-256: a run skips the version if it changed"),
-  rule: z.number().describe("The rule's position in retentionRules, from 1"),
-  reason: z.string(),
-  bytes: z.number().describe("The version's size: what deleting it frees unless another version shares the bytes"),
-  ageDays: z.number().describe("Whole days since it was published"),
-  publishedAt: z.string(),
-  lastDownloadedAt: z.string().nullable(),
-});
+const plannedSchema = z
+  .object({
+    id: z.number().describe("The version's (asset directory: the file's) internal id"),
+    group: z.string().describe("The package's group; empty for a file"),
+    name: z.string().describe("The package's name; for a file, its path (as `path`)"),
+    version: z.string().describe("The version; empty for a file"),
+    path: z
+      .string()
+      .optional()
+      .describe("Asset directories only: the file's path in the directory, e.g. `builds/app-1.0.zip`"),
+    sha256: z.string().describe("The stored file's SHA-256: a run skips the item if it changed"),
+    rule: z.number().describe("The rule's position in retentionRules, from 1"),
+    reason: z.string(),
+    bytes: z.number().describe("The item's size: what deleting it frees unless another item shares the bytes"),
+    ageDays: z.number().describe("Whole days since it was published (a file: since it was last written)"),
+    publishedAt: z.string().describe("When the version was published; for a file, when it was last written"),
+    lastDownloadedAt: z
+      .string()
+      .nullable()
+      .describe("The last download (a file's is stamped at most once a minute); null: never"),
+  })
+  .describe(
+    "A version a run would delete or, in an asset directory, a file: then `path` names it, `name` repeats " +
+      "the path and `group` and `version` are empty",
+  );
 
 export const previewSchema = z.object({
   feed: z.string(),
   evaluatedAt: z.string(),
-  examined: z.number().describe("Versions in the feed"),
-  versions: z.number().describe("Versions a run would delete"),
-  bytes: z.number().describe("Bytes those versions hold"),
+  examined: z.number().describe("Versions in the feed (asset directory: files)"),
+  versions: z.number().describe("Versions (asset directory: files) a run would delete"),
+  bytes: z.number().describe("Bytes those items hold"),
   token: z.string().optional().describe("POST only: give it to POST run to delete exactly this list"),
   items: z.array(plannedSchema),
 });
@@ -54,7 +66,7 @@ export const runSchema = z.object({
   createdAt: z.string(),
   finishedAt: z.string().nullable(),
   fromPreview: z.boolean(),
-  versionsDeleted: z.number(),
+  versionsDeleted: z.number().describe("Versions (asset directory: files) deleted"),
   bytesFreed: z.number(),
   versionsSkipped: z.number(),
 });

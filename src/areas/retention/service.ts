@@ -3,19 +3,22 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
 import type { Job, JobContext, JobOutcome, JobRunner } from "../../jobs/runner.js";
+import type { AssetService } from "../endpoints/index.js";
 import type { Feed, FeedService } from "../management/index.js";
 import type { UpackWriteService } from "../upack/write/upload-service.js";
-import { evaluateRetention, type RetentionDecision } from "./evaluate.js";
+import type { AssetRetentionRows } from "./asset-candidates.js";
+import { isRetainedFeedType, type RetentionKind, retentionKindOf } from "./kinds.js";
 import type { PlannedDeletion, RetentionRepository, RetentionRun, RunTrigger } from "./repository.js";
 
 /**
- * Retention use cases (issue 17 section 1): a preview lists what the feed's rules delete now and
- * why; a run, on the persistent job runner, deletes that list. A run asked with a preview's token
- * deletes exactly the versions of that preview, no more: each one is deleted only if the rules
- * still select it and its bytes are unchanged, otherwise it is skipped and reported. Each version
- * is deleted by the universal feed's own delete (one short transaction, its blob given back to GC,
- * a package.purged event), with a rest between two as long as the delete took, so that uploads never
- * wait behind a run.
+ * Retention use cases (issue 17 section 1), for universal feeds (their package versions) and asset
+ * directories (their files; kinds.ts says what differs): a preview lists what the feed's rules
+ * delete now and why; a run, on the persistent job runner, deletes that list. A run asked with a
+ * preview's token deletes exactly the items of that preview, no more: each one is deleted only if
+ * the rules still select it and its bytes are unchanged, otherwise it is skipped and reported. Each
+ * item is deleted by its feed's own delete (one short transaction, its blob given back to GC; for
+ * a version, a package.purged event), with a rest between two as long as the delete took, so that
+ * uploads never wait behind a run.
  */
 
 export const RETENTION_JOB_KIND = "retention.run";
@@ -30,9 +33,10 @@ const REST_RATIO = 1;
 export interface RetentionPreview {
   readonly feed: Feed;
   readonly items: PlannedDeletion[];
+  /** Items a run would delete: versions, or files of an asset directory. */
   readonly versions: number;
   readonly bytes: number;
-  /** Versions in the feed when the preview was made. */
+  /** Versions (asset directory: files) in the feed when the preview was made. */
   readonly examined: number;
   readonly evaluatedAt: string;
   /** Present when the preview was kept: a run with it deletes exactly `items`. */
@@ -61,6 +65,9 @@ export interface RetentionServiceDeps {
   readonly repository: RetentionRepository;
   readonly feeds: FeedService;
   readonly write: UpackWriteService;
+  /** The asset directories' service: retention deletes their files through its delete. */
+  readonly assets: AssetService;
+  readonly assetRows: AssetRetentionRows;
   readonly jobs: JobRunner;
   readonly clock: Clock;
 }
@@ -68,22 +75,18 @@ export interface RetentionServiceDeps {
 export function createRetentionService(deps: RetentionServiceDeps): RetentionService {
   const { repository, feeds, jobs, clock } = deps;
 
-  async function universalFeed(name: string): Promise<Feed> {
+  async function retainedFeed(name: string): Promise<Feed> {
     const feed = await feeds.getFeed(name);
-    if (feed.feedType !== "universal" && feed.feedType !== "romp") {
+    if (!isRetainedFeedType(feed.feedType)) {
       throw invalid(
         "RETENTION_NOT_APPLICABLE",
-        `Retention applies to universal feeds; ${feed.name} is a ${feed.feedType} feed.`,
+        `Retention applies to universal feeds and asset directories; ${feed.name} is a ${feed.feedType} feed.`,
       );
     }
     return feed;
   }
 
-  function evaluate(feed: Feed, now: Date): { items: PlannedDeletion[]; examined: number } {
-    const candidates = repository.candidates(feed.id);
-    const items = evaluateRetention(candidates, feed.settings.retentionRules, now).map(toPlanned);
-    return { items, examined: candidates.length };
-  }
+  const evaluate = (feed: Feed, now: Date) => retentionKindOf(feed, deps).evaluate(feed, now);
 
   async function requestRunOf(feed: Feed, request: RunRequest) {
     const now = clock.now();
@@ -113,7 +116,7 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
 
   return {
     async preview(feedName, options = {}) {
-      const feed = await universalFeed(feedName);
+      const feed = await retainedFeed(feedName);
       const now = clock.now();
       const { items, examined } = evaluate(feed, now);
       const preview = {
@@ -132,17 +135,17 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
     },
 
     async requestRun(feedName, request) {
-      return requestRunOf(await universalFeed(feedName), request);
+      return requestRunOf(await retainedFeed(feedName), request);
     },
     requestRunOf,
 
     async listRuns(feedName, limit) {
-      const feed = await universalFeed(feedName);
+      const feed = await retainedFeed(feedName);
       return { feed, runs: repository.listRuns(feed.id, limit) };
     },
 
     async getRun(feedName, runId) {
-      const feed = await universalFeed(feedName);
+      const feed = await retainedFeed(feedName);
       const run = repository.findRun(runId);
       if (run === undefined || run.feedId !== feed.id) {
         throw notFound("RETENTION_RUN_NOT_FOUND", `There is no retention run ${runId} of feed ${feed.name}.`);
@@ -153,29 +156,12 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
   };
 }
 
-function toPlanned(decision: RetentionDecision): PlannedDeletion {
-  const c = decision.candidate;
-  return {
-    id: c.id,
-    group: c.group,
-    name: c.name,
-    version: c.version,
-    sha256: c.sha256,
-    rule: decision.rule + 1,
-    reason: decision.reason,
-    bytes: c.bytes,
-    ageDays: decision.ageDays,
-    publishedAt: c.publishedAt,
-    lastDownloadedAt: c.lastDownloadedAt,
-  };
-}
-
 /**
  * The job handler of runs: re-evaluates the rules, deletes (a planned run: the planned versions
  * the rules still select, unchanged), logs each deletion and skip, and records the summary.
  */
 export function retentionJobHandler(deps: RetentionServiceDeps) {
-  const { repository, feeds, write, clock } = deps;
+  const { repository, feeds, clock } = deps;
   return async (job: Job, context: JobContext): Promise<JobOutcome> => {
     const { runId } = job.payload as { runId: number };
     const run = repository.findRun(runId);
@@ -188,10 +174,11 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
       context.log("error", "The feed was deleted before its retention run started.");
       return "failed";
     }
-    const now = clock.now();
-    const current = evaluateRetention(repository.candidates(feed.id), feed.settings.retentionRules, now).map(toPlanned);
+    const kind: RetentionKind = retentionKindOf(feed, deps);
+    const label = (item: PlannedDeletion) => kind.label(item);
+    const current = kind.evaluate(feed, clock.now()).items;
     const { work, skipped } = run.planned === undefined ? { work: current, skipped: [] } : replay(run.planned, current);
-    context.log("info", `Retention of ${feed.name}: ${work.length} version(s) to delete${describeTrigger(run)}.`);
+    context.log("info", `Retention of ${feed.name}: ${work.length} ${kind.noun}(s) to delete${describeTrigger(run)}.`);
     for (const { item, why } of skipped) context.log("warn", `Skipped ${label(item)}: ${why}.`);
 
     let deleted = 0;
@@ -206,18 +193,13 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
       if (index > 0) await sleep(Math.max(1, Math.ceil(lastDeleteMs * REST_RATIO)));
       const deleteStarted = performance.now();
       // Checked right before the delete, in the same tick: the delete's transaction starts synchronously.
-      if (repository.currentBlob(item.id) !== item.sha256) {
+      if (kind.currentBlob(item) !== item.sha256) {
         lateSkips++;
         context.log("warn", `Skipped ${label(item)}: it was deleted or overwritten meanwhile.`);
         continue;
       }
-      const cause = {
-        actor: "retention",
-        as: "package.purged" as const,
-        data: { rule: item.rule, reason: item.reason, runId: run.id, requestedBy: run.requestedBy },
-      };
       try {
-        await write.deleteVersion(feed.id, tailOf(item), cause);
+        await kind.remove(feed, item, run);
       } catch (error) {
         lateSkips++;
         context.log("warn", `Skipped ${label(item)}: ${error instanceof Error ? error.message : String(error)}`);
@@ -232,7 +214,8 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
     repository.finishRun(run.id, clock.now().toISOString(), { deleted, bytes, skipped: skippedTotal });
     context.log(
       "info",
-      `Deleted ${deleted} version(s), ${bytes} bytes freed` + (skippedTotal > 0 ? `; ${skippedTotal} skipped.` : "."),
+      `Deleted ${deleted} ${kind.noun}(s), ${bytes} bytes freed` +
+        (skippedTotal > 0 ? `; ${skippedTotal} skipped.` : "."),
     );
     if (context.signal.aborted) return "failed";
     return skippedTotal > 0 ? "warned" : "succeeded";
@@ -260,13 +243,4 @@ function replay(planned: readonly PlannedDeletion[], current: readonly PlannedDe
 function describeTrigger(run: RetentionRun): string {
   const who = run.trigger === "schedule" ? "on schedule" : `asked by ${run.requestedBy}`;
   return run.planned === undefined ? ` (${who})` : ` (${who}, from a preview of ${run.planned.length})`;
-}
-
-function label(item: PlannedDeletion): string {
-  return `${item.group === "" ? "" : `${item.group}/`}${item.name} ${item.version}`;
-}
-
-/** The delete route's tail (docs/compat.md 2.12): `<group...>/<name>/<version>`. */
-function tailOf(item: PlannedDeletion): string {
-  return `${item.group === "" ? "" : `${item.group}/`}${item.name}/${item.version}`;
 }
