@@ -1,12 +1,12 @@
-import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
+import { createQuietBatches } from "../../storage/quiet-batches.js";
 
 /**
  * When each asset file was last downloaded (migrations/0022), for retention's "not downloaded for
  * D days" (areas/retention/evaluate-assets.ts). Cheap on purpose, since a download must not pay
  * for a statistic: a file is stamped at most once a minute (a download within a minute of the
- * file's last stamp writes nothing), and the stamps due are written together, in one quiet
- * transaction, at most FLUSH_INTERVAL_MS after the first of them and whenever a reader asks
+ * file's last stamp writes nothing), and the stamps due are written together (storage/quiet-batches.ts)
+ * at most FLUSH_INTERVAL_MS after the first of them and whenever a reader asks
  * (`flushAssetDownloadTimes`: before a retention preview; on shutdown). So a stamp may be up to a
  * minute early, and a crash loses at most the last second's stamps: both far below the days that
  * retention counts in.
@@ -48,54 +48,24 @@ export function flushAssetDownloadTimes(db: Db): void {
 interface Due {
   readonly feedId: number;
   readonly key: string;
-  at: string;
+  readonly at: string;
 }
 
 function createAssetDownloadTimes(db: Db): AssetDownloadTimes {
-  const watch = changeWatchOf(db);
   // Only a file's own column: listings and their caches never read it, hence the quiet write.
   const stamp = db.prepare<[string, number, string]>(
     "UPDATE asset_items SET last_downloaded_at = ? WHERE feed_id = ? AND path_key = ? AND is_folder = 0",
   );
-  const write = db.transaction((batch: readonly Due[]) => {
-    for (const { feedId, key, at } of batch) stamp.run(at, feedId, key);
+  // By `${feedId}/${key}`.
+  const batches = createQuietBatches<string, Due>(db, {
+    intervalMs: FLUSH_INTERVAL_MS,
+    write(batch) {
+      for (const { feedId, key, at } of batch.values()) stamp.run(at, feedId, key);
+    },
+    merge: (pending, next) => (next.at > pending.at ? next : pending),
   });
   /** By `${feedId}/${key}`: the instant (ms) of the file's last stamp. */
   const stamped = new Map<string, number>();
-  let due = new Map<string, Due>();
-  let timer: NodeJS.Timeout | undefined;
-
-  function flush(): void {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (due.size === 0) return;
-    const batch = due;
-    due = new Map();
-    try {
-      watch.quietly(() => write.immediate([...batch.values()]));
-    } catch (error) {
-      // Kept for the next attempt, unless a newer stamp of the same file is due meanwhile.
-      for (const [id, entry] of batch) if (!due.has(id)) due.set(id, entry);
-      schedule();
-      throw error;
-    }
-  }
-
-  function schedule(): void {
-    if (timer !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!db.open) return void due.clear();
-      try {
-        flush();
-      } catch {
-        // rescheduled by flush; a timer has no caller to report to
-      }
-    }, FLUSH_INTERVAL_MS);
-    timer.unref();
-  }
 
   return {
     record(feedId, key, at) {
@@ -105,9 +75,8 @@ function createAssetDownloadTimes(db: Db): AssetDownloadTimes {
       if (last !== undefined && ms - last < STAMP_INTERVAL_MS && ms >= last) return;
       if (stamped.size >= MAX_REMEMBERED) stamped.clear();
       stamped.set(id, ms);
-      due.set(id, { feedId, key, at: at.toISOString() });
-      schedule();
+      batches.add(id, { feedId, key, at: at.toISOString() });
     },
-    flush,
+    flush: batches.flush,
   };
 }

@@ -1,11 +1,9 @@
-import { changeWatchOf } from "../../../storage/change-watch.js";
 import type { Db } from "../../../storage/database.js";
+import { createQuietBatches } from "../../../storage/quiet-batches.js";
 
 /**
- * Download counters, batched. With synchronous=FULL every committed write is an fsync, and a
- * counter written per download made the fsync the most expensive part of serving a small
- * package. Increments are therefore kept in memory and written in one transaction at most
- * FLUSH_INTERVAL_MS after the first of them, and whenever someone asks (`flush`: before reads
+ * Download counters, batched (storage/quiet-batches.ts): written in one transaction at most
+ * FLUSH_INTERVAL_MS after the first download, and whenever someone asks (`flush`: before reads
  * that show counts, on graceful shutdown).
  *
  * The trade-off, accepted on purpose: a crash or power cut loses at most the downloads counted
@@ -65,73 +63,34 @@ export function flushDownloadCounts(db: Db): void {
 }
 
 function createDownloadCounter(db: Db): DownloadCounter {
-  const watch = changeWatchOf(db);
   // The same statement stamps the last download (migration 0018): no extra write per download.
   const countVersion = db.prepare<[number, string, number]>(
     "UPDATE upack_versions SET downloads = downloads + ?, last_downloaded_at = ? WHERE id = ?",
   );
   const countPackage = db.prepare<[number, number]>("UPDATE upack_packages SET downloads = downloads + ? WHERE id = ?");
-  const write = db.transaction((batch: ReadonlyMap<number, Pending>) => {
-    for (const [versionId, { packageId, count, at }] of batch) {
-      // A version deleted since it was looked up updates nothing, and then neither does its package.
-      if (countVersion.run(count, at, versionId).changes > 0) countPackage.run(count, packageId);
-    }
-  });
-  /** By version id. */
-  let pending = new Map<number, Pending>();
   const written = new Map<number, number>();
-  let timer: NodeJS.Timeout | undefined;
-
-  function flush(): void {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    try {
-      watch.quietly(() => write.immediate(batch));
-    } catch (error) {
-      // Kept for the next attempt (the database may be busy with another process's write).
-      for (const [versionId, entry] of batch) merge(versionId, entry.feedId, entry.packageId, entry.count, entry.at);
-      schedule();
-      throw error;
-    }
-    for (const { feedId, count } of batch.values()) written.set(feedId, (written.get(feedId) ?? 0) + count);
-  }
-
-  function merge(versionId: number, feedId: number, packageId: number, count: number, at: string): void {
-    const entry = pending.get(versionId);
-    if (entry === undefined) pending.set(versionId, { feedId, packageId, count, at });
-    else {
-      entry.count += count;
-      if (at > entry.at) entry.at = at;
-    }
-  }
-
-  function schedule(): void {
-    if (timer !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      // A connection closed meanwhile (tests, shutdown without an app) has nowhere to write to.
-      if (!db.open) return void pending.clear();
-      try {
-        flush();
-      } catch {
-        // rescheduled by flush; a timer has no caller to report to
+  // By version id.
+  const batches = createQuietBatches<number, Pending>(db, {
+    intervalMs: FLUSH_INTERVAL_MS,
+    write(batch) {
+      for (const [versionId, { packageId, count, at }] of batch) {
+        // A version deleted since it was looked up updates nothing, and then neither does its package.
+        if (countVersion.run(count, at, versionId).changes > 0) countPackage.run(count, packageId);
       }
-    }, FLUSH_INTERVAL_MS);
-    // Pending counts never keep a process alive; graceful shutdown flushes them (app onClose).
-    timer.unref();
-  }
+    },
+    merge(pending, next) {
+      pending.count += next.count;
+      if (next.at > pending.at) pending.at = next.at;
+      return pending;
+    },
+    written(batch) {
+      for (const { feedId, count } of batch.values()) written.set(feedId, (written.get(feedId) ?? 0) + count);
+    },
+  });
 
   return {
-    add(feedId, versionId, packageId, at) {
-      merge(versionId, feedId, packageId, 1, at);
-      schedule();
-    },
-    flush,
+    add: (feedId, versionId, packageId, at) => batches.add(versionId, { feedId, packageId, count: 1, at }),
+    flush: batches.flush,
     writtenFor: (feedId) => written.get(feedId) ?? 0,
   };
 }
