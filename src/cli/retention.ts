@@ -38,6 +38,7 @@ interface Args {
 
 interface PreviewJson {
   feed: string;
+  unit: "versions" | "files";
   examined: number;
   versions: number;
   bytes: number;
@@ -45,6 +46,7 @@ interface PreviewJson {
     group: string;
     name: string;
     version: string;
+    path?: string;
     rule: number;
     reason: string;
     bytes: number;
@@ -56,6 +58,8 @@ interface PreviewJson {
 interface RunJson {
   id: number;
   status: string;
+  /** Only in GET runs/<id>. */
+  unit?: "versions" | "files";
   versionsDeleted: number;
   bytesFreed: number;
   versionsSkipped: number;
@@ -138,14 +142,21 @@ async function preview(target: ServerTarget, args: Args, ctx: RetentionContext):
     ctx.out(JSON.stringify(result, null, 2));
     return 0;
   }
-  if (result.items.length > 0)
-    ctx.out(["PACKAGE", "VERSION", "RULE", "AGE", "LAST DOWNLOAD", "BYTES", "WHY"].join("\t"));
-  for (const item of result.items) {
-    const pkg = item.group === "" ? item.name : `${item.group}/${item.name}`;
-    const download = item.lastDownloadedAt ?? "never";
-    ctx.out([pkg, item.version, item.rule, `${item.ageDays}d`, download, item.bytes, item.reason].join("\t"));
+  const files = result.unit === "files";
+  if (result.items.length > 0) {
+    const what = files ? ["FILE"] : ["PACKAGE", "VERSION"];
+    ctx.out([...what, "RULE", "AGE", "LAST DOWNLOAD", "BYTES", "WHY"].join("\t"));
   }
-  ctx.out(`${result.feed}: would delete ${result.versions} of ${result.examined} versions (${result.bytes} bytes)`);
+  for (const item of result.items) {
+    const what = files
+      ? [item.path ?? item.name]
+      : [item.group === "" ? item.name : `${item.group}/${item.name}`, item.version];
+    const download = item.lastDownloadedAt ?? "never";
+    ctx.out([...what, item.rule, `${item.ageDays}d`, download, item.bytes, item.reason].join("\t"));
+  }
+  ctx.out(
+    `${result.feed}: would delete ${result.versions} of ${result.examined} ${result.unit} (${result.bytes} bytes)`,
+  );
   return 0;
 }
 
@@ -160,7 +171,7 @@ async function run(target: ServerTarget, args: Args, ctx: RetentionContext): Pro
   }
   for (const line of current.log ?? []) if (/ (warn|error): /.test(line)) ctx.err(line);
   ctx.out(
-    `run ${current.id} ${current.status}: deleted ${current.versionsDeleted} versions, ` +
+    `run ${current.id} ${current.status}: deleted ${current.versionsDeleted} ${current.unit ?? "versions"}, ` +
       `${current.bytesFreed} bytes freed, ${current.versionsSkipped} skipped`,
   );
   return current.status === "succeeded" ? 0 : 1;

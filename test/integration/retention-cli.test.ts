@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { retentionCommand } from "../../src/cli/retention.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /** `wharf retention preview|run <feed>` against a real server on loopback. */
@@ -50,6 +51,24 @@ describe("wharf retention", () => {
     expect(out.at(-1)).toMatch(/^run \d+ succeeded: deleted 2 versions, \d+ bytes freed, 0 skipped$/);
     expect(await wharf("preview", "cli", "--server", server, "--api-key", t.adminKey)).toBe(0);
     expect(out.at(-1)).toMatch(/would delete 0 of 1 versions/);
+  });
+
+  it("an asset directory's preview and run name files by their paths", async () => {
+    await createAssetDirectory(t, "builds", { retentionRules: [{ deletePackageIds: ["*.tmp"] }] });
+    for (const path of ["nightly/app.tmp", "nightly/app.zip", "scratch.tmp"]) {
+      expect((await putAsset(t, "builds", path, `content of ${path}`)).statusCode).toBeLessThan(300);
+    }
+    expect(await wharf("preview", "builds", "--server", server, "--api-key", t.adminKey)).toBe(0);
+    expect(out[0]).toBe("FILE\tRULE\tAGE\tLAST DOWNLOAD\tBYTES\tWHY");
+    expect(
+      out
+        .slice(1, 3)
+        .map((line) => line.split("\t")[0])
+        .sort(),
+    ).toEqual(["nightly/app.tmp", "scratch.tmp"]);
+    expect(out.at(-1)).toMatch(/^builds: would delete 2 of 3 files \(\d+ bytes\)$/);
+    expect(await wharf("run", "builds", "--server", server, "--api-key", t.adminKey)).toBe(0);
+    expect(out.at(-1)).toMatch(/^run \d+ succeeded: deleted 2 files, \d+ bytes freed, 0 skipped$/);
   });
 
   it("says what is wrong: a bad key, an unknown feed, bad usage", async () => {

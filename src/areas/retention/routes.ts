@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { needOnRequestFeed } from "../../http/feed-access.js";
 import { requireJsonBody } from "../../http/json-reply.js";
 import { actorOf } from "../../lifecycle/events.js";
+import type { Feed } from "../management/index.js";
 import type { RetentionRun } from "./repository.js";
 import {
   errorText,
@@ -124,8 +125,8 @@ export const retentionRoutes: FastifyPluginAsync<{ service: RetentionService }> 
     },
     config: MANAGE,
     handler: async (request) => {
-      const { run, log } = await service.getRun(request.query.feed, request.params.id);
-      return { ...presentRun(run), log };
+      const { feed, run, log } = await service.getRun(request.query.feed, request.params.id);
+      return { ...presentRun(run), unit: unitOf(feed), log };
     },
   });
 };
@@ -133,6 +134,7 @@ export const retentionRoutes: FastifyPluginAsync<{ service: RetentionService }> 
 export function presentPreview(preview: RetentionPreview) {
   return {
     feed: preview.feed.name,
+    unit: unitOf(preview.feed),
     evaluatedAt: preview.evaluatedAt,
     examined: preview.examined,
     versions: preview.versions,
@@ -141,6 +143,9 @@ export function presentPreview(preview: RetentionPreview) {
     items: preview.items.map((item) => ({ ...item, lastDownloadedAt: item.lastDownloadedAt ?? null })),
   };
 }
+
+/** Asset directories' retention deletes files; every other retained feed's, versions. */
+export const unitOf = (feed: Feed) => (feed.feedType === "asset" ? ("files" as const) : ("versions" as const));
 
 export function presentRun(run: RetentionRun) {
   return {

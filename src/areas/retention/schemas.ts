@@ -47,8 +47,14 @@ const plannedSchema = z
       "the path and `group` and `version` are empty",
   );
 
+/** What a feed's retention deletes: a universal feed's versions or an asset directory's files. */
+const unitSchema = z
+  .enum(["versions", "files"])
+  .describe("What the counts count: versions, or an asset directory's files");
+
 export const previewSchema = z.object({
   feed: z.string(),
+  unit: unitSchema,
   evaluatedAt: z.string(),
   examined: z.number().describe("Versions in the feed (asset directory: files)"),
   versions: z.number().describe("Versions (asset directory: files) a run would delete"),
@@ -72,6 +78,6 @@ export const runSchema = z.object({
 });
 
 export const runsSchema = z.object({ feed: z.string(), runs: z.array(runSchema) });
-export const runWithLogSchema = runSchema.extend({ log: z.array(z.string()) });
+export const runWithLogSchema = runSchema.extend({ unit: unitSchema, log: z.array(z.string()) });
 
 export { errorText };

@@ -58,7 +58,7 @@ export interface RetentionService {
   requestRunOf(feed: Feed, request: RunRequest): Promise<{ run: RetentionRun; jobId: number }>;
   listRuns(feedName: string, limit: number): Promise<{ feed: Feed; runs: RetentionRun[] }>;
   /** The run of this feed (not_found otherwise), with its job's log. */
-  getRun(feedName: string, runId: number): Promise<{ run: RetentionRun; log: string[] }>;
+  getRun(feedName: string, runId: number): Promise<{ feed: Feed; run: RetentionRun; log: string[] }>;
 }
 
 export interface RetentionServiceDeps {
@@ -151,7 +151,7 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
         throw notFound("RETENTION_RUN_NOT_FOUND", `There is no retention run ${runId} of feed ${feed.name}.`);
       }
       const lines = run.jobId === undefined ? [] : await jobs.readLog(run.jobId);
-      return { run, log: lines.map((line) => `${line.loggedAt.toISOString()} ${line.level}: ${line.message}`) };
+      return { feed, run, log: lines.map((line) => `${line.loggedAt.toISOString()} ${line.level}: ${line.message}`) };
     },
   };
 }
