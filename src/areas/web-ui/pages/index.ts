@@ -4,6 +4,7 @@ import { registerUiDownloads } from "./downloads.js";
 import { registerFeedPage } from "./feed-page.js";
 import { registerFeedsPage } from "./feeds-page.js";
 import { registerPackagePage } from "./package-page.js";
+import { registerPromotionRoutes } from "./promotions.js";
 import { registerPublishRoutes } from "./publish.js";
 
 /**
@@ -18,4 +19,5 @@ export async function registerBrowsePages(app: FastifyInstance, deps: WebUiDeps)
   registerPackagePage(app, deps);
   await registerUiDownloads(app, deps);
   await registerPublishRoutes(app, deps);
+  registerPromotionRoutes(app, deps);
 }

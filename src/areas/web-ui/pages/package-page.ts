@@ -22,6 +22,7 @@ import {
   pageNumber,
   queryText,
 } from "./present.js";
+import { provenanceOf } from "./promotions.js";
 import { uiDeleteUrl, uiUploadUrl } from "./publish.js";
 import { universalFeedSnippets } from "./snippets.js";
 
@@ -57,7 +58,10 @@ interface FileEntry {
  * parameter because it may hold '/' (absent or empty: the empty group), so the URL names one package
  * without ambiguity. Access is the API's `versions` listing's: Feeds_ViewFeed on the feed.
  */
-export function registerPackagePage(app: FastifyInstance, { feeds, upack, deployments, config }: WebUiDeps): void {
+export function registerPackagePage(
+  app: FastifyInstance,
+  { feeds, upack, deployments, config, promotions }: WebUiDeps,
+): void {
   app.get("/feeds/:feed/packages/:name", BROWSE_PAGE, async (request, reply) => {
     const params = request.params as { feed: string; name: string };
     if (!(await requireView(request, reply, needOnFeed("Feeds_ViewFeed", params.feed)))) return reply;
@@ -173,6 +177,7 @@ export function registerPackagePage(app: FastifyInstance, { feeds, upack, deploy
         sha256: shown.sha256.toLowerCase(),
         origin: shown.is_cached ? "Cached from a connector" : shown.is_virtual ? "Virtual package" : undefined,
       },
+      provenance: await provenanceOf({ feeds, promotions }, request, feed, pkg, shown),
       download: downloadUrls(feed.name, pkg.group_name, pkg.name, shown.version),
       versionCount: pkg.version_count,
       versions: versions.map((version) => ({

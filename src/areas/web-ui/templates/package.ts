@@ -44,6 +44,8 @@ export const PACKAGE = `<% layout("@layout") %>
   <% if (it.shown.origin) { %><dt>Origin</dt><dd><%= it.shown.origin %></dd><% } %>
 </dl>
 
+<%~ include("@package-provenance", { ...it.provenance, csrfToken: it.csrfToken }) %>
+
 <h2>Dependencies</h2>
 <% if (it.shown.dependencies.length === 0) { %>
 <p class="muted">None.</p>
