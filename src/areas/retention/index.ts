@@ -11,7 +11,10 @@ import { retentionRoutes } from "./routes.js";
 import { createRetentionScheduler, type RetentionScheduler } from "./scheduler.js";
 import { createRetentionService, RETENTION_JOB_KIND, retentionJobHandler, type RetentionService } from "./service.js";
 
-export type { RetentionService } from "./service.js";
+export type { RetentionPreview, RetentionService } from "./service.js";
+export type { RetentionRun } from "./repository.js";
+export { presentRun, unitOf } from "./routes.js";
+export { isRetainedFeedType } from "./kinds.js";
 
 export interface RetentionDeps {
   readonly db: Db;

@@ -32,6 +32,7 @@ import { registerDeliveryPages } from "./delivery/index.js";
 import { registerBrowsePages } from "./pages/index.js";
 import { registerReferencePages } from "./reference/index.js";
 import { registerWebhookPages } from "./webhooks/index.js";
+import { registerRetentionPages } from "./retention/index.js";
 import type { WebhookService } from "../webhooks/index.js";
 import type { PromotionService } from "../promotions/index.js";
 import type { RetentionService } from "../retention/index.js";
@@ -115,5 +116,6 @@ export async function webUiArea(app: FastifyInstance, deps: WebUiDeps) {
   await registerAdminPages(app, deps);
   registerAuditPages(app, deps);
   registerWebhookPages(app, deps);
+  registerRetentionPages(app, deps);
   await registerReferencePages(app, deps);
 }

@@ -5,6 +5,7 @@ import type { Feed } from "../../management/feed-settings.js";
 import type { FeedInput } from "../../management/schemas.js";
 import { scopeOf } from "../../management/visible-feeds.js";
 import type { WebUiDeps } from "../index.js";
+import { isRetainedFeedType } from "../../retention/index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
 import { feedPageUrl } from "../pages/present.js";
 import { defineView, sendPage } from "../views.js";
@@ -17,6 +18,8 @@ const FEED_VIEW = defineView("admin-feed", ADMIN_FEED);
 const FEED_DELETE_VIEW = defineView("admin-feed-delete", ADMIN_FEED_DELETE);
 
 export const adminFeedUrl = (name: string) => `/admin/feeds/${encodeURIComponent(name)}`;
+/** A feed's retention page (web-ui/retention). */
+export const retentionPageUrl = (name: string) => `${adminFeedUrl(name)}/retention`;
 
 /** What the feed form holds. */
 interface FeedForm {
@@ -103,7 +106,12 @@ export function registerFeedPages(app: FastifyInstance, deps: WebUiDeps): void {
     };
     return sendPage(request, reply, FEED_VIEW, {
       title: `Feed ${feed.name}`,
-      feed: { name: feed.name, url: adminFeedUrl(feed.name), browseUrl: feedPageUrl(feed.name) },
+      feed: {
+        name: feed.name,
+        url: adminFeedUrl(feed.name),
+        browseUrl: feedPageUrl(feed.name),
+        retentionUrl: isRetainedFeedType(feed.feedType) ? retentionPageUrl(feed.name) : undefined,
+      },
       creating: false,
       form,
       message: notes.message,

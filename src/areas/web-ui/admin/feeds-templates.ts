@@ -47,7 +47,7 @@ export const ADMIN_FEEDS = `<% layout("@layout") %>
 /** GET /admin/feeds/<name>: edit, storage (secrets never shown) and the move's state, delete. */
 export const ADMIN_FEED = `<% layout("@layout") %>
 <h1>Feed <%= it.feed.name %></h1>
-<p><a href="<%= it.feed.browseUrl %>">Browse its packages</a> · <a href="/admin/feeds">All feeds</a></p>
+<p><a href="<%= it.feed.browseUrl %>">Browse its packages</a><% if (it.feed.retentionUrl) { %> · <a href="<%= it.feed.retentionUrl %>">Retention</a><% } %> · <a href="/admin/feeds">All feeds</a></p>
 <h2 id="edit">Settings</h2>
 <% if (it.message) { %><p class="error" role="alert"><%= it.message %></p><% } %>
 <form method="post" action="<%= it.feed.url %>" class="admin-form" aria-labelledby="edit">

@@ -6,6 +6,7 @@ import { DELIVERY_STYLE } from "../delivery/style.js";
 import { PACKAGES_STYLE } from "../pages/style.js";
 import { REFERENCE_STYLE } from "../reference/style.js";
 import { WEBHOOKS_STYLE } from "../webhooks/style.js";
+import { RETENTION_STYLE } from "../retention/templates.js";
 
 /** The frame's and shared rules. Light and dark follow the system setting. */
 const BASE_STYLE = `:root {
@@ -91,4 +92,5 @@ export const STYLE = [
   AUDIT_STYLE,
   REFERENCE_STYLE,
   WEBHOOKS_STYLE,
+  RETENTION_STYLE,
 ].join("\n");
