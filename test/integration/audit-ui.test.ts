@@ -18,6 +18,42 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
+describe("sign-ins in the audit log", () => {
+  it("names the user who signed in, and the user name a failed sign-in tried, never the password", async () => {
+    const records = () =>
+      t.db
+        .prepare(
+          `SELECT actor_kind, actor_name, object, status FROM audit_records
+            WHERE action = 'POST /sign-in' AND object = 'user=plain' ORDER BY id`,
+        )
+        .all();
+    const visitor = new UiClient(t, "198.51.100.40");
+    await visitor.signIn("plain", PASSWORD);
+    const stranger = new UiClient(t, "198.51.100.41");
+    const form = await stranger.get("/sign-in");
+    const token =
+      /action="\/sign-in"[^>]*>\s*<input type="hidden" name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? "";
+    const failed = await stranger.request({
+      method: "POST",
+      url: "/sign-in",
+      form: [
+        ["_csrf", token],
+        ["user", "plain"],
+        ["password", "not-the-Password-9"],
+      ],
+    });
+    expect(failed.statusCode).toBe(401);
+    // Records are written once the event loop is free after the response.
+    await new Promise((resolve) => setImmediate(resolve));
+    const [success, refusal] = records();
+    expect(success).toEqual({ actor_kind: "user", actor_name: "plain", object: "user=plain", status: 303 });
+    expect(refusal).toMatchObject({ actor_kind: "anonymous", object: "user=plain", status: 401 });
+    const everything = JSON.stringify(t.db.prepare("SELECT * FROM audit_records").all());
+    expect(everything).not.toContain(PASSWORD);
+    expect(everything).not.toContain("not-the-Password-9");
+  });
+});
+
 describe("the audit page", () => {
   it("shows records with filters, escapes what they name, and pages with 'Older records'", async () => {
     const hostile = `<script>alert(1)</script>"'`;

@@ -82,6 +82,8 @@ const OBJECT_FIELDS = new Set(
     "serverName",
     "roleName",
     "userName",
+    // The sign-in form's user name (never its password).
+    "user",
     "id",
   ].map((field) => field.toLowerCase()),
 );

@@ -129,6 +129,8 @@ export async function signInRoutes(app: FastifyInstance, { authenticator, sessio
         return showForm(request, reply.code(401), { ...again, message: WRONG_CREDENTIALS });
       }
       request.log.info({ user: principal.userName, session: started.session.id }, "signed in to the web UI");
+      // The request is now this user's: its audit record names them (areas/audit/recording.ts).
+      request.principal = principal;
       // The browser keeps the cookie no longer than the session's absolute expiry, which starts now.
       const cookie = cookieOptions(request, config.baseUrl, { path: "/", maxAgeSeconds: absoluteSeconds });
       reply.setCookie(SESSION_COOKIE, started.token, cookie);
