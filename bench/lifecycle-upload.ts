@@ -9,14 +9,17 @@ import { loadConfig } from "../src/config.js";
 import { systemClock } from "../src/domain/clock.js";
 import { openDatabase } from "../src/storage/database.js";
 import { createFileBlobStore } from "../src/storage/file-blob-store.js";
-import { startReceiver } from "../test/helpers/webhook-receiver.js";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import { buildUpack } from "../test/helpers/upack-fixtures.js";
 
 /**
  * What the audit log and a webhook cost an upload (issue 17 section 4: under 10%): 10 KiB
  * packages uploaded one after another to three apps side by side, each on its own data directory:
  * audit off (the bench-only `audit: false` seam), audit on, and audit on with one global webhook
- * delivering to a receiver on loopback. Rounds alternate between the apps so that drift (disk,
+ * delivering to a receiver on loopback, in a process of its own as a real receiver is
+ * (bench/receiver-process.ts; every delivery is counted at the end). Rounds alternate between the apps so that drift (disk,
  * CPU frequency) falls on all three alike. Each upload is a real PUT through inject, its commit
  * fsynced (synchronous = FULL). Not a test: one JSON object on stdout.
  *
@@ -35,7 +38,21 @@ interface Subject {
   readonly times: number[];
 }
 
-const receiver = await startReceiver();
+const receiverProcess = spawn(
+  process.execPath,
+  ["--import", "tsx", path.join(import.meta.dirname, "receiver-process.ts")],
+  {
+    stdio: ["pipe", "pipe", "inherit"],
+  },
+);
+const receiverLines = createInterface({ input: receiverProcess.stdout })[Symbol.asyncIterator]();
+const nextLine = async () => String((await receiverLines.next()).value ?? "");
+const receiver = { base: await nextLine() };
+/** How many deliveries the receiver has had. */
+async function received(): Promise<number> {
+  receiverProcess.stdin.write("count\n");
+  return Number(await nextLine());
+}
 const payload = randomBytes(10 * 1024 - 400);
 
 async function subject(name: string, audit: boolean, webhook: boolean): Promise<Subject> {
@@ -107,7 +124,12 @@ for (let round = 0; round * ROUND < uploads; round++) {
     for (let i = round * ROUND; i < Math.min(uploads, (round + 1) * ROUND); i++) await upload(s, i, true);
   }
 }
-const delivered = receiver.received.length;
+// Deliveries still under way finish (they are sent within milliseconds of each upload).
+let delivered = await received();
+for (let wait = 0; wait < 50 && delivered < uploads + ROUND; wait++) {
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  delivered = await received();
+}
 
 const stats = (times: number[]) => {
   const sorted = [...times].sort((a, b) => a - b);
@@ -137,5 +159,6 @@ for (const s of subjects) {
   s.db.close();
   await fs.rm(s.dataDir, { recursive: true, force: true });
 }
-await receiver.close();
+receiverProcess.stdin.end();
+await once(receiverProcess, "exit");
 log("done");

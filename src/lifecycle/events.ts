@@ -84,6 +84,8 @@ export interface EventOutbox {
 }
 
 const listeners = new WeakMap<Db, Set<() => void>>();
+/** Listener sets with an announcement already scheduled. */
+const announcing = new WeakSet<Set<() => void>>();
 
 /**
  * Returns the writer of package events for this database. The writer is synchronous: call it inside
@@ -106,10 +108,18 @@ export function packageEventWriter(db: Db): (event: PackageEvent) => void {
       actor: event.actor,
       data: JSON.stringify(event.data ?? {}),
     });
-    // A microtask runs after the synchronous transaction has ended; a rolled-back event only
-    // wakes a reader that then finds nothing.
+    // Announced in a later turn of the event loop: after the synchronous transaction has ended (a
+    // rolled-back event only wakes a reader that then finds nothing), and after the change's own
+    // response has been written, which reading the outbox must not delay. Events appended in one
+    // turn are announced once.
     const waiting = listeners.get(db);
-    if (waiting !== undefined && waiting.size > 0) queueMicrotask(() => announce(waiting));
+    if (waiting !== undefined && waiting.size > 0 && !announcing.has(waiting)) {
+      announcing.add(waiting);
+      setImmediate(() => {
+        announcing.delete(waiting);
+        announce(waiting);
+      });
+    }
   };
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createEventOutbox } from "../../src/lifecycle/events.js";
+import { createEventOutbox, packageEventWriter } from "../../src/lifecycle/events.js";
+import { openDatabase } from "../../src/storage/database.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
 import { filePart, formBody } from "../helpers/form-data.js";
@@ -131,26 +132,52 @@ describe("release, build and deployment events", () => {
 });
 
 describe("the outbox", () => {
+  // On a database of its own: the app's webhook dispatcher takes t.db's events as they come.
   it("hands out pending events in order, forgets dispatched ones, and wakes a listener after a commit", async () => {
-    const outbox = createEventOutbox(t.db);
-    let woken = 0;
-    const stop = outbox.onAppended(() => (woken += 1));
-    expect((await upload("main", await buildUpack({ name: "first", version: "1.0.0" }))).statusCode).toBe(201);
-    expect((await upload("main", await buildUpack({ name: "second", version: "1.0.0" }))).statusCode).toBe(201);
-    stop();
-    expect(woken).toBeGreaterThanOrEqual(2);
+    const db = openDatabase(":memory:");
+    try {
+      db.prepare(
+        `INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at)
+         VALUES ('main', 'universal', 'k', '{}', '2026-01-01', '2026-01-01')`,
+      ).run();
+      const feedId = db.prepare("SELECT id FROM feeds").pluck().get() as number;
+      const write = packageEventWriter(db);
+      const outbox = createEventOutbox(db);
+      let woken = 0;
+      const stop = outbox.onAppended(() => (woken += 1));
+      const append = (name: string) =>
+        db.transaction(() =>
+          write({
+            type: "package.added",
+            feedId,
+            package: { group: "", name, version: "1.0.0" },
+            actor: "alice",
+            occurredAt: new Date("2026-01-01T00:00:00Z"),
+          }),
+        )();
+      append("first");
+      append("second");
+      // A rolled-back change leaves no event.
+      expect(() =>
+        db.transaction(() => {
+          append("never");
+          throw new Error("rolled back");
+        })(),
+      ).toThrow("rolled back");
+      await new Promise((resolve) => setImmediate(resolve));
+      stop();
+      expect(woken).toBeGreaterThanOrEqual(1);
 
-    const pending = await outbox.pending(10);
-    expect(pending.map((event) => event.package?.name)).toEqual(["first", "second"]);
-    expect(pending[0]).toMatchObject({
-      type: "package.added",
-      feedName: "main",
-      actor: "Administrator (WHARF_ADMIN_API_KEY)",
-    });
-    const dispatchedAt = new Date("2026-01-01T00:00:00Z");
-    t.db.transaction(() => outbox.markDispatched([pending[0]?.id ?? 0], dispatchedAt))();
-    expect((await outbox.pending(10)).map((event) => event.package?.name)).toEqual(["second"]);
-    expect(await outbox.pruneDispatched(new Date("2026-01-02T00:00:00Z"))).toBe(1);
+      const pending = await outbox.pending(10);
+      expect(pending.map((event) => event.package?.name)).toEqual(["first", "second"]);
+      expect(pending[0]).toMatchObject({ type: "package.added", feedName: "main", actor: "alice" });
+      const dispatchedAt = new Date("2026-01-01T00:00:00Z");
+      db.transaction(() => outbox.markDispatched([pending[0]?.id ?? 0], dispatchedAt))();
+      expect((await outbox.pending(10)).map((event) => event.package?.name)).toEqual(["second"]);
+      expect(await outbox.pruneDispatched(new Date("2026-01-02T00:00:00Z"))).toBe(1);
+    } finally {
+      db.close();
+    }
   });
 
   it("keeps the feed's name of the time when the feed is renamed before delivery", async () => {

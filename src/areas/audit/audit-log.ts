@@ -1,7 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../../domain/clock.js";
-import { changeWatchOf } from "../../storage/change-watch.js";
 import type { Db } from "../../storage/database.js";
+import { writeUnsynced } from "../../storage/unsynced-writes.js";
 import type { AuditEntry, AuditRecord } from "./record.js";
 import { type AuditFilter, type AuditRepository, createAuditRepository } from "./repository.js";
 
@@ -61,15 +61,7 @@ const RETRY_MS = 250;
  */
 export function createAuditLog(deps: AuditLogDeps): AuditLog {
   const repository: AuditRepository = createAuditRepository(deps.db);
-  const watch = changeWatchOf(deps.db);
-  const unsynced = <T>(write: () => T): T => {
-    deps.db.pragma("synchronous = NORMAL");
-    try {
-      return watch.quietly(write);
-    } finally {
-      deps.db.pragma("synchronous = FULL");
-    }
-  };
+  const unsynced = <T>(write: () => T): T => writeUnsynced(deps.db, write);
   let queued: AuditEntry[] = [];
   let scheduled = false;
   let retry: NodeJS.Timeout | undefined;

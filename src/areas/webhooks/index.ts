@@ -23,6 +23,8 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 const KEEP_DELIVERIES_MS = 30 * 24 * 3_600_000;
 const KEEP_DISPATCHED_EVENTS_MS = 7 * 24 * 3_600_000;
 const PRUNE_EVERY_MS = 3_600_000;
+/** How long the events of this process wait to be fanned out together (a burst in one transaction). */
+const FANOUT_DELAY_MS = 50;
 
 export interface WebhooksDeps {
   readonly db: Db;
@@ -73,6 +75,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   await app.register(webhookRoutes, { webhooks });
 
   let timer: NodeJS.Timeout | undefined;
+  let fanOutTimer: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
   let lastPrune = 0;
   const prune = async () => {
@@ -90,8 +93,14 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
       .catch((error: unknown) => app.log.warn({ err: error }, "pruning webhook deliveries failed"));
   };
   app.addHook("onReady", (done) => {
-    // Not in the committing request's turn: the fan-out is a transaction of its own, run after.
-    unsubscribe = outbox.onAppended(() => setImmediate(() => void dispatcher.dispatch()));
+    // Not in the committing request's turn, and once for the events of FANOUT_DELAY_MS: a burst
+    // of uploads is fanned out in one transaction instead of one each.
+    unsubscribe = outbox.onAppended(() => {
+      fanOutTimer ??= setTimeout(() => {
+        fanOutTimer = undefined;
+        void dispatcher.dispatch();
+      }, FANOUT_DELAY_MS);
+    });
     timer = setInterval(poll, settings.pollMs);
     timer.unref();
     poll();
@@ -100,6 +109,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   app.addHook("preClose", (done) => {
     unsubscribe?.();
     clearInterval(timer);
+    clearTimeout(fanOutTimer);
     Promise.all([dispatcher.stop(), worker.stop()]).then(() => done(), done);
   });
   return webhooks;

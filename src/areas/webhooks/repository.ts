@@ -1,5 +1,6 @@
 import type { EventType, StoredEvent } from "../../lifecycle/events.js";
 import type { Db } from "../../storage/database.js";
+import { writeUnsynced } from "../../storage/unsynced-writes.js";
 import type { Delivery, DeliveryState, Webhook, WebhookMethod } from "./model.js";
 
 /** The webhooks and their deliveries (migrations/0020-webhooks.sql). Each method is one transaction. */
@@ -167,8 +168,10 @@ export function createWebhookRepository(db: Db): WebhookRepository {
       return changed === undefined ? undefined : toWebhook(changed);
     },
     delete: async (id) => remove.run(id).changes > 0,
+    // Unsynced: the events stay pending until the fan-out commits, so one lost to a power cut is
+    // made again from them (storage/unsynced-writes.ts).
     fanOut: async (events, bodyOf, markDispatched, now) =>
-      events.length === 0 ? 0 : fanOut(events, bodyOf, markDispatched, now.toISOString()),
+      events.length === 0 ? 0 : writeUnsynced(db, () => fanOut(events, bodyOf, markDispatched, now.toISOString())),
     async insertDelivery(webhookId, eventType, body, now) {
       const at = now.toISOString();
       const { lastInsertRowid } = insertDelivery.run(webhookId, null, eventType, at, at, body);
@@ -183,16 +186,19 @@ export function createWebhookRepository(db: Db): WebhookRepository {
         .map(toDelivery);
     },
     async recordAttempt(id, attempt) {
-      record.run({
-        id,
-        state: attempt.state,
-        next: attempt.nextAttemptAt?.toISOString() ?? null,
-        url: attempt.url ?? null,
-        at: attempt.at.toISOString(),
-        status: attempt.status ?? null,
-        error: attempt.error ?? null,
-        duration: attempt.durationMs,
-      });
+      // Unsynced: an attempt lost to a power cut is made again (at least once; receivers deduplicate).
+      writeUnsynced(db, () =>
+        record.run({
+          id,
+          state: attempt.state,
+          next: attempt.nextAttemptAt?.toISOString() ?? null,
+          url: attempt.url ?? null,
+          at: attempt.at.toISOString(),
+          status: attempt.status ?? null,
+          error: attempt.error ?? null,
+          duration: attempt.durationMs,
+        }),
+      );
       const row = delivery.get(id);
       return row === undefined ? undefined : toDelivery(row);
     },
@@ -202,7 +208,7 @@ export function createWebhookRepository(db: Db): WebhookRepository {
       const row = delivery.get(id);
       return row === undefined ? undefined : toDelivery(row);
     },
-    pruneCompleted: async (before) => prune.run(before.toISOString()).changes,
+    pruneCompleted: async (before) => writeUnsynced(db, () => prune.run(before.toISOString()).changes),
   };
 }
 
