@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { type RetentionPreviewJson, type RetentionRunJson, retentionApi } from "../helpers/retention-api.js";
 import { manualClock } from "../helpers/clock.js";
 import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
 
@@ -17,45 +18,24 @@ import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
 const DAY = 86_400_000;
 const time = manualClock(Date.parse("2030-01-01T00:00:00.000Z"));
 let t: TestApp;
+let api: ReturnType<typeof retentionApi>;
 let admin: Record<string, string>;
 
 beforeAll(async () => {
   t = await buildTestApp({ clock: time.clock, env: { WHARF_RETENTION_CHECK_SECONDS: "1" } });
   admin = { "x-apikey": t.adminKey };
+  api = retentionApi(t);
 });
 afterAll(async () => t.close());
 
-interface Planned {
-  group: string;
-  name: string;
-  version: string;
-  path?: string;
-  sha256: string;
-  rule: number;
-  reason: string;
-  bytes: number;
-  ageDays: number;
-  publishedAt: string;
-  lastDownloadedAt: string | null;
-}
-interface Preview {
-  feed: string;
-  versions: number;
-  bytes: number;
-  examined: number;
-  token?: string;
-  items: Planned[];
-}
-interface Run {
-  id: number;
-  status: string;
-  trigger: string;
-  versionsDeleted: number;
-  bytesFreed: number;
-  versionsSkipped: number;
-  fromPreview: boolean;
-  log?: string[];
-}
+const setRules = (feed: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+  api.setRules(feed, body, headers);
+const preview = (feed: string, method?: "GET" | "POST") => api.preview(feed, method);
+const finished = (feed: string, id: number) => api.finished(feed, id);
+const run = (feed: string, token?: string) => api.run(feed, token);
+
+type Preview = RetentionPreviewJson;
+type Run = RetentionRunJson;
 
 async function createDirectory(name: string): Promise<void> {
   const res = await t.app.inject({
@@ -85,38 +65,6 @@ async function upload(dir: string, path: string, size: number, method: "PUT" | "
 async function download(dir: string, path: string, method: "GET" | "HEAD" = "GET"): Promise<void> {
   const res = await t.app.inject({ method, url: `/endpoints/${dir}/content/${path}`, headers: admin });
   expect(res.statusCode, res.body).toBe(200);
-}
-
-async function setRules(dir: string, body: Record<string, unknown>) {
-  return t.app.inject({ method: "POST", url: `/api/management/feeds/update/${dir}`, headers: admin, payload: body });
-}
-
-async function preview(dir: string, method: "GET" | "POST" = "GET"): Promise<Preview> {
-  const res = await t.app.inject({ method, url: `/api/retention/preview?feed=${dir}`, headers: admin });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
-async function finished(dir: string, id: number): Promise<Run> {
-  for (let i = 0; i < 200; i++) {
-    const res = await t.app.inject({ url: `/api/retention/runs/${id}?feed=${dir}`, headers: admin });
-    expect(res.statusCode, res.body).toBe(200);
-    const run = res.json() as Run;
-    if (!["pending", "executing"].includes(run.status)) return run;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`run ${id} did not finish`);
-}
-
-async function run(dir: string, token?: string): Promise<Run> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: `/api/retention/run?feed=${dir}`,
-    headers: admin,
-    ...(token === undefined ? {} : { payload: { token } }),
-  });
-  expect(res.statusCode, res.body).toBe(202);
-  return finished(dir, (res.json() as Run).id);
 }
 
 function filesLeft(dir: string): string[] {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { type RetentionRunJson, retentionApi } from "../helpers/retention-api.js";
 import { manualClock } from "../helpers/clock.js";
 import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
 import { insertLegacyFeed } from "../helpers/legacy-feed.js";
@@ -15,81 +16,29 @@ import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/
 const DAY = 86_400_000;
 const time = manualClock(Date.parse("2030-01-01T00:00:00.000Z"));
 let t: TestApp;
+let api: ReturnType<typeof retentionApi>;
 let admin: Record<string, string>;
 let upack: UpackFixtures;
 
 beforeAll(async () => {
   t = await buildTestApp({ clock: time.clock, env: { WHARF_RETENTION_CHECK_SECONDS: "1" } });
   admin = { "x-apikey": t.adminKey };
+  api = retentionApi(t);
   upack = createUpackFixtures(t);
 });
 afterAll(async () => t.close());
 
-interface Planned {
-  group: string;
-  name: string;
-  version: string;
-  rule: number;
-  reason: string;
-  bytes: number;
-  ageDays: number;
-  lastDownloadedAt: string | null;
-}
-interface Preview {
-  feed: string;
-  versions: number;
-  bytes: number;
-  examined: number;
-  token?: string;
-  items: Planned[];
-}
-interface Run {
-  id: number;
-  status: string;
-  trigger: string;
-  versionsDeleted: number;
-  bytesFreed: number;
-  versionsSkipped: number;
-  fromPreview: boolean;
-  log?: string[];
-}
+const setRules = (feed: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+  api.setRules(feed, body, headers);
+const preview = (feed: string, method?: "GET" | "POST") => api.preview(feed, method);
+const finished = (feed: string, id: number) => api.finished(feed, id);
+const run = (feed: string, token?: string) => api.run(feed, token);
+
+type Run = RetentionRunJson;
 
 const ago = (days: number) => new Date(time.clock.now().getTime() - days * DAY);
 const label = (item: { group: string; name: string; version: string }) =>
   `${item.group ? `${item.group}/` : ""}${item.name}@${item.version}`;
-
-async function setRules(feed: string, body: Record<string, unknown>, headers = admin) {
-  return t.app.inject({ method: "POST", url: `/api/management/feeds/update/${feed}`, headers, payload: body });
-}
-
-async function preview(feed: string, method: "GET" | "POST" = "GET"): Promise<Preview> {
-  const res = await t.app.inject({ method, url: `/api/retention/preview?feed=${feed}`, headers: admin });
-  expect(res.statusCode, res.body).toBe(200);
-  expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-  return res.json();
-}
-
-async function finished(feed: string, id: number): Promise<Run> {
-  for (let i = 0; i < 200; i++) {
-    const res = await t.app.inject({ url: `/api/retention/runs/${id}?feed=${feed}`, headers: admin });
-    expect(res.statusCode, res.body).toBe(200);
-    const run = res.json() as Run;
-    if (!["pending", "executing"].includes(run.status)) return run;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`run ${id} did not finish`);
-}
-
-async function run(feed: string, token?: string): Promise<Run> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: `/api/retention/run?feed=${feed}`,
-    headers: admin,
-    ...(token === undefined ? {} : { payload: { token } }),
-  });
-  expect(res.statusCode, res.body).toBe(202);
-  return finished(feed, (res.json() as Run).id);
-}
 
 async function versionsLeft(feed: string): Promise<string[]> {
   const rows = t.db

@@ -32,18 +32,8 @@ export interface WebhookRepository {
   pruneCompleted(before: Date): Promise<number>;
 }
 
-export interface NewWebhook {
-  readonly name: string;
-  readonly feedId: number | undefined;
-  readonly events: readonly EventType[];
-  readonly urlTemplate: string;
-  readonly method: WebhookMethod;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly sealedSecret: string;
-  readonly active: boolean;
-  readonly createdBy: string;
-  readonly at: Date;
-}
+/** A webhook to insert: what the database does not number or date itself, and when. */
+export type NewWebhook = Omit<Webhook, "id" | "createdAt" | "updatedAt"> & { readonly at: Date };
 
 export type WebhookChange = Omit<NewWebhook, "createdBy" | "feedId">;
 
