@@ -23,9 +23,9 @@ import { buildUpack } from "../test/helpers/upack-fixtures.js";
  * CPU frequency) falls on all three alike. Each upload is a real PUT through inject, its commit
  * fsynced (synchronous = FULL). Not a test: one JSON object on stdout.
  *
- *   npx tsx bench/lifecycle-upload.ts        (LIFECYCLE_UPLOADS, default 600 per app)
+ *   npx tsx bench/lifecycle-upload.ts        (LIFECYCLE_UPLOADS, default 1500 per app: fewer leave the mean to a few slow fsyncs)
  */
-const uploads = Number(process.env.LIFECYCLE_UPLOADS ?? 600);
+const uploads = Number(process.env.LIFECYCLE_UPLOADS ?? 1500);
 const ROUND = 20;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 

@@ -292,6 +292,12 @@ describe("webhooks", () => {
       url: `${receiver.base}/a`,
       headers: { "X-A": "1" },
     });
+    // Signed with the first secret (which the worker then keeps opened) ...
+    await call("POST", `/api/webhooks/${hook.id}/test`);
+    const first = receiver.received.at(-1);
+    expect(
+      verifySignature(first?.headers["x-wharf-signature"] as string, first?.body ?? "", hook.secret, nowSeconds()),
+    ).toBe(true);
     const changed = await call("PATCH", `/api/webhooks/${hook.id}`, {
       url: `${receiver.base}/b`,
       active: false,
@@ -310,6 +316,7 @@ describe("webhooks", () => {
     expect(moved.statusCode).toBe(400);
     expect(moved.headers["x-wharf-error"]).toBe("WEBHOOK_FEED_FIXED");
     await call("PATCH", `/api/webhooks/${hook.id}`, { active: true });
+    // ... and with the new one once it is replaced.
     await call("POST", `/api/webhooks/${hook.id}/test`);
     const ping = receiver.received.at(-1);
     expect(

@@ -25,7 +25,7 @@ export interface WebhookRepository {
   insertDelivery(webhookId: number, eventType: string, body: string, now: Date): Promise<Delivery>;
   /** Pending deliveries due at `now`, oldest first, of active webhooks; `skip` are in flight. */
   due(now: Date, limit: number, skip: ReadonlySet<number>): Promise<Delivery[]>;
-  recordAttempt(id: number, attempt: AttemptRecord): Promise<Delivery | undefined>;
+  recordAttempt(id: number, attempt: AttemptRecord): Promise<void>;
   deliveries(webhookId: number, options: { limit: number; before?: number | undefined }): Promise<Delivery[]>;
   findDelivery(id: number): Promise<Delivery | undefined>;
   /** Deletes deliveries completed before `before`; returns how many. */
@@ -189,8 +189,6 @@ export function createWebhookRepository(db: Db): WebhookRepository {
           duration: attempt.durationMs,
         }),
       );
-      const row = delivery.get(id);
-      return row === undefined ? undefined : toDelivery(row);
     },
     deliveries: async (webhookId, { limit, before }) =>
       page.all(webhookId, before ?? Number.MAX_SAFE_INTEGER, limit).map(toDelivery),

@@ -8,6 +8,8 @@ import type { AttemptInput, AttemptResult } from "./sender.js";
 
 /** Authenticated data of every sealed webhook secret: it opens as nothing else. */
 export const SECRET_PURPOSE = "webhook-secret";
+/** Webhooks whose opened secret is kept in memory; beyond it the memory starts over. */
+const MAX_OPENED_SECRETS = 1000;
 
 /**
  * Sends pending deliveries, at most `concurrency` at once, off every request's path: an upload only
@@ -45,6 +47,17 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const inFlight = new Map<number, { controller: AbortController; done: Promise<void> }>();
   let stopped = false;
   let woken = false;
+  /** Opened secrets by their sealed text (a changed secret is another key): one decryption per webhook, not per delivery. */
+  const opened = new Map<string, string>();
+  const openSecret = (sealed: string): string => {
+    let secret = opened.get(sealed);
+    if (secret === undefined) {
+      secret = deps.secrets.open(sealed, SECRET_PURPOSE);
+      if (opened.size >= MAX_OPENED_SECRETS) opened.clear();
+      opened.set(sealed, secret);
+    }
+    return secret;
+  };
 
   async function fill(): Promise<void> {
     const free = settings.concurrency - inFlight.size;
@@ -72,7 +85,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (webhook === undefined) return;
     let result: AttemptResult;
     try {
-      const secret = deps.secrets.open(webhook.sealedSecret, SECRET_PURPOSE);
+      const secret = openSecret(webhook.sealedSecret);
       result = await deps.attempt({ webhook, secret, deliveryId: delivery.id, body: delivery.requestBody, signal });
     } catch (error) {
       if (!(error instanceof SecretUnreadableError)) throw error;
