@@ -36,7 +36,11 @@ export async function startReceiver(port = 0): Promise<Receiver> {
           resolve(received);
           return true;
         };
-        if (!check()) waiting.push(() => void check());
+        // Each arrival wakes every waiter once: one still short of its count waits again.
+        const wait = () => {
+          if (!check()) waiting.push(wait);
+        };
+        wait();
       });
     },
     close: () =>
