@@ -1,5 +1,6 @@
-import { compilePatterns, type PatternList } from "../../domain/patterns.js";
+import type { PatternList } from "../../domain/patterns.js";
 import type { RetentionRule } from "../management/feed-settings.js";
+import { applySizeTrigger, type Chosen, listOrNone, sizeTriggered } from "./size-cap.js";
 
 /**
  * Which files of an asset directory its retention rules delete, and why (issue 17 section 1 "and
@@ -86,12 +87,6 @@ function prepare(candidate: AssetCandidate): PreparedFile {
   };
 }
 
-interface Chosen {
-  readonly at: number;
-  readonly reason: string;
-}
-
-const listOrNone = (patterns: readonly string[]) => (patterns.length === 0 ? undefined : compilePatterns(patterns));
 const pathMatches = (list: PatternList, file: PreparedFile) =>
   list.matches(file.candidate.path) || list.matches(file.name);
 
@@ -102,8 +97,7 @@ function selectForRule(
   nowMs: number,
   directoryBytes: number,
 ): Chosen[] {
-  const triggerBytes = rule.sizeTriggerKb === undefined ? undefined : rule.sizeTriggerKb * 1024;
-  if (triggerBytes !== undefined && directoryBytes <= triggerBytes) return [];
+  if (!sizeTriggered(rule, directoryBytes)) return [];
   const deletePaths = listOrNone(rule.deletePackageIds);
   const keepPaths = listOrNone(rule.keepPackageIds);
   const days = (ms: number) => (nowMs - ms) / DAY_MS;
@@ -118,25 +112,13 @@ function selectForRule(
     if (rule.deleteOlderThanDays !== undefined && days(file.modifiedMs) < rule.deleteOlderThanDays) return;
     chosen.push({ at, reason: reasons[file.candidate.lastDownloadedAt === undefined ? 1 : 0] as string });
   });
-  if (triggerBytes === undefined) return chosen;
-  const sizeReason = `the directory is larger than ${rule.sizeTriggerKb} KB`;
-  if (!rule.sizeExclusive) return chosen.map((c) => ({ ...c, reason: joined(c.reason, sizeReason) }));
-  // A cap: the least recently written go first, and only until the directory fits.
-  const oldestFirst = [...chosen].sort(
-    (a, b) => (files[a.at] as PreparedFile).modifiedMs - (files[b.at] as PreparedFile).modifiedMs || a.at - b.at,
-  );
-  const capped = new Set<Chosen>();
-  let bytes = directoryBytes;
-  for (const entry of oldestFirst) {
-    if (bytes <= triggerBytes) break;
-    capped.add(entry);
-    bytes -= (files[entry.at] as PreparedFile).candidate.bytes;
-  }
-  const capReason = `oldest first until the directory is at most ${rule.sizeTriggerKb} KB`;
-  return chosen.filter((c) => capped.has(c)).map((c) => ({ ...c, reason: joined(c.reason, capReason) }));
+  // Oldest: least recently written.
+  return applySizeTrigger(chosen, rule, directoryBytes, {
+    whole: "directory",
+    ageMs: (at) => (files[at] as PreparedFile).modifiedMs,
+    bytes: (at) => (files[at] as PreparedFile).candidate.bytes,
+  });
 }
-
-const joined = (...parts: string[]) => parts.filter((part) => part !== "").join("; ");
 
 /** The criteria of the rule that selected a file, in words. */
 function describe(rule: RetentionRule, neverDownloaded: boolean): string {

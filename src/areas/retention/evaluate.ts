@@ -1,5 +1,6 @@
-import { compilePatterns, type PatternList } from "../../domain/patterns.js";
+import type { PatternList } from "../../domain/patterns.js";
 import type { RetentionRule } from "../management/feed-settings.js";
+import { applySizeTrigger, type Chosen, listOrNone, sizeTriggered } from "./size-cap.js";
 
 /**
  * Which versions a feed's retention rules delete, and why (issue 17 section 1). Pure: the caller
@@ -112,16 +113,8 @@ function prepare(candidates: readonly RetentionCandidate[]): PreparedFeed {
   return { ordered, publishedMs, lastUseMs, deployedMs, removed: new Uint8Array(n) };
 }
 
-interface Chosen {
-  /** Index in PreparedFeed.ordered. */
-  readonly at: number;
-  readonly reason: string;
-}
-
 function selectForRule(feed: PreparedFeed, rule: RetentionRule, nowMs: number, feedBytes: number): Chosen[] {
-  const triggerBytes = rule.sizeTriggerKb === undefined ? undefined : rule.sizeTriggerKb * 1024;
-  if (triggerBytes !== undefined && feedBytes <= triggerBytes) return [];
-
+  if (!sizeTriggered(rule, feedBytes)) return [];
   const context: RuleContext = { rule, match: matchersOf(rule), nowMs, feed, reasons: new Map() };
   const latestStable = latestStableOf(feed);
   const chosen: Chosen[] = [];
@@ -137,22 +130,12 @@ function selectForRule(feed: PreparedFeed, rule: RetentionRule, nowMs: number, f
     const reason = reasonToDelete(context, at, position++, latestStable.get(c.packageId) === at);
     if (reason !== undefined) chosen.push({ at, reason });
   });
-  if (triggerBytes === undefined) return chosen;
-  const sizeReason = `the feed is larger than ${rule.sizeTriggerKb} KB`;
-  if (!rule.sizeExclusive) return chosen.map((c) => ({ ...c, reason: `${c.reason}; ${sizeReason}` }));
-  // A cap: the oldest candidates go first, and only until the feed fits.
-  const oldestFirst = [...chosen].sort(
-    (a, b) => (feed.publishedMs[a.at] as number) - (feed.publishedMs[b.at] as number) || a.at - b.at,
-  );
-  const capped = new Set<Chosen>();
-  let bytes = feedBytes;
-  for (const entry of oldestFirst) {
-    if (bytes <= triggerBytes) break;
-    capped.add(entry);
-    bytes -= (feed.ordered[entry.at] as RetentionCandidate).bytes;
-  }
-  const capReason = `oldest first until the feed is at most ${rule.sizeTriggerKb} KB`;
-  return chosen.filter((c) => capped.has(c)).map((c) => ({ ...c, reason: `${c.reason}; ${capReason}` }));
+  // Oldest by publication.
+  return applySizeTrigger(chosen, rule, feedBytes, {
+    whole: "feed",
+    ageMs: (at) => feed.publishedMs[at] as number,
+    bytes: (at) => (feed.ordered[at] as RetentionCandidate).bytes,
+  });
 }
 
 /** By package id: the index of its highest stable version still there. */
@@ -171,8 +154,6 @@ interface Matchers {
   readonly deleteVersions: PatternList | undefined;
   readonly keepVersions: PatternList | undefined;
 }
-
-const listOrNone = (patterns: readonly string[]) => (patterns.length === 0 ? undefined : compilePatterns(patterns));
 
 function matchersOf(rule: RetentionRule): Matchers {
   return {
