@@ -15,6 +15,7 @@ export type { ConnectorReference, FeedCaller } from "./feed-caller.js";
 export type { Feed, FeedDraft, FeedSettings, RetentionRule } from "./feed-settings.js";
 export type { FeedInput, FeedJson } from "./schemas.js";
 export { endpointUrl, type FeedService, type FeedView } from "./service.js";
+export { callerOf as feedCallerOf } from "./routes.js";
 export { feedsVisibleTo, scopeOf } from "./visible-feeds.js";
 
 /**

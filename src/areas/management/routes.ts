@@ -25,7 +25,8 @@ const PREFIX = "/api/management/feeds";
 const TAGS = ["feeds"];
 
 const nameOf = (request: FastifyRequest) => (request.params as { name: string }).name;
-const callerOf = (request: FastifyRequest): FeedCaller => ({ can: (need) => request.can(need) });
+/** The request as the feed service's caller (the API's routes and the web UI's forms alike). */
+export const callerOf = (request: FastifyRequest): FeedCaller => ({ can: (need) => request.can(need) });
 
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 

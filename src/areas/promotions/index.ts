@@ -7,6 +7,7 @@ import type { FeedService } from "../management/index.js";
 import type { UpackServices } from "../upack/index.js";
 import { createPromotionRepository } from "./repository.js";
 import { promotionRoutes } from "./routes.js";
+export { callerOf } from "./routes.js";
 import { createPromotionService, type PromotionService } from "./service.js";
 
 export type { Caller, PromotionRow, PromotionService, RepackagingRow } from "./service.js";

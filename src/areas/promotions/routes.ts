@@ -29,7 +29,8 @@ const TAGS = ["promotions"];
 const errors = { 400: errorText, 401: errorText, 403: errorText, 404: errorText } as const;
 const config = { access: { inHandler: true } } as const;
 
-const callerOf = (request: FastifyRequest): Caller => ({
+/** The request as the service's caller (the API's routes and the web UI's forms alike). */
+export const callerOf = (request: FastifyRequest): Caller => ({
   principal: request.principal,
   can: (need) => request.can(need),
 });

@@ -1,3 +1,4 @@
+import { feedCallerOf } from "../../management/index.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { SERVED_FEED_TYPES } from "../../../domain/feeds.js";
 import { needOnFeed } from "../../../domain/principal.js";
@@ -62,7 +63,6 @@ function inputOf(form: FeedForm, creating: boolean): FeedInput {
  */
 export function registerFeedPages(app: FastifyInstance, deps: WebUiDeps): void {
   const { feeds } = deps;
-  const caller = (request: FastifyRequest) => ({ can: request.can.bind(request) });
   const manageAny = needOnFeed("Admin_ManageFeed");
 
   async function showList(request: FastifyRequest, reply: FastifyReply, form = EMPTY_FORM, message?: string) {
@@ -140,7 +140,7 @@ export function registerFeedPages(app: FastifyInstance, deps: WebUiDeps): void {
     const form = formOf(request.body);
     const done = await orRefused(
       reply,
-      () => feeds.createFeed(inputOf(form, true), caller(request)),
+      () => feeds.createFeed(inputOf(form, true), feedCallerOf(request)),
       (message) => showList(request, reply, form, message),
     );
     if (done === undefined) return reply;
@@ -163,7 +163,7 @@ export function registerFeedPages(app: FastifyInstance, deps: WebUiDeps): void {
     }
     const done = await orRefused(
       reply,
-      () => feeds.updateFeed(feed.name, inputOf(form, false), caller(request)),
+      () => feeds.updateFeed(feed.name, inputOf(form, false), feedCallerOf(request)),
       (message) => showFeed(request, reply, feed, { form, message }),
     );
     if (done === undefined) return reply;

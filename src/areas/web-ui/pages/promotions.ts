@@ -4,7 +4,7 @@ import { needOnFeed } from "../../../domain/principal.js";
 import { quote } from "../../../domain/upack-manifest.js";
 import { STATUS_BY_KIND } from "../../../http/errors.js";
 import { type Feed, type FeedService, scopeOf } from "../../management/index.js";
-import type { Caller, PromotionRow, RepackagingRow } from "../../promotions/index.js";
+import { callerOf, type PromotionRow, type RepackagingRow } from "../../promotions/index.js";
 import { formFields } from "../form.js";
 import type { WebUiDeps } from "../index.js";
 import { PROMOTION_FORMS, PROMOTION_REFUSED, PROVENANCE } from "../templates/promotions.js";
@@ -37,12 +37,6 @@ const packageActionUrl = (action: string) => (feed: string, name: string) =>
 export const uiPromoteUrl = packageActionUrl("promote");
 /** Where the repackage form posts. */
 export const uiRepackageUrl = packageActionUrl("repackage");
-
-/** The request as the service's caller, as the promotions API builds it. */
-const callerOf = (request: FastifyRequest): Caller => ({
-  principal: request.principal,
-  can: (need) => request.can(need),
-});
 
 /** What the forms hold: empty on the package page, as sent when shown again after a refusal. */
 interface FormValues {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "../../../domain/errors.js";
 import { needOnFeed } from "../../../domain/principal.js";
 import { actorOf } from "../../../lifecycle/events.js";
-import type { Feed } from "../../management/index.js";
+import { type Feed, feedCallerOf } from "../../management/index.js";
 import { feedInputSchema } from "../../management/schemas.js";
 import {
   isRetainedFeedType,
@@ -100,8 +100,6 @@ function previewView(preview: RetentionPreview, unit: "versions" | "files") {
  * the feed service as the APIs do.
  */
 export function registerRetentionPages(app: FastifyInstance, { feeds, retention }: WebUiDeps): void {
-  const caller = (request: FastifyRequest) => ({ can: request.can.bind(request) });
-
   /** The feed named by the URL, once the viewer is known to manage it and its type to have retention. */
   async function retainedFeed(request: FastifyRequest, reply: FastifyReply): Promise<Feed | undefined> {
     const name = nameParam(request);
@@ -167,7 +165,7 @@ export function registerRetentionPages(app: FastifyInstance, { feeds, retention 
     const form = { enabled: f.checked("enabled"), schedule: f.text("schedule"), rules: f.text("rules") };
     const done = await orRefused(
       reply,
-      async () => feeds.updateFeed(feed.name, inputOf(form), caller(request)),
+      async () => feeds.updateFeed(feed.name, inputOf(form), feedCallerOf(request)),
       (message) => showPage(request, reply, feed, { form, message }),
     );
     if (done === undefined) return reply;
