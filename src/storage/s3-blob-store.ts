@@ -22,6 +22,7 @@ import { diskFull, isDiskFull } from "./disk-full.js";
 import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
 import { isMissingObject, objectStoreError } from "./s3-errors.js";
+import { UndiciHttpHandler } from "./undici-http-handler.js";
 
 export interface S3BlobStoreOptions {
   readonly bucket: string;
@@ -121,6 +122,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
     // No logger: the SDK's would print requests, and with them credentials.
+    requestHandler: new UndiciHttpHandler(),
   });
   const { bucket, tempDir } = options;
   const where = `bucket "${bucket}"${options.endpoint ? ` at ${options.endpoint}` : ""}`;
@@ -181,24 +183,27 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
       };
       const key = keyOf(info.sha256);
       // Same address means same bytes: the existing object already is this content.
-      if (await exists(key, signal)) return info;
-      cachedTotal = undefined;
-      if (size <= threshold) {
-        const md5 = (await reader.md5()) ?? "";
-        const command = new PutObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          Body: createReadStream(tempPath, { highWaterMark: MiB }),
-          ContentLength: size,
-          ContentMD5: md5,
-          ContentType: "application/octet-stream",
-          ...writeOptions,
-        });
-        signPayloadAs(command, info.sha256);
-        await send("store a blob", () => client.send(command, { abortSignal: signal }));
-      } else {
-        await uploadMultipart(key, tempPath, size, signal);
+      if (!(await exists(key, signal))) {
+        cachedTotal = undefined;
+        if (size <= threshold) {
+          const md5 = (await reader.md5()) ?? "";
+          const command = new PutObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Body: createReadStream(tempPath, { highWaterMark: MiB }),
+            ContentLength: size,
+            ContentMD5: md5,
+            ContentType: "application/octet-stream",
+            ...writeOptions,
+          });
+          signPayloadAs(command, info.sha256);
+          await send("store a blob", () => client.send(command, { abortSignal: signal }));
+        } else {
+          await uploadMultipart(key, tempPath, size, signal);
+        }
       }
+      // An upload reads its blob back at once (the archive's checks): it needs no HEAD to find it.
+      rememberStat(info.sha256, size);
       return info;
     } catch (error) {
       reader.dispose(error);
