@@ -40,8 +40,13 @@ async function serve(answer: (seen: Seen, respond: (status: number, body: string
     });
   });
   await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  client = new S3Client({
+  client = clientFor((server.address() as AddressInfo).port);
+  return { seen, client };
+}
+
+/** An SDK client on the handler, for a server on this loopback port; one attempt, so failures show as they are. */
+const clientFor = (port: number) =>
+  new S3Client({
     region: "us-east-1",
     endpoint: `http://127.0.0.1:${port}`,
     forcePathStyle: true,
@@ -49,8 +54,6 @@ async function serve(answer: (seen: Seen, respond: (status: number, body: string
     requestHandler: new UndiciHttpHandler(),
     maxAttempts: 1,
   });
-  return { seen, client };
-}
 
 describe("UndiciHttpHandler", () => {
   it("sends the path, query, headers and body the SDK signed, without Expect, and hands back the answer", async () => {
@@ -106,14 +109,7 @@ describe("UndiciHttpHandler", () => {
     await new Promise<void>((resolve) => server?.close(() => resolve()));
     server?.closeAllConnections();
     server = undefined;
-    const refused = new S3Client({
-      region: "us-east-1",
-      endpoint: `http://127.0.0.1:${port}`,
-      forcePathStyle: true,
-      credentials: { accessKeyId: "id", secretAccessKey: "secret" },
-      requestHandler: new UndiciHttpHandler(),
-      maxAttempts: 1,
-    });
+    const refused = clientFor(port);
     const failure = await refused.send(new ListObjectsV2Command({ Bucket: "b" })).catch((error: unknown) => error);
     refused.destroy();
     expect(objectStoreError("list blobs", "here", failure)).toMatchObject({ code: "OBJECT_STORE_UNREACHABLE" });
