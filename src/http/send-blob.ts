@@ -2,7 +2,7 @@ import type { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { canReadSmall } from "../storage/blob-cache.js";
 import { readBlobStart } from "../storage/blob-start.js";
-import { type BlobStore, canOpenReader } from "../storage/blob-store.js";
+import { type BlobStore, canOpenReader, openWithSize } from "../storage/blob-store.js";
 import { isCompressedContent } from "../domain/compressed-content.js";
 import { isCompressibleType, refuseContentCoding } from "./compression.js";
 import { sendError } from "./errors.js";
@@ -233,18 +233,17 @@ export async function sendBlob(
   // will not bring it back, and it must page someone rather than look like a passing overload.
   // A small blob may come whole from memory (storage/blob-cache.ts) and go out in one write.
   const whole = !head && canReadSmall(blobs) ? await blobs.readSmall(blob.sha256, blob.size) : undefined;
-  const stat = whole === undefined ? await blobs.stat(blob.sha256) : { size: whole.length };
-  const stream =
-    stat?.size === blob.size && !head && whole === undefined
+  const opened =
+    !head && whole === undefined
       ? await openStream(blobs, blob, range.kind === "partial" ? range : { start: 0, end: blob.size - 1 }, reply)
       : undefined;
-  if (stat?.size !== blob.size || (!head && stream === undefined && whole === undefined)) {
-    request.log.error(
-      { sha256: blob.sha256, expectedSize: blob.size, storedSize: stat?.size },
-      "stored content is missing",
-    );
+  const storedSize = whole?.length ?? opened?.size ?? (head ? (await blobs.stat(blob.sha256))?.size : undefined);
+  if (storedSize !== blob.size) {
+    opened?.stream?.destroy();
+    request.log.error({ sha256: blob.sha256, expectedSize: blob.size, storedSize }, "stored content is missing");
     return sendError(reply, 500, "STORED_CONTENT_MISSING", "The stored content is missing.");
   }
+  const stream = opened?.stream;
 
   // A text-typed file may still hold compressed bytes (a .gz uploaded as text/plain): its first
   // bytes keep it from being encoded again (http/compression.ts), which only they can show.
@@ -269,20 +268,25 @@ export async function sendBlob(
   return stream === undefined ? reply.send() : reply.send(stream);
 }
 
-/** Positional reads into reused buffers where the store allows them (http/recycling-stream.ts), else its stream. */
+/**
+ * The blob's stream and stored size: positional reads into reused buffers where the store allows
+ * them (http/recycling-stream.ts), else its stream, found and opened in one request where it can
+ * (an object store: storage/blob-store.ts openWithSize). No stream when the size is not the
+ * metadata's: nothing is read then.
+ */
 async function openStream(
   blobs: BlobStore,
   blob: BlobToSend,
   range: { start: number; end: number },
   reply: FastifyReply,
-): Promise<Readable | undefined> {
+): Promise<{ stream?: Readable; size: number } | undefined> {
   const reader = canOpenReader(blobs) ? await blobs.openReader(blob.sha256) : undefined;
-  if (reader === undefined) return blobs.open(blob.sha256, range);
+  if (reader === undefined) return openWithSize(blobs, blob.sha256, range);
   if (reader.size !== blob.size) {
     await reader.close();
-    return undefined;
+    return { size: reader.size };
   }
-  return recyclingBlobStream(reader, range, reply.raw);
+  return { stream: recyclingBlobStream(reader, range, reply.raw), size: reader.size };
 }
 
 /** The last Last-Modified formatted: a hot download sends the same one again and again. */

@@ -1,4 +1,4 @@
-import { type BlobStore, canOpenReader } from "./blob-store.js";
+import { type BlobStore, canOpenReader, canOpenSized } from "./blob-store.js";
 
 /**
  * A blob store that also hands out small blobs whole, from memory: for a 10 KiB package the
@@ -84,6 +84,10 @@ export function withSmallBlobCache(store: BlobStore, options: SmallBlobCacheOpti
     clearStaleTemporaryFiles: () => store.clearStaleTemporaryFiles(),
     // Large downloads read positionally when the store can (http/recycling-stream.ts).
     ...(canOpenReader(store) ? { openReader: (sha256: string) => store.openReader(sha256) } : {}),
+    // An object store's large downloads need no look-up before their read (blob-store.ts SizedReads).
+    ...(canOpenSized(store)
+      ? { openSized: (sha256: string, range?: { start: number; end: number }) => store.openSized(sha256, range) }
+      : {}),
 
     async readSmall(sha256, expectedSize) {
       if (expectedSize > maxBlobBytes) return undefined;

@@ -94,6 +94,38 @@ export function canOpenReader(store: BlobStore): store is BlobStore & RandomAcce
   return typeof (store as Partial<RandomAccessBlobs>).openReader === "function";
 }
 
+/** A blob's bytes (or a range of them) with the size of the whole blob as stored. */
+export interface SizedBlobStream {
+  readonly stream: Readable;
+  readonly size: number;
+}
+
+/**
+ * A store whose reads learn the blob's size from the read itself (an object store's GET answers
+ * with it), so that a download needs one request to the store, not a look-up and then a read.
+ * `openSized` follows `open`'s rules; `size` is the whole blob's, also when a range is read.
+ */
+export interface SizedReads {
+  openSized(sha256: string, range?: { start: number; end: number }): Promise<SizedBlobStream | undefined>;
+}
+
+export function canOpenSized(store: BlobStore): store is BlobStore & SizedReads {
+  return typeof (store as Partial<SizedReads>).openSized === "function";
+}
+
+/** The blob's stream and size: in one read where the store allows it, else a look-up and a read. */
+export async function openWithSize(
+  store: BlobStore,
+  sha256: string,
+  range?: { start: number; end: number },
+): Promise<SizedBlobStream | undefined> {
+  if (canOpenSized(store)) return store.openSized(sha256, range);
+  const found = await store.stat(sha256);
+  if (found === undefined) return undefined;
+  const stream = await store.open(sha256, range);
+  return stream === undefined ? undefined : { stream, size: found.size };
+}
+
 /**
  * A store whose unfinished uploads live on a server (an S3 multipart upload): those begun at least
  * `olderThanMs` ago are aborted, safely while uploads run (none takes that long between its first

@@ -10,7 +10,9 @@ import {
   type BlobStore,
   canAbortAbandonedUploads,
   canOpenReader,
+  openWithSize,
   type RandomAccessBlobs,
+  type SizedReads,
 } from "./blob-store.js";
 import type { Db } from "./database.js";
 import { dataPaths } from "./data-paths.js";
@@ -44,7 +46,7 @@ export interface BlobStores {
    * Every store as one: stat/open/openReader find the store holding the blob, `put` writes to the
    * disk store, `delete` deletes every copy, `list` and `totalBytes` cover every store.
    */
-  readonly reader: BlobStore & RandomAccessBlobs;
+  readonly reader: BlobStore & RandomAccessBlobs & SizedReads;
   readonly disk: StoreEntry;
   /** The store of a storage setting as feeds keep it (secrets sealed); undefined = the server default. */
   entryFor(storage: StorageConfig | undefined): StoreEntry;
@@ -184,7 +186,9 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   };
 
   /** The union of the stores, for reads. */
-  function createReader(stores: () => readonly BlobStore[]): BlobStore & RandomAccessBlobs & { forget(): void } {
+  function createReader(
+    stores: () => readonly BlobStore[],
+  ): BlobStore & RandomAccessBlobs & SizedReads & { forget(): void } {
     /** Address -> the store that last had it (insertion order = age, for eviction). */
     const located = new Map<string, BlobStore>();
     /** The stores, asked again only after `forget` (a store was added). */
@@ -196,24 +200,30 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
       if (located.size > LOCATIONS_KEPT) located.delete(located.keys().next().value as string);
     };
 
-    /** The store holding the blob and its size; a failing store is passed over while another has it. */
-    async function locate(sha256: string): Promise<{ store: BlobStore; size: number } | undefined> {
+    /**
+     * `attempt` on each store in turn (the one that last had the blob first) until one finds the
+     * blob; a failing store is passed over while another has it.
+     */
+    async function firstHolding<T>(
+      sha256: string,
+      attempt: (store: BlobStore) => Promise<T | undefined>,
+    ): Promise<{ store: BlobStore; found: T } | undefined> {
       const every = all();
       // The common case, the data directory's store alone: nothing to choose or remember.
       const [only] = every;
       if (every.length === 1 && only !== undefined) {
-        const stat = await only.stat(sha256);
-        return stat === undefined ? undefined : { store: only, size: stat.size };
+        const found = await attempt(only);
+        return found === undefined ? undefined : { store: only, found };
       }
       const last = located.get(sha256);
       const order = last === undefined ? every : [last, ...every.filter((store) => store !== last)];
       let failure: unknown;
       for (const store of order) {
         try {
-          const stat = await store.stat(sha256);
-          if (stat !== undefined) {
+          const found = await attempt(store);
+          if (found !== undefined) {
             remember(sha256, store);
-            return { store, size: stat.size };
+            return { store, found };
           }
         } catch (error) {
           failure ??= error;
@@ -222,6 +232,17 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
       located.delete(sha256);
       if (failure !== undefined) throw failure;
       return undefined;
+    }
+
+    /** The store holding the blob and its size. */
+    async function locate(sha256: string): Promise<{ store: BlobStore; size: number } | undefined> {
+      const holding = await firstHolding(sha256, (store) => store.stat(sha256));
+      return holding === undefined ? undefined : { store: holding.store, size: holding.found.size };
+    }
+
+    /** Found and opened in one go: an object store's read needs no look-up first (openWithSize). */
+    async function openSized(sha256: string, range?: { start: number; end: number }) {
+      return (await firstHolding(sha256, (store) => openWithSize(store, sha256, range)))?.found;
     }
 
     return {
@@ -234,10 +255,8 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
         const found = await locate(sha256);
         return found === undefined ? undefined : { size: found.size };
       },
-      async open(sha256, range) {
-        const found = await locate(sha256);
-        return found?.store.open(sha256, range);
-      },
+      openSized,
+      open: async (sha256, range) => (await openSized(sha256, range))?.stream,
       /** Positional reads where the holding store offers them; undefined (use `open`) where it does not. */
       async openReader(sha256): Promise<BlobReader | undefined> {
         const found = await locate(sha256);
@@ -288,7 +307,7 @@ export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
 }
 
 /** A store that forwards every call to whichever store `target` returns at the time of the call. */
-function delegateTo(target: () => BlobStore): BlobStore & AbandonedUploads {
+function delegateTo(target: () => BlobStore): BlobStore & AbandonedUploads & SizedReads {
   return {
     abortAbandonedUploads: async (olderThanMs) => {
       const store = target();
@@ -297,6 +316,7 @@ function delegateTo(target: () => BlobStore): BlobStore & AbandonedUploads {
     put: (source, options) => target().put(source, options),
     stat: (sha256) => target().stat(sha256),
     open: (sha256, range) => target().open(sha256, range),
+    openSized: (sha256, range) => openWithSize(target(), sha256, range),
     delete: (sha256) => target().delete(sha256),
     list: () => target().list(),
     totalBytes: () => target().totalBytes(),

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -17,7 +17,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import type { AbandonedUploads, BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
+import type { AbandonedUploads, BlobInfo, BlobStore, PutOptions, SizedReads, TemporaryFiles } from "./blob-store.js";
 import { diskFull, isDiskFull } from "./disk-full.js";
 import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
@@ -112,7 +112,7 @@ class Md5TappedReader extends SourceReader {
  * clearStaleTemporaryFiles. Same bytes under the same key make a racing second upload harmless,
  * so no conditional write is needed (Swift and s3rver do not support them).
  */
-export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & AbandonedUploads {
+export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & AbandonedUploads & SizedReads {
   const client = new S3Client({
     region: options.region ?? "us-east-1",
     ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true } : {}),
@@ -318,22 +318,38 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     if (recentStats.size > 256) recentStats.delete(recentStats.keys().next().value as string);
   }
 
-  async function openBlob(sha256: string, range?: { start: number; end: number }) {
+  /**
+   * One GET, whose answer also says the blob's size (Content-Range's total for a range, else
+   * Content-Length): a download needs no HEAD first. A range past the end of what is stored (a
+   * blob shorter than its metadata says) is answered with what is stored, for the caller to see.
+   */
+  async function openSized(sha256: string, range?: { start: number; end: number }) {
     if (!ADDRESS.test(sha256)) return undefined;
+    // An empty range (of an empty blob) has no Range header: the whole, empty object is asked.
+    const ranged = range !== undefined && range.end >= range.start;
     try {
       const answer = await client.send(
         new GetObjectCommand({
           Bucket: bucket,
           Key: keyOf(sha256),
-          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+          ...(ranged ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
-      return answer.Body as Readable;
+      const size = totalOf(answer.ContentRange) ?? answer.ContentLength ?? 0;
+      rememberStat(sha256, size);
+      return { stream: answer.Body as Readable, size };
     } catch (error) {
       if (isMissingObject(error)) return undefined;
+      if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+        const stored = await statBlob(sha256);
+        return stored === undefined ? undefined : { stream: Readable.from([]), size: stored.size };
+      }
       throw objectStoreError("read a blob", where, error);
     }
   }
+
+  const openBlob = async (sha256: string, range?: { start: number; end: number }) =>
+    (await openSized(sha256, range))?.stream;
 
   async function deleteBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return;
@@ -425,6 +441,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     abortAbandonedUploads,
     stat: statBlob,
     open: openBlob,
+    openSized,
     delete: deleteBlob,
     list,
     totalBytes,
@@ -447,6 +464,12 @@ function signPayloadAs(command: PutObjectCommand, sha256: string) {
     },
     { step: "build", name: "wharfSignedPayload" },
   );
+}
+
+/** The total of a Content-Range answer (`bytes 0-99/1234`), when it gives one. */
+function totalOf(contentRange: string | undefined): number | undefined {
+  const total = /\/(\d+)$/.exec(contentRange ?? "")?.[1];
+  return total === undefined ? undefined : Number(total);
 }
 
 /** Base64 MD5 of `length` bytes of `file` from `start`. */

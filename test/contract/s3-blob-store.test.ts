@@ -195,6 +195,39 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
       }
     });
 
+    it("reads a blob and its whole size in one GET, with no HEAD first, ranged or not", async () => {
+      const recorder = await startRecordingProxy(running().endpoint);
+      try {
+        const { store, cleanup } = await makeStore({ endpoint: recorder.endpoint });
+        try {
+          const content = randomBytes(5000);
+          const { sha256: address } = await store.put(Readable.from([content]));
+          const empty = await store.put(Readable.from([]));
+          recorder.requests.length = 0;
+          const whole = await store.openSized(address);
+          expect(whole?.size).toBe(5000);
+          expect(Buffer.concat(await (whole?.stream.toArray() ?? []))).toEqual(content);
+          const part = await store.openSized(address, { start: 100, end: 199 });
+          expect(part?.size).toBe(5000);
+          expect(Buffer.concat(await (part?.stream.toArray() ?? []))).toEqual(content.subarray(100, 200));
+          // What a download of an empty blob asks for (0 to -1): the whole, empty object.
+          const nothing = await store.openSized(empty.sha256, { start: 0, end: -1 });
+          expect(nothing?.size).toBe(0);
+          expect(await nothing?.stream.toArray()).toEqual([]);
+          // A blob shorter than the range asked (shorter than its metadata says): its real size, no bytes.
+          const beyond = await store.openSized(address, { start: 6000, end: 6999 });
+          expect(beyond?.size).toBe(5000);
+          expect(await beyond?.stream.toArray()).toEqual([]);
+          expect(await store.openSized(sha256(randomBytes(10)))).toBeUndefined();
+          expect(recorder.requests.map((r) => r.method).slice(0, 4)).toEqual(["GET", "GET", "GET", "GET"]);
+        } finally {
+          await cleanup();
+        }
+      } finally {
+        await recorder.close();
+      }
+    });
+
     it("signs a single PUT's body with its SHA-256, which the server checks: other bytes are refused", async () => {
       const key = `${fixture.targetPath}/signed`;
       const command = new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: randomBytes(1000) });
