@@ -4,7 +4,14 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
 import { invalid } from "../domain/errors.js";
-import type { BlobInfo, BlobStore, PutOptions, TemporaryFiles } from "./blob-store.js";
+import {
+  type BlobInfo,
+  type BlobStore,
+  contentRangeTotal,
+  type PutOptions,
+  type SizedReads,
+  type TemporaryFiles,
+} from "./blob-store.js";
 import { azureFailure, isAzureNotFound } from "./azure-errors.js";
 import { createFileBlobStore } from "./file-blob-store.js";
 
@@ -44,7 +51,7 @@ export interface AzureBlobStoreOptions {
  * blocks are invisible, so a blob is either wholly present or absent, and Azure discards blocks
  * never committed (after a week) on its own. The spool copy is removed once the blob is committed.
  */
-export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore {
+export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore & SizedReads {
   const container = containerClient(options);
   const prefix = `${normalizeTargetPath(options.targetPath)}blobs/`;
   const blockBytes = options.blockBytes ?? DEFAULT_BLOCK_BYTES;
@@ -172,26 +179,33 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
     }
   }
 
-  async function openBlob(sha256: string, range?: { start: number; end: number }): Promise<Readable | undefined> {
+  /** One download, whose answer also says the blob's size: a read needs no properties call first. */
+  async function openSized(sha256: string, range?: { start: number; end: number }) {
     if (!ADDRESS.test(sha256)) return undefined;
     const count = range ? range.end - range.start + 1 : undefined;
-    if (count !== undefined && count <= 0) {
-      return (await statBlob(sha256)) ? Readable.from([]) : undefined;
-    }
+    const nothingFrom = async () => {
+      const stored = await statBlob(sha256);
+      return stored === undefined ? undefined : { stream: Readable.from([]), size: stored.size };
+    };
+    // An empty range (of an empty blob): no bytes to ask for.
+    if (count !== undefined && count <= 0) return nothingFrom();
     try {
       const response = await blobClient(sha256).download(range?.start ?? 0, count);
+      const size = contentRangeTotal(response.contentRange) ?? response.contentLength ?? 0;
       const body = response.readableStreamBody;
-      if (!body) return Readable.from([]);
-      return body instanceof Readable ? body : Readable.from(body);
+      const stream = !body ? Readable.from([]) : body instanceof Readable ? body : Readable.from(body);
+      return { stream, size };
     } catch (error) {
       if (isAzureNotFound(error)) return undefined;
-      // An empty blob has no byte 0: Azure answers 416 to a download from offset 0 of nothing.
-      if ((error as { statusCode?: number }).statusCode === 416 && !range) {
-        return (await statBlob(sha256)) ? Readable.from([]) : undefined;
-      }
+      // 416: an empty blob has no byte 0, or the range lies past what is stored (a blob shorter than
+      // its metadata says): its size, and no bytes, for the caller to see.
+      if ((error as { statusCode?: number }).statusCode === 416) return nothingFrom();
       throw azureFailure(`downloading ${sha256}`, error);
     }
   }
+
+  const openBlob = async (sha256: string, range?: { start: number; end: number }) =>
+    (await openSized(sha256, range))?.stream;
 
   async function deleteBlob(sha256: string) {
     if (!ADDRESS.test(sha256)) return;
@@ -246,7 +260,16 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
     return cleared;
   }
 
-  return { put, stat: statBlob, open: openBlob, delete: deleteBlob, list, totalBytes, clearStaleTemporaryFiles };
+  return {
+    put,
+    stat: statBlob,
+    open: openBlob,
+    openSized,
+    delete: deleteBlob,
+    list,
+    totalBytes,
+    clearStaleTemporaryFiles,
+  };
 }
 
 function containerClient(options: AzureBlobStoreOptions): ContainerClient {

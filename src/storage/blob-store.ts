@@ -113,6 +113,12 @@ export function canOpenSized(store: BlobStore): store is BlobStore & SizedReads 
   return typeof (store as Partial<SizedReads>).openSized === "function";
 }
 
+/** The whole size in a ranged answer's Content-Range (`bytes 0-99/1234`), when it gives one. */
+export function contentRangeTotal(contentRange: string | undefined): number | undefined {
+  const total = /\/(\d+)$/.exec(contentRange ?? "")?.[1];
+  return total === undefined ? undefined : Number(total);
+}
+
 /** The blob's stream and size: in one read where the store allows it, else a look-up and a read. */
 export async function openWithSize(
   store: BlobStore,

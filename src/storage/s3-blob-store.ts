@@ -17,7 +17,15 @@ import {
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import type { AbandonedUploads, BlobInfo, BlobStore, PutOptions, SizedReads, TemporaryFiles } from "./blob-store.js";
+import {
+  type AbandonedUploads,
+  type BlobInfo,
+  type BlobStore,
+  contentRangeTotal,
+  type PutOptions,
+  type SizedReads,
+  type TemporaryFiles,
+} from "./blob-store.js";
 import { diskFull, isDiskFull } from "./disk-full.js";
 import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
@@ -335,7 +343,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
           ...(ranged ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
-      const size = totalOf(answer.ContentRange) ?? answer.ContentLength ?? 0;
+      const size = contentRangeTotal(answer.ContentRange) ?? answer.ContentLength ?? 0;
       rememberStat(sha256, size);
       return { stream: answer.Body as Readable, size };
     } catch (error) {
@@ -464,12 +472,6 @@ function signPayloadAs(command: PutObjectCommand, sha256: string) {
     },
     { step: "build", name: "wharfSignedPayload" },
   );
-}
-
-/** The total of a Content-Range answer (`bytes 0-99/1234`), when it gives one. */
-function totalOf(contentRange: string | undefined): number | undefined {
-  const total = /\/(\d+)$/.exec(contentRange ?? "")?.[1];
-  return total === undefined ? undefined : Number(total);
 }
 
 /** Base64 MD5 of `length` bytes of `file` from `start`. */

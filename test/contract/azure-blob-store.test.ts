@@ -9,7 +9,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { createAzureBlobStore } from "../../src/storage/azure-blob-store.js";
-import type { BlobStore } from "../../src/storage/blob-store.js";
+import type { BlobStore, SizedReads } from "../../src/storage/blob-store.js";
 import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
 import { describeBlobStoreContract } from "./blob-store.contract.js";
 
@@ -61,7 +61,7 @@ describeBlobStoreContract("azure (azurite)", async () => {
 
 describe("azure blob store specifics", { timeout: 20_000 }, () => {
   let made: Awaited<ReturnType<typeof makeStore>>;
-  let store: BlobStore;
+  let store: BlobStore & SizedReads;
   beforeEach(async () => {
     made = await makeStore({ blockBytes: 64 * 1024 });
     store = made.store;
@@ -125,13 +125,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     const proxy = await corruptingProxy(azurite.port);
     const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
     try {
-      const throughProxy = createAzureBlobStore({
-        connectionString: azurite.connectionString().replace(`:${azurite.port}/`, `:${proxy.port}/`),
-        containerName: made.container.containerName,
-        targetPath: "packages/feed",
-        tempDir,
-        blockBytes: 64 * 1024,
-      });
+      const throughProxy = storeThrough(proxy.port, made.container.containerName, tempDir);
       const content = randomBytes(150_000);
       const failure = await throughProxy.put(Readable.from([content])).catch((error: unknown) => error);
       expect(failure).toMatchObject({ code: "AZURE_REQUEST_FAILED", kind: "bad_gateway" });
@@ -140,6 +134,36 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       expect(proxy.blockMd5s.every((md5) => md5?.length === 24)).toBe(true);
       expect(await store.stat(sha256(content))).toBeUndefined();
       expect(await filesUnder(tempDir)).toBe(0);
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
+      await new Promise((resolve) => proxy.server.close(resolve));
+    }
+  });
+
+  it("reads a blob and its whole size in one download, with no properties call first, ranged or not", async () => {
+    const content = randomBytes(5000);
+    const { sha256: address } = await store.put(Readable.from([content]));
+    const empty = await store.put(Readable.from([]));
+    // Stored through the proxy only to read through it: no block of these puts is corrupted.
+    const proxy = await corruptingProxy(azurite.port);
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    try {
+      const throughProxy = storeThrough(proxy.port, made.container.containerName, tempDir);
+      const whole = await throughProxy.openSized(address);
+      expect(whole?.size).toBe(5000);
+      expect(await readAll(whole?.stream)).toEqual(content);
+      const part = await throughProxy.openSized(address, { start: 100, end: 199 });
+      expect(part?.size).toBe(5000);
+      expect(await readAll(part?.stream)).toEqual(content.subarray(100, 200));
+      expect(await throughProxy.openSized(sha256(randomBytes(10)))).toBeUndefined();
+      expect(proxy.methods).toEqual(["GET", "GET", "GET"]);
+      // An empty blob, and a range past what is stored: the stored size and no bytes.
+      const nothing = await throughProxy.openSized(empty.sha256, { start: 0, end: -1 });
+      expect(nothing?.size).toBe(0);
+      expect(await readAll(nothing?.stream)).toEqual(Buffer.alloc(0));
+      const beyond = await throughProxy.openSized(address, { start: 6000, end: 6999 });
+      expect(beyond?.size).toBe(5000);
+      expect(await readAll(beyond?.stream)).toEqual(Buffer.alloc(0));
     } finally {
       await rm(tempDir, { recursive: true, force: true });
       await new Promise((resolve) => proxy.server.close(resolve));
@@ -277,13 +301,27 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
   });
 });
 
+/** A store of the test's container (64 KiB blocks) that reaches azurite through the proxy on `port`. */
+function storeThrough(port: number, containerName: string, tempDir: string) {
+  return createAzureBlobStore({
+    connectionString: azurite.connectionString().replace(`:${azurite.port}/`, `:${port}/`),
+    containerName,
+    targetPath: "packages/feed",
+    tempDir,
+    blockBytes: 64 * 1024,
+  });
+}
+
 /**
- * A reverse proxy to azurite that records each Put Block's Content-MD5 and flips one byte in the
- * body of the second block (same length, so the signature, which does not cover the body, holds).
+ * A reverse proxy to azurite that records each request's method and each Put Block's Content-MD5,
+ * and flips one byte in the body of the second block (same length, so the signature, which does
+ * not cover the body, holds).
  */
 async function corruptingProxy(targetPort: number) {
   const blockMd5s: Array<string | undefined> = [];
+  const methods: string[] = [];
   const server: Server = createServer((req, res) => {
+    methods.push(req.method ?? "");
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -304,5 +342,5 @@ async function corruptingProxy(targetPort: number) {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, port: (server.address() as AddressInfo).port, blockMd5s };
+  return { server, port: (server.address() as AddressInfo).port, blockMd5s, methods };
 }
