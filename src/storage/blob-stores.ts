@@ -257,10 +257,18 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
       },
       openSized,
       open: async (sha256, range) => (await openSized(sha256, range))?.stream,
-      /** Positional reads where the holding store offers them; undefined (use `open`) where it does not. */
+      /**
+       * Positional reads where the holding store offers them; undefined (use `openSized`) where it
+       * does not. Only such stores are asked: looking a blob up in an object store first would cost
+       * the very request that `openSized` saves.
+       */
       async openReader(sha256): Promise<BlobReader | undefined> {
-        const found = await locate(sha256);
-        return found !== undefined && canOpenReader(found.store) ? found.store.openReader(sha256) : undefined;
+        const last = located.get(sha256);
+        if (last !== undefined && !canOpenReader(last)) return undefined;
+        const holding = await firstHolding(sha256, async (store) =>
+          canOpenReader(store) ? store.openReader(sha256) : undefined,
+        );
+        return holding?.found;
       },
       async delete(sha256) {
         located.delete(sha256);
