@@ -2,8 +2,6 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createServer, request as httpRequest } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import {
   CreateBucketCommand,
@@ -19,6 +17,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { createS3BlobStore, type S3BlobStoreOptions } from "../../src/storage/s3-blob-store.js";
+import { startRecordingProxy } from "../helpers/recording-proxy.js";
 import { type SwiftS3, startSwift, swiftInstalled, swiftClient } from "../helpers/swift.js";
 import { countEntries, describeBlobStoreContract } from "./blob-store.contract.js";
 
@@ -65,51 +64,6 @@ async function makeStore(overrides: Partial<S3BlobStoreOptions> = {}) {
     }
   };
   return { store, cleanup, tempDir, targetPath };
-}
-
-/** An HTTP proxy in front of Swift that records each request's digest headers and the digests of its body. */
-async function startRecordingProxy(target: string) {
-  const requests: Array<{
-    method: string;
-    contentMd5: string | undefined;
-    bodyMd5: string;
-    contentSha256: string | undefined;
-    bodySha256: string;
-  }> = [];
-  const upstream = new URL(target);
-  const server = createServer((req, res) => {
-    const hash = createHash("md5");
-    const sha256 = createHash("sha256");
-    const forward = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    req.on("data", (chunk: Buffer) => {
-      hash.update(chunk);
-      sha256.update(chunk);
-    });
-    req.on("end", () => {
-      requests.push({
-        method: req.method ?? "",
-        contentMd5: req.headers["content-md5"] as string | undefined,
-        bodyMd5: hash.digest("base64"),
-        contentSha256: req.headers["x-amz-content-sha256"] as string | undefined,
-        bodySha256: sha256.digest("hex"),
-      });
-    });
-    req.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    requests,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
 }
 
 describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
