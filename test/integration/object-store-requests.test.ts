@@ -1,10 +1,10 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { startRecordingProxy } from "../helpers/recording-proxy.js";
-import { type SwiftS3, startSwift, swiftClient, swiftInstalled } from "../helpers/swift.js";
+import { type ObjectStoreServer, swiftStoreServer } from "../helpers/object-store-feeds.js";
+import { startSwift, swiftInstalled } from "../helpers/swift.js";
 
 /**
  * What a download from a feed on the S3 store costs the store, counted by a recording proxy in
@@ -13,41 +13,29 @@ import { type SwiftS3, startSwift, swiftClient, swiftInstalled } from "../helper
  * small-blob cache, the union of stores).
  */
 describe.skipIf(!swiftInstalled())("requests a download makes to an object store", { timeout: 60_000 }, () => {
-  let swift: SwiftS3;
+  let server: ObjectStoreServer;
   let recorder: Awaited<ReturnType<typeof startRecordingProxy>>;
   let t: TestApp;
 
   beforeAll(async () => {
-    swift = await startSwift();
-    const bucket = `wharf-reads-${randomUUID().slice(0, 8)}`;
-    const client = swiftClient(swift);
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    client.destroy();
-    recorder = await startRecordingProxy(swift.endpoint);
+    server = await swiftStoreServer(startSwift());
+    const swiftUrl = server.storage.properties.CustomServiceUrl ?? "";
+    recorder = await startRecordingProxy(swiftUrl);
     t = await buildTestApp({ env: { WHARF_GC_INTERVAL_HOURS: "0" } });
     await createAssetDirectory(t, "files");
     const res = await t.app.inject({
       method: "POST",
       url: "/api/storage?feed=files",
       headers: { "x-apikey": t.adminKey },
-      payload: {
-        id: "s3",
-        properties: {
-          AccessKey: swift.accessKeyId,
-          SecretAccessKey: swift.secretAccessKey,
-          RegionEndpoint: swift.region,
-          BucketName: bucket,
-          TargetPath: "reads",
-          CustomServiceUrl: recorder.endpoint,
-        },
-      },
+      // The feed's store reached through the recorder.
+      payload: { ...server.storage, properties: { ...server.storage.properties, CustomServiceUrl: recorder.endpoint } },
     });
     expect(res.statusCode, res.body).toBe(200);
   }, 90_000);
   afterAll(async () => {
     await t?.close();
     await recorder?.close();
-    await swift?.stop();
+    await server?.stop();
   }, 20_000);
 
   it("a download, whole or ranged, is one GET with no HEAD first, also once the store forgot the blob's size", async () => {
@@ -70,6 +58,6 @@ describe.skipIf(!swiftInstalled())("requests a download makes to an object store
     expect(part.statusCode).toBe(206);
     expect(part.rawPayload.equals(content.subarray(1000, 2000))).toBe(true);
     expect(recorder.requests.map((r) => r.method)).toEqual(["GET", "GET"]);
-    expect(recorder.requests[1]?.url).toContain("/reads/blobs/");
+    expect(recorder.requests[1]?.url).toContain("/blobs/");
   });
 });
