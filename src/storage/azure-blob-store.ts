@@ -4,6 +4,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
 import { invalid } from "../domain/errors.js";
+import type { ResolveHost } from "../net/fetch-target.js";
 import {
   type BlobInfo,
   type BlobStore,
@@ -14,6 +15,7 @@ import {
 } from "./blob-store.js";
 import { azureFailure, isAzureNotFound } from "./azure-errors.js";
 import { createFileBlobStore } from "./file-blob-store.js";
+import { objectStoreAgent } from "./store-lookup.js";
 
 const ADDRESS = /^[0-9a-f]{64}$/;
 const MiB = 1024 * 1024;
@@ -39,6 +41,8 @@ export interface AzureBlobStoreOptions {
   readonly blockBytes?: number;
   /** Passed to the SDK (retries, for instance). */
   readonly pipeline?: StoragePipelineOptions;
+  /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
+  readonly resolveHost?: ResolveHost;
 }
 
 /**
@@ -275,7 +279,10 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
 function containerClient(options: AzureBlobStoreOptions): ContainerClient {
   let service: BlobServiceClient;
   try {
-    service = BlobServiceClient.fromConnectionString(options.connectionString, options.pipeline);
+    // The endpoint's protocol picks the agent; the SDK passes `agent` on to every request it sends.
+    const { protocol } = new URL(BlobServiceClient.fromConnectionString(options.connectionString).url);
+    const pipeline = { ...options.pipeline, agent: objectStoreAgent(protocol, options.resolveHost) };
+    service = BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
   } catch {
     // The SDK's message may quote the connection string, key included: never repeat it.
     throw invalid(

@@ -1,4 +1,5 @@
 import { DomainError } from "../domain/errors.js";
+import { refusedStoreAddress } from "./store-lookup.js";
 
 /** What the SDK's RestError carries that is safe to repeat: never the request (its headers are signed). */
 interface AzureFailure {
@@ -13,6 +14,8 @@ interface AzureFailure {
  * carry a signature or a SAS token, and logs show a cause in full.
  */
 export function azureFailure(doing: string, error: unknown): DomainError {
+  const refused = refusedStoreAddress(error, `Wharf did not contact Azure storage while ${doing}`);
+  if (refused !== undefined) return refused;
   if (error instanceof DomainError) return error;
   const { statusCode, code, name } = (error ?? {}) as AzureFailure;
   const what = [statusCode, code].filter((part) => part !== undefined).join(" ");

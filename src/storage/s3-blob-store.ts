@@ -17,6 +17,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
+import type { ResolveHost } from "../net/fetch-target.js";
 import {
   type AbandonedUploads,
   type BlobInfo,
@@ -30,6 +31,7 @@ import { diskFull, isDiskFull } from "./disk-full.js";
 import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
 import { isMissingObject, objectStoreError } from "./s3-errors.js";
+import { objectStoreLookup } from "./store-lookup.js";
 import { UndiciHttpHandler } from "./undici-http-handler.js";
 
 export interface S3BlobStoreOptions {
@@ -50,6 +52,8 @@ export interface S3BlobStoreOptions {
   readonly multipartThresholdBytes?: number;
   /** Part size for multipart uploads (default 16 MiB; S3's minimum is 5 MiB except the last). */
   readonly partSizeBytes?: number;
+  /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
+  readonly resolveHost?: ResolveHost;
 }
 
 const ADDRESS = /^[0-9a-f]{64}$/;
@@ -130,7 +134,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
     // No logger: the SDK's would print requests, and with them credentials.
-    requestHandler: new UndiciHttpHandler(),
+    requestHandler: new UndiciHttpHandler({ lookup: objectStoreLookup(options.resolveHost) }),
   });
   const { bucket, tempDir } = options;
   const where = `bucket "${bucket}"${options.endpoint ? ` at ${options.endpoint}` : ""}`;

@@ -1,4 +1,5 @@
 import { DomainError } from "../domain/errors.js";
+import { refusedStoreAddress } from "./store-lookup.js";
 
 interface S3Failure {
   name?: string;
@@ -29,6 +30,8 @@ function networkFailure(failure: S3Failure | undefined): string | undefined {
  * A DomainError or an abort passes through unchanged.
  */
 export function objectStoreError(what: string, where: string, error: unknown): unknown {
+  const refused = refusedStoreAddress(error, `Wharf did not ${what} in ${where}`);
+  if (refused !== undefined) return refused;
   if (error instanceof DomainError) return error;
   const failure = error as S3Failure | undefined;
   if (failure?.name === "AbortError") return error;

@@ -1,3 +1,4 @@
+import type { LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
 import { Agent, errors as undiciErrors } from "undici";
 
@@ -42,7 +43,12 @@ interface SdkAbortSignal {
 export class UndiciHttpHandler {
   readonly metadata = { handlerProtocol: "http/1.1" };
   /** undici's defaults: connections kept while the server allows, 300 s for an answer to start or go on. */
-  private readonly agent = new Agent();
+  private readonly agent: Agent;
+
+  /** `lookup` resolves (and may refuse) the store's host name for every new connection. */
+  constructor(options: { readonly lookup?: LookupFunction } = {}) {
+    this.agent = new Agent(options.lookup ? { connect: { lookup: options.lookup } } : {});
+  }
 
   async handle(
     sdkRequest: SdkRequest,

@@ -195,6 +195,40 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     }
   });
 
+  it("vets the endpoint's host name at each connection: loopback is used, a metadata address refused", async () => {
+    // "azurite.test" exists in no DNS: only the store's own lookup can make it reach azurite.
+    const connectionString = azurite.connectionString().replace("//127.0.0.1:", "//azurite.test:");
+    const asked: string[] = [];
+    const resolvingTo = (address: string) => async (hostname: string) => {
+      asked.push(hostname);
+      return [{ address, family: 4 }];
+    };
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    const storeResolving = (address: string) =>
+      createAzureBlobStore({
+        connectionString,
+        containerName: made.container.containerName,
+        targetPath: "packages/feed",
+        tempDir,
+        resolveHost: resolvingTo(address),
+        pipeline: { retryOptions: { maxTries: 1 } },
+      });
+    try {
+      const info = await storeResolving("127.0.0.1").put(Readable.from([randomBytes(100)]));
+      expect(await store.stat(info.sha256)).toEqual({ size: 100 });
+      expect(asked).toContain("azurite.test");
+      // A name that resolves to the cloud metadata address (DNS rebinding) is refused, not sent to.
+      const failure = await storeResolving("169.254.169.254")
+        .stat(info.sha256)
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DomainError);
+      expect(failure).toMatchObject({ code: "OBJECT_STORE_ADDRESS_REFUSED", kind: "bad_gateway" });
+      expect((failure as Error).message).toMatch(/azurite\.test.*cloud metadata address/);
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a malformed connection string without repeating it", () => {
     const secret = "NotAKeyButSecret123";
     let failure: unknown;

@@ -115,6 +115,37 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
       }
     });
 
+    it("vets the endpoint's host name at each connection: loopback is used, a metadata address refused", async () => {
+      // "swift.test" exists in no DNS: only the store's own lookup can make it reach Swift.
+      const port = new URL(running().endpoint).port;
+      const asked: string[] = [];
+      const resolvingTo = (address: string) => async (hostname: string) => {
+        asked.push(hostname);
+        return [{ address, family: 4 }];
+      };
+      const local = await makeStore({ endpoint: `http://swift.test:${port}`, resolveHost: resolvingTo("127.0.0.1") });
+      try {
+        const info = await local.store.put(Readable.from([randomBytes(100)]));
+        expect(await local.store.stat(info.sha256)).toEqual({ size: 100 });
+        expect(asked).toContain("swift.test");
+      } finally {
+        await local.cleanup();
+      }
+      // A name that resolves to the cloud metadata address (DNS rebinding) is refused, not sent to.
+      const rebound = await makeStore({
+        endpoint: `http://swift.test:${port}`,
+        resolveHost: resolvingTo("169.254.169.254"),
+      });
+      try {
+        const error = await rebound.store.stat(sha256(randomBytes(10))).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DomainError);
+        expect(error).toMatchObject({ code: "OBJECT_STORE_ADDRESS_REFUSED", kind: "bad_gateway" });
+        expect((error as Error).message).toMatch(/swift\.test.*cloud metadata address/);
+      } finally {
+        await rebound.cleanup();
+      }
+    });
+
     it("sends Content-MD5, which the server checks: a wrong one is refused", async () => {
       // The server checks the digest (so the store's correct one is what lets puts through) ...
       const body = randomBytes(1000);

@@ -40,6 +40,8 @@ export async function startAzurite(): Promise<AzuriteServer> {
       realpathSync(AZURITE_BLOB),
       ...["--blobHost", "127.0.0.1", "--blobPort", String(port), "--location", location],
       ...["--skipApiVersionCheck", "--disableTelemetry", "--silent"],
+      // The account is always the path's first segment, also when a test reaches it by a host name.
+      "--disableProductStyleUrl",
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
