@@ -8,7 +8,7 @@ import { collectSocketBuffersYoung } from "../../src/young-buffers.js";
  * collections that took, as JSON. With `tuned` on the command line, collectSocketBuffersYoung runs first.
  */
 const MiB = 1024 * 1024;
-const total = Number(process.env.RELAY_MIB ?? 512) * MiB;
+const total = Number(process.env.RELAY_MIB ?? 1024) * MiB;
 if (process.argv.includes("tuned")) collectSocketBuffersYoung();
 
 let major = 0;
