@@ -33,6 +33,16 @@ export function rawUploadBody(
 }
 
 /**
+ * The body's length as the request declares it (Content-Length), or undefined when it does not
+ * (chunked). Node's parser fails a body that ends before it or runs past it.
+ */
+export function declaredBodyBytes(request: FastifyRequest): number | undefined {
+  if (request.headers["transfer-encoding"] !== undefined) return undefined;
+  const length = Number(request.headers["content-length"]);
+  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
+}
+
+/**
  * A refused request whose body was not read whole: close the connection rather than read the
  * rest (Node would, to reuse the connection). Registered at the root (body-parsers.ts).
  */

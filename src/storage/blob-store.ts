@@ -19,6 +19,12 @@ export interface PutOptions {
   readonly extraDigests?: ReadonlyArray<"md5" | "sha512">;
   /** Digests the client claims (lowercase or uppercase hex); a mismatch fails the put with kind `invalid`. */
   readonly expected?: Partial<Record<"sha1" | "sha256" | "md5" | "sha512", string>>;
+  /**
+   * The content's length as its sender declared it (an upload's Content-Length), when known: a
+   * hint a store may plan with, never trusted (the S3 store skips the MD5 of a single PUT for
+   * content that will go up in parts, and computes it afterwards if the content proves smaller).
+   */
+  readonly declaredBytes?: number;
   /** Aborting fails the put and leaves nothing behind. */
   readonly signal?: AbortSignal;
   /**

@@ -77,10 +77,10 @@ const STAT_REMEMBERED_MS = 2_000;
  * The put's source, with the MD5 that a single PUT's Content-MD5 needs computed on the way, on the
  * digest thread (beside the SHA-256 and SHA-1 on this one), for as long as the content may still
  * go up in one PUT: a blob past the multipart threshold goes up in parts that carry their own MD5s,
- * and its whole-file MD5 would be wasted work.
+ * and its whole-file MD5 would be wasted work. An `upTo` of 0 computes none.
  */
 class Md5TappedReader extends SourceReader {
-  private hash: OffThreadDigest | undefined = digestOffThread(["md5"]);
+  private hash: OffThreadDigest | undefined;
   private seen = 0;
 
   constructor(
@@ -89,6 +89,7 @@ class Md5TappedReader extends SourceReader {
     private readonly upTo: number,
   ) {
     super(source, signal);
+    if (upTo > 0) this.hash = digestOffThread(["md5"]);
   }
 
   override async next(): Promise<Uint8Array | undefined> {
@@ -173,14 +174,18 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
 
   async function put(source: Readable | AsyncIterable<Uint8Array>, putOptions: PutOptions = {}): Promise<BlobInfo> {
     const { signal } = putOptions;
-    const reader = new Md5TappedReader(source, signal, threshold);
+    const wanted = putOptions.extraDigests ?? [];
+    // Every request carries Content-MD5, which the server checks, and each part of a multipart
+    // upload gets its own. A single PUT's is computed here with the other digests when the caller
+    // wants the MD5 too (or checks a claimed one), else beside them on the digest thread, unless
+    // the content is declared too large for one PUT.
+    const md5WithDigests = wanted.includes("md5") || putOptions.expected?.md5 !== undefined;
+    const declaredParts = (putOptions.declaredBytes ?? 0) > threshold;
+    const reader = new Md5TappedReader(source, signal, md5WithDigests || declaredParts ? 0 : threshold);
     const tempPath = path.join(tempDir, `put-${randomUUID()}`);
     try {
       signal?.throwIfAborted();
       await mkdir(tempDir, { recursive: true });
-      const wanted = putOptions.extraDigests ?? [];
-      // Every request carries Content-MD5, which the server checks: the reader computes the one a
-      // single PUT needs, and each part of a multipart upload gets its own.
       // Not fsynced: the spool is read back at once and discarded, whatever happens (a crash
       // leaves it to clearStaleTemporaryFiles); the object store makes the content durable.
       const { digests, size } = await writeHashed(reader, tempPath, putOptions, { durable: false });
@@ -198,7 +203,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
       if (!(await exists(key, signal))) {
         cachedTotal = undefined;
         if (size <= threshold) {
-          const md5 = (await reader.md5()) ?? "";
+          const md5 =
+            (await reader.md5()) ??
+            (md5WithDigests
+              ? Buffer.from(digests.md5 ?? "", "hex").toString("base64")
+              : // Declared larger than it proved: read back from the spool (in the page cache).
+                await md5Of(tempPath, 0, size));
           const command = new PutObjectCommand({
             Bucket: bucket,
             Key: key,
@@ -481,6 +491,7 @@ function signPayloadAs(command: PutObjectCommand, sha256: string) {
 /** Base64 MD5 of `length` bytes of `file` from `start`. */
 async function md5Of(file: string, start: number, length: number): Promise<string> {
   const hash = createHash("md5");
+  if (length === 0) return hash.digest("base64");
   for await (const chunk of createReadStream(file, { start, end: start + length - 1, highWaterMark: MiB })) {
     hash.update(chunk as Buffer);
   }

@@ -4,7 +4,7 @@ import { invalid } from "../../../domain/errors.js";
 import { needOnFeed } from "../../../domain/principal.js";
 import { isPlainObject } from "../../../domain/upack-manifest.js";
 import { acceptFormDataUploads, isFormDataUpload, readFormDataUpload } from "../../../http/form-data-upload.js";
-import { rawUploadBody } from "../../../http/upload-body.js";
+import { declaredBodyBytes, rawUploadBody } from "../../../http/upload-body.js";
 import { claimedDigests } from "../../../http/upload-digests.js";
 import type { Feed, FeedService } from "../../management/index.js";
 import { assertFeedAcceptsPackages, getUniversalFeed } from "../feed-lookup.js";
@@ -115,10 +115,12 @@ export async function receivePackageUploads(
     const result = await deps.service.upload({ ...target, params, rawBody: undefined, digests });
     return { feed, results: [result], several: false };
   }
+  const bodyBytes = declaredBodyBytes(request);
   const result = await deps.service.upload({
     ...target,
     params: paramsOf(undefined),
     rawBody: rawUploadBody(request, deps.maxUploadBytes, { emptyZipIsBody: true }),
+    ...(bodyBytes !== undefined ? { rawBodyBytes: bodyBytes } : {}),
     digests,
   });
   return { feed, results: [result], several: false };

@@ -43,6 +43,8 @@ export interface UploadCommand extends SaveTarget {
   readonly params: UploadParams;
   /** Opens the raw request body, when the request has one (anything but JSON or form); not read before. */
   readonly rawBody: (() => Readable) | undefined;
+  /** The raw body's declared length (Content-Length), when there is one. */
+  readonly rawBodyBytes?: number;
   readonly digests: ClaimedDigests;
 }
 
@@ -179,6 +181,9 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         const uploaded = await session.store(await open(), {
           maxBytes: deps.maxUploadBytes,
           expected: command.digests,
+          ...(command.rawBody !== undefined && command.rawBodyBytes !== undefined
+            ? { declaredBytes: command.rawBodyBytes }
+            : {}),
         });
         return only(await session.commit(command, [await session.prepare(uploaded, command.params)]));
       });
