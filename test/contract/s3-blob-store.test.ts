@@ -66,6 +66,29 @@ async function makeStore(overrides: Partial<S3BlobStoreOptions> = {}) {
   return { store, cleanup, tempDir, targetPath };
 }
 
+/**
+ * The PUT requests that a store (6 MiB multipart threshold, 5 MiB parts) sends while `work` runs,
+ * recorded by a proxy in front of Swift.
+ */
+async function recordedWrites(work: (store: Awaited<ReturnType<typeof makeStore>>["store"]) => Promise<void>) {
+  const recorder = await startRecordingProxy(running().endpoint);
+  try {
+    const { store, cleanup } = await makeStore({
+      endpoint: recorder.endpoint,
+      multipartThresholdBytes: 6 * MiB,
+      partSizeBytes: 5 * MiB,
+    });
+    try {
+      await work(store);
+    } finally {
+      await cleanup();
+    }
+    return recorder.requests.filter((r) => r.method === "PUT");
+  } finally {
+    await recorder.close();
+  }
+}
+
 describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
   beforeAll(async () => {
     const started = Date.now();
@@ -155,62 +178,36 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
         .catch((e: unknown) => e);
       expect(refused).toMatchObject({ name: "BadDigest" });
       // ... and the store sets the right one on every write request, single and multipart.
-      const recorder = await startRecordingProxy(running().endpoint);
-      try {
-        const { store, cleanup } = await makeStore({
-          endpoint: recorder.endpoint,
-          multipartThresholdBytes: 6 * MiB,
-          partSizeBytes: 5 * MiB,
-        });
-        try {
-          const small = randomBytes(2000);
-          const stored = await store.put(Readable.from([small]));
-          await store.put(Readable.from([randomBytes(11 * MiB)]));
-          expect(stored.sha256).toBe(createHash("sha256").update(small).digest("hex"));
-        } finally {
-          await cleanup();
-        }
-        const writes = recorder.requests.filter((r) => r.method === "PUT");
-        expect(writes.length).toBe(4); // one PUT, three parts
-        for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
-        // The single PUT also signs its body as the blob's address.
-        expect(writes[0]?.contentSha256).toBe(writes[0]?.bodySha256);
-      } finally {
-        await recorder.close();
-      }
+      const writes = await recordedWrites(async (store) => {
+        const small = randomBytes(2000);
+        const stored = await store.put(Readable.from([small]));
+        await store.put(Readable.from([randomBytes(11 * MiB)]));
+        expect(stored.sha256).toBe(createHash("sha256").update(small).digest("hex"));
+      });
+      expect(writes.length).toBe(4); // one PUT, three parts
+      for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
+      // The single PUT also signs its body as the blob's address.
+      expect(writes[0]?.contentSha256).toBe(writes[0]?.bodySha256);
     });
 
     it("sends the right Content-MD5 however it was computed: a declared length is only a hint", async () => {
-      const recorder = await startRecordingProxy(running().endpoint);
-      try {
-        const { store, cleanup } = await makeStore({
-          endpoint: recorder.endpoint,
-          multipartThresholdBytes: 6 * MiB,
-          partSizeBytes: 5 * MiB,
-        });
-        try {
-          const md5Hex = (content: Buffer) => createHash("md5").update(content).digest("hex");
-          // Declared too large for one PUT (no MD5 on the way), then smaller than declared, or empty.
-          const small = randomBytes(3000);
-          const stored = await store.put(Readable.from([small]), { declaredBytes: 10 * 1024 * MiB });
-          expect(await store.stat(stored.sha256)).toEqual({ size: 3000 });
-          await store.put(Readable.from([]), { declaredBytes: 7 * MiB });
-          // Declared and proving too large for one PUT: its parts carry their own.
-          await store.put(Readable.from([randomBytes(7 * MiB)]), { declaredBytes: 7 * MiB });
-          // The caller wants the MD5, or checks a claimed one: the same digest goes in the header.
-          const wanted = randomBytes(4000);
-          expect((await store.put(Readable.from([wanted]), { extraDigests: ["md5"] })).md5).toBe(md5Hex(wanted));
-          const claimed = randomBytes(5000);
-          await store.put(Readable.from([claimed]), { expected: { md5: md5Hex(claimed) } });
-        } finally {
-          await cleanup();
-        }
-        const writes = recorder.requests.filter((r) => r.method === "PUT");
-        expect(writes.length).toBe(6); // four single PUTs, two parts
-        for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
-      } finally {
-        await recorder.close();
-      }
+      const md5Hex = (content: Buffer) => createHash("md5").update(content).digest("hex");
+      const writes = await recordedWrites(async (store) => {
+        // Declared too large for one PUT (no MD5 on the way), then smaller than declared, or empty.
+        const small = randomBytes(3000);
+        const stored = await store.put(Readable.from([small]), { declaredBytes: 10 * 1024 * MiB });
+        expect(await store.stat(stored.sha256)).toEqual({ size: 3000 });
+        await store.put(Readable.from([]), { declaredBytes: 7 * MiB });
+        // Declared and proving too large for one PUT: its parts carry their own.
+        await store.put(Readable.from([randomBytes(7 * MiB)]), { declaredBytes: 7 * MiB });
+        // The caller wants the MD5, or checks a claimed one: the same digest goes in the header.
+        const wanted = randomBytes(4000);
+        expect((await store.put(Readable.from([wanted]), { extraDigests: ["md5"] })).md5).toBe(md5Hex(wanted));
+        const claimed = randomBytes(5000);
+        await store.put(Readable.from([claimed]), { expected: { md5: md5Hex(claimed) } });
+      });
+      expect(writes.length).toBe(6); // four single PUTs, two parts
+      for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
     });
 
     it("reads a blob and its whole size in one GET, with no HEAD first, ranged or not", async () => {
