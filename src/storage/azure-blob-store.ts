@@ -15,7 +15,7 @@ import {
 } from "./blob-store.js";
 import { azureFailure, isAzureNotFound } from "./azure-errors.js";
 import { createFileBlobStore } from "./file-blob-store.js";
-import { objectStoreAgent } from "./store-lookup.js";
+import { objectStoreAgent, proxiedEndpoint } from "./store-lookup.js";
 
 const ADDRESS = /^[0-9a-f]{64}$/;
 const MiB = 1024 * 1024;
@@ -43,6 +43,8 @@ export interface AzureBlobStoreOptions {
   readonly pipeline?: StoragePipelineOptions;
   /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
   readonly resolveHost?: ResolveHost;
+  /** Where the proxy variables are read (the process's environment by default). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -279,9 +281,12 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
 function containerClient(options: AzureBlobStoreOptions): ContainerClient {
   let service: BlobServiceClient;
   try {
-    // The endpoint's protocol picks the agent; the SDK passes `agent` on to every request it sends.
-    const { protocol } = new URL(BlobServiceClient.fromConnectionString(options.connectionString).url);
-    const pipeline = { ...options.pipeline, agent: objectStoreAgent(protocol, options.resolveHost) };
+    // Reached directly, every connection is vetted: the endpoint's protocol picks the agent, which
+    // the SDK passes on to every request it sends. Through a proxy, the SDK's own agent goes there.
+    const endpoint = new URL(BlobServiceClient.fromConnectionString(options.connectionString).url);
+    const pipeline = proxiedEndpoint(endpoint, options.env)
+      ? options.pipeline
+      : { ...options.pipeline, agent: objectStoreAgent(endpoint.protocol, options.resolveHost) };
     service = BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
   } catch {
     // The SDK's message may quote the connection string, key included: never repeat it.

@@ -4,6 +4,7 @@ import type { LookupFunction } from "node:net";
 import { DomainError } from "../domain/errors.js";
 import type { AddressPolicy } from "../net/address-class.js";
 import { vettedLookup } from "../net/outbound-dispatcher.js";
+import { createProxyRouter, proxyEnvironment } from "../net/outbound-proxy.js";
 import { type ResolveHost, resolveWithSystemDns } from "../net/fetch-target.js";
 
 /**
@@ -26,6 +27,15 @@ export function objectStoreLookup(resolve: ResolveHost = resolveWithSystemDns): 
 export function objectStoreAgent(protocol: string, resolve?: ResolveHost): http.Agent {
   const options = { keepAlive: true, lookup: objectStoreLookup(resolve) };
   return protocol === "https:" ? new https.Agent(options) : new http.Agent(options);
+}
+
+/**
+ * Whether HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read as for every server-side fetch
+ * (net/outbound-proxy.ts), send requests to `endpoint` through a proxy: the Azure SDK then goes
+ * through it as it always did, and the proxy, not Wharf, connects to the store.
+ */
+export function proxiedEndpoint(endpoint: URL, env: NodeJS.ProcessEnv = process.env): boolean {
+  return createProxyRouter(proxyEnvironment(env).settings)(endpoint) !== undefined;
 }
 
 /**

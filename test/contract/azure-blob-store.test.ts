@@ -229,6 +229,56 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     }
   });
 
+  it("goes through HTTP_PROXY where it applies, as the SDK always did, and vets the store where it does not", async () => {
+    const connectionString = azurite.connectionString().replace("//127.0.0.1:", "//azurite.test:");
+    const asked: string[] = [];
+    const toMetadata = async (hostname: string) => {
+      asked.push(hostname);
+      return [{ address: "169.254.169.254", family: 4 }];
+    };
+    // A proxy that records what it is asked for and answers 502.
+    const proxied: string[] = [];
+    const proxy = createServer((req, res) => {
+      proxied.push(req.url ?? "");
+      res.writeHead(502).end();
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    const before = process.env.HTTP_PROXY;
+    // The SDK reads the variable as the store's client is made.
+    process.env.HTTP_PROXY = proxyUrl;
+    try {
+      const storeWith = (env: NodeJS.ProcessEnv) =>
+        createAzureBlobStore({
+          connectionString,
+          containerName: made.container.containerName,
+          tempDir,
+          resolveHost: toMetadata,
+          env,
+          pipeline: { retryOptions: { maxTries: 1 } },
+        });
+      const throughProxy = await storeWith({ HTTP_PROXY: proxyUrl })
+        .stat("0".repeat(64))
+        .catch((error: unknown) => error);
+      expect(throughProxy).toMatchObject({ code: "AZURE_REQUEST_FAILED" });
+      expect(proxied.some((url) => url.startsWith("http://azurite.test:"))).toBe(true);
+      expect(asked).toEqual([]);
+      // NO_PROXY names the store: Wharf connects itself, and vets the address.
+      const direct = await storeWith({ HTTP_PROXY: proxyUrl, NO_PROXY: "azurite.test" })
+        .stat("0".repeat(64))
+        .catch((error: unknown) => error);
+      expect(direct).toMatchObject({ code: "OBJECT_STORE_ADDRESS_REFUSED" });
+      expect(asked).toEqual(["azurite.test"]);
+      expect(proxied.length).toBe(1);
+    } finally {
+      if (before === undefined) delete process.env.HTTP_PROXY;
+      else process.env.HTTP_PROXY = before;
+      await new Promise((resolve) => proxy.close(resolve));
+      await rm(tempDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a malformed connection string without repeating it", () => {
     const secret = "NotAKeyButSecret123";
     let failure: unknown;
