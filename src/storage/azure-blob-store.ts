@@ -15,7 +15,7 @@ import {
 } from "./blob-store.js";
 import { azureFailure, isAzureNotFound } from "./azure-errors.js";
 import { createFileBlobStore } from "./file-blob-store.js";
-import { objectStoreAgent, proxiedEndpoint } from "./store-lookup.js";
+import { objectStoreAgent, storeProxyRouter } from "./store-lookup.js";
 
 const ADDRESS = /^[0-9a-f]{64}$/;
 const MiB = 1024 * 1024;
@@ -284,9 +284,10 @@ function containerClient(options: AzureBlobStoreOptions): ContainerClient {
     // Reached directly, every connection is vetted: the endpoint's protocol picks the agent, which
     // the SDK passes on to every request it sends. Through a proxy, the SDK's own agent goes there.
     const endpoint = new URL(BlobServiceClient.fromConnectionString(options.connectionString).url);
-    const pipeline = proxiedEndpoint(endpoint, options.env)
-      ? options.pipeline
-      : { ...options.pipeline, agent: objectStoreAgent(endpoint.protocol, options.resolveHost) };
+    const pipeline =
+      storeProxyRouter(options.env)(endpoint) !== undefined
+        ? options.pipeline
+        : { ...options.pipeline, agent: objectStoreAgent(endpoint.protocol, options.resolveHost) };
     service = BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
   } catch {
     // The SDK's message may quote the connection string, key included: never repeat it.

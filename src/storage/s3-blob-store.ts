@@ -31,7 +31,7 @@ import { diskFull, isDiskFull } from "./disk-full.js";
 import { digestOffThread, type OffThreadDigest } from "./digest-thread.js";
 import { SourceReader, writeHashed } from "./file-blob-store.js";
 import { isMissingObject, objectStoreError } from "./s3-errors.js";
-import { objectStoreLookup } from "./store-lookup.js";
+import { objectStoreLookup, storeProxyRouter } from "./store-lookup.js";
 import { UndiciHttpHandler } from "./undici-http-handler.js";
 
 export interface S3BlobStoreOptions {
@@ -54,6 +54,8 @@ export interface S3BlobStoreOptions {
   readonly partSizeBytes?: number;
   /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
   readonly resolveHost?: ResolveHost;
+  /** Where the proxy variables are read (the process's environment by default). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 const ADDRESS = /^[0-9a-f]{64}$/;
@@ -135,7 +137,10 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
     // No logger: the SDK's would print requests, and with them credentials.
-    requestHandler: new UndiciHttpHandler({ lookup: objectStoreLookup(options.resolveHost) }),
+    requestHandler: new UndiciHttpHandler({
+      lookup: objectStoreLookup(options.resolveHost),
+      proxyFor: storeProxyRouter(options.env),
+    }),
   });
   const { bucket, tempDir } = options;
   const where = `bucket "${bucket}"${options.endpoint ? ` at ${options.endpoint}` : ""}`;

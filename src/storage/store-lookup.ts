@@ -30,12 +30,13 @@ export function objectStoreAgent(protocol: string, resolve?: ResolveHost): http.
 }
 
 /**
- * Whether HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read as for every server-side fetch
- * (net/outbound-proxy.ts), send requests to `endpoint` through a proxy: the Azure SDK then goes
- * through it as it always did, and the proxy, not Wharf, connects to the store.
+ * The proxy (its URI) that HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read as for every server-side
+ * fetch (net/outbound-proxy.ts), send a store's requests to `url` through, if any. Through a
+ * proxy, the proxy connects to the store, and resolves its name.
  */
-export function proxiedEndpoint(endpoint: URL, env: NodeJS.ProcessEnv = process.env): boolean {
-  return createProxyRouter(proxyEnvironment(env).settings)(endpoint) !== undefined;
+export function storeProxyRouter(env: NodeJS.ProcessEnv = process.env): (url: URL) => string | undefined {
+  const route = createProxyRouter(proxyEnvironment(env).settings);
+  return (url) => route(url)?.uri;
 }
 
 /**

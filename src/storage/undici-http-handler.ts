@@ -1,6 +1,6 @@
 import type { LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
-import { Agent, errors as undiciErrors } from "undici";
+import { Agent, type Dispatcher, ProxyAgent, errors as undiciErrors } from "undici";
 
 /**
  * The AWS SDK's HTTP layer on undici instead of node:http (`requestHandler` of S3Client): the SDK
@@ -43,11 +43,35 @@ interface SdkAbortSignal {
 export class UndiciHttpHandler {
   readonly metadata = { handlerProtocol: "http/1.1" };
   /** undici's defaults: connections kept while the server allows, 300 s for an answer to start or go on. */
-  private readonly agent: Agent;
+  private readonly direct: Agent;
+  /** By proxy URI, made on first use. */
+  private readonly proxied = new Map<string, ProxyAgent>();
 
-  /** `lookup` resolves (and may refuse) the store's host name for every new connection. */
-  constructor(options: { readonly lookup?: LookupFunction } = {}) {
-    this.agent = new Agent(options.lookup ? { connect: { lookup: options.lookup } } : {});
+  /**
+   * `lookup` resolves (and may refuse) the host name of every new connection: the store's, or a
+   * proxy's. `proxyFor` names the proxy a request goes through, if any (storage/store-lookup.ts).
+   */
+  constructor(
+    private readonly options: {
+      readonly lookup?: LookupFunction;
+      readonly proxyFor?: (url: URL) => string | undefined;
+    } = {},
+  ) {
+    this.direct = new Agent(options.lookup ? { connect: { lookup: options.lookup } } : {});
+  }
+
+  private dispatcherFor(origin: string): Dispatcher {
+    const proxy = this.options.proxyFor?.(new URL(origin));
+    if (proxy === undefined) return this.direct;
+    let agent = this.proxied.get(proxy);
+    if (agent === undefined) {
+      // http:// requests go to the proxy in absolute form, as curl sends them; https:// ones
+      // through a CONNECT tunnel (net/outbound-dispatcher.ts does the same for fetches).
+      const lookup = this.options.lookup;
+      agent = new ProxyAgent({ uri: proxy, proxyTunnel: false, ...(lookup ? { proxyTls: { lookup } } : {}) });
+      this.proxied.set(proxy, agent);
+    }
+    return agent;
   }
 
   async handle(
@@ -67,7 +91,7 @@ export class UndiciHttpHandler {
     try {
       // The dispatcher's own call, not undici.request(url): a URL would be parsed and its path
       // normalised ("a/../b"), and then it would no longer be the path the signature covers.
-      const answer = await this.agent.request({
+      const answer = await this.dispatcherFor(origin).request({
         origin,
         method: sdkRequest.method as "GET",
         path: query ? `${sdkRequest.path}?${query}` : sdkRequest.path,
@@ -93,7 +117,7 @@ export class UndiciHttpHandler {
   }
 
   destroy(): void {
-    void this.agent.destroy();
+    for (const dispatcher of [this.direct, ...this.proxied.values()]) void dispatcher.destroy();
   }
 }
 

@@ -11,6 +11,7 @@ import { DomainError } from "../../src/domain/errors.js";
 import { createAzureBlobStore } from "../../src/storage/azure-blob-store.js";
 import type { BlobStore, SizedReads } from "../../src/storage/blob-store.js";
 import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
+import { startTestProxy } from "../helpers/http-proxy.js";
 import { describeBlobStoreContract } from "./blob-store.contract.js";
 
 let azurite: AzuriteServer;
@@ -236,45 +237,40 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       asked.push(hostname);
       return [{ address: "169.254.169.254", family: 4 }];
     };
-    // A proxy that records what it is asked for and answers 502.
-    const proxied: string[] = [];
-    const proxy = createServer((req, res) => {
-      proxied.push(req.url ?? "");
-      res.writeHead(502).end();
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    // A real proxy, which connects to 127.0.0.1 whatever the request names.
+    const proxy = await startTestProxy();
     const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
     const before = process.env.HTTP_PROXY;
     // The SDK reads the variable as the store's client is made.
-    process.env.HTTP_PROXY = proxyUrl;
+    process.env.HTTP_PROXY = proxy.url;
     try {
       const storeWith = (env: NodeJS.ProcessEnv) =>
         createAzureBlobStore({
           connectionString,
           containerName: made.container.containerName,
+          targetPath: "packages/feed",
           tempDir,
           resolveHost: toMetadata,
           env,
           pipeline: { retryOptions: { maxTries: 1 } },
         });
-      const throughProxy = await storeWith({ HTTP_PROXY: proxyUrl })
-        .stat("0".repeat(64))
-        .catch((error: unknown) => error);
-      expect(throughProxy).toMatchObject({ code: "AZURE_REQUEST_FAILED" });
-      expect(proxied.some((url) => url.startsWith("http://azurite.test:"))).toBe(true);
+      // Through the proxy: the proxy reaches the store; Wharf's lookup is never asked.
+      const info = await storeWith({ HTTP_PROXY: proxy.url }).put(Readable.from([randomBytes(100)]));
+      expect(await store.stat(info.sha256)).toEqual({ size: 100 });
+      expect(proxy.requests.some((line) => line.includes("http://azurite.test:"))).toBe(true);
       expect(asked).toEqual([]);
       // NO_PROXY names the store: Wharf connects itself, and vets the address.
-      const direct = await storeWith({ HTTP_PROXY: proxyUrl, NO_PROXY: "azurite.test" })
-        .stat("0".repeat(64))
+      const seenByProxy = proxy.requests.length;
+      const direct = await storeWith({ HTTP_PROXY: proxy.url, NO_PROXY: "azurite.test" })
+        .stat(info.sha256)
         .catch((error: unknown) => error);
       expect(direct).toMatchObject({ code: "OBJECT_STORE_ADDRESS_REFUSED" });
       expect(asked).toEqual(["azurite.test"]);
-      expect(proxied.length).toBe(1);
+      expect(proxy.requests.length).toBe(seenByProxy);
     } finally {
       if (before === undefined) delete process.env.HTTP_PROXY;
       else process.env.HTTP_PROXY = before;
-      await new Promise((resolve) => proxy.close(resolve));
+      await proxy.close();
       await rm(tempDir, { recursive: true, force: true });
     }
   });

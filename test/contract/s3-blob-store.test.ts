@@ -17,6 +17,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { createS3BlobStore, type S3BlobStoreOptions } from "../../src/storage/s3-blob-store.js";
+import { startTestProxy } from "../helpers/http-proxy.js";
 import { startRecordingProxy } from "../helpers/recording-proxy.js";
 import { type SwiftS3, startSwift, swiftInstalled, swiftClient } from "../helpers/swift.js";
 import { countEntries, describeBlobStoreContract } from "./blob-store.contract.js";
@@ -166,6 +167,48 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
         expect((error as Error).message).toMatch(/swift\.test.*cloud metadata address/);
       } finally {
         await rebound.cleanup();
+      }
+    });
+
+    it("goes through HTTP_PROXY where it applies, and connects itself (vetted) where NO_PROXY says", async () => {
+      const port = new URL(running().endpoint).port;
+      const asked: string[] = [];
+      const toLoopback = async (hostname: string) => {
+        asked.push(hostname);
+        return [{ address: "127.0.0.1", family: 4 }];
+      };
+      // A real proxy, which connects to 127.0.0.1 whatever the request names.
+      const proxy = await startTestProxy();
+      try {
+        const through = await makeStore({
+          endpoint: `http://swift.test:${port}`,
+          resolveHost: toLoopback,
+          env: { HTTP_PROXY: proxy.url },
+        });
+        try {
+          const info = await through.store.put(Readable.from([randomBytes(100)]));
+          expect(await through.store.stat(info.sha256)).toEqual({ size: 100 });
+          expect(proxy.requests.some((line) => line.startsWith(`PUT http://swift.test:${port}/`))).toBe(true);
+          expect(asked).toEqual([]);
+        } finally {
+          await through.cleanup();
+        }
+        const seenByProxy = proxy.requests.length;
+        const direct = await makeStore({
+          endpoint: `http://swift.test:${port}`,
+          resolveHost: toLoopback,
+          env: { HTTP_PROXY: proxy.url, NO_PROXY: "swift.test" },
+        });
+        try {
+          const info = await direct.store.put(Readable.from([randomBytes(100)]));
+          expect(await direct.store.stat(info.sha256)).toEqual({ size: 100 });
+          expect(asked).toContain("swift.test");
+          expect(proxy.requests.length).toBe(seenByProxy);
+        } finally {
+          await direct.cleanup();
+        }
+      } finally {
+        await proxy.close();
       }
     });
 

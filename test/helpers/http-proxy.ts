@@ -34,7 +34,13 @@ export async function startTestProxy(): Promise<TestProxy> {
     delete headers["proxy-authorization"];
     delete headers["proxy-connection"];
     const upstream = http.request(
-      { host: "127.0.0.1", port: Number(target.port || 80), path: `${target.pathname}${target.search}`, headers },
+      {
+        host: "127.0.0.1",
+        port: Number(target.port || 80),
+        method: request.method,
+        path: `${target.pathname}${target.search}`,
+        headers,
+      },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(response);
