@@ -148,6 +148,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     tempDir: dataPaths(config.dataDir).tmp,
     clock,
     ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
+    ...(config.outboundProxy ? { outboundProxy: config.outboundProxy } : {}),
     ...(deps.createObjectStore ? { createStore: deps.createObjectStore } : {}),
     onUnreadable: (key) => app.log.warn({ store: key }, "a package store's credentials cannot be decrypted"),
   });

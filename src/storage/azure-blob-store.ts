@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { BlobServiceClient, type ContainerClient, type StoragePipelineOptions } from "@azure/storage-blob";
 import { invalid } from "../domain/errors.js";
 import type { ResolveHost } from "../net/fetch-target.js";
+import type { ProxySettings } from "../net/outbound-proxy.js";
 import {
   type BlobInfo,
   type BlobStore,
@@ -43,8 +44,8 @@ export interface AzureBlobStoreOptions {
   readonly pipeline?: StoragePipelineOptions;
   /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
   readonly resolveHost?: ResolveHost;
-  /** Where the proxy variables are read (the process's environment by default). */
-  readonly env?: NodeJS.ProcessEnv;
+  /** The server's proxies (config.ts `outboundProxy`); none: the store is reached directly. */
+  readonly outboundProxy?: ProxySettings;
 }
 
 /**
@@ -281,12 +282,14 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
 function containerClient(options: AzureBlobStoreOptions): ContainerClient {
   let service: BlobServiceClient;
   try {
+    // Through a proxy, the SDK is given that one (not left to read the environment itself).
     // Reached directly, every connection is vetted: the endpoint's protocol picks the agent, which
-    // the SDK passes on to every request it sends. Through a proxy, the SDK's own agent goes there.
+    // the SDK passes on to every request it sends.
     const endpoint = new URL(BlobServiceClient.fromConnectionString(options.connectionString).url);
+    const proxy = storeProxyRouter(options.outboundProxy)(endpoint);
     const pipeline =
-      storeProxyRouter(options.env)(endpoint) !== undefined
-        ? options.pipeline
+      proxy !== undefined
+        ? { ...options.pipeline, proxyOptions: sdkProxyOptions(proxy) }
         : { ...options.pipeline, agent: objectStoreAgent(endpoint.protocol, options.resolveHost) };
     service = BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
   } catch {
@@ -303,6 +306,17 @@ function containerClient(options: AzureBlobStoreOptions): ContainerClient {
     );
   }
   return service.getContainerClient(options.containerName);
+}
+
+/** A proxy URI (`http://user:password@host:port`) as the SDK's proxyOptions take it. */
+function sdkProxyOptions(uri: string): NonNullable<StoragePipelineOptions["proxyOptions"]> {
+  const url = new URL(uri);
+  return {
+    host: `${url.protocol}//${url.hostname}`,
+    port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+  };
 }
 
 /** "" or "a/b/" for a TargetPath of "a/b", "/a/b/" or "a\\b". */

@@ -3,6 +3,7 @@ import type { Config } from "../config.js";
 import type { Clock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import type { StorageConfig } from "../domain/package-store.js";
+import type { ProxySettings } from "../net/outbound-proxy.js";
 import { type BlobKeeper, blobReferenceCheck, createBlobKeeper } from "./blob-keeper.js";
 import {
   type AbandonedUploads,
@@ -68,6 +69,8 @@ export interface BlobStoresDeps {
   readonly clock: Clock;
   /** The server default with its secrets open (config.ts `defaultStorage`); undefined = disk. */
   readonly defaultStorage?: StorageConfig;
+  /** The proxies object stores go through (config.ts `outboundProxy`); none: reached directly. */
+  readonly outboundProxy?: ProxySettings;
   /** Builds an object store (tests may wrap it); store-factory.ts createObjectStore by default. */
   readonly createStore?: typeof createObjectStore;
   /** A known store whose credentials no configured secret key opens: left out until the key is given. */
@@ -114,7 +117,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
    * credentials.
    */
   function build(key: string, open: StorageConfig): StoreEntry {
-    current.set(key, createStore(open, key, deps.tempDir));
+    current.set(key, createStore(open, key, deps.tempDir, deps.outboundProxy));
     builtFrom.set(key, JSON.stringify(open));
     const existing = entries.get(key);
     if (existing !== undefined) return existing;
@@ -311,6 +314,7 @@ export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
     tempDir: dataPaths(config.dataDir).tmp,
     clock,
     ...(config.defaultStorage ? { defaultStorage: config.defaultStorage } : {}),
+    ...(config.outboundProxy ? { outboundProxy: config.outboundProxy } : {}),
   });
 }
 

@@ -18,6 +18,7 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import type { ResolveHost } from "../net/fetch-target.js";
+import type { ProxySettings } from "../net/outbound-proxy.js";
 import {
   type AbandonedUploads,
   type BlobInfo,
@@ -54,8 +55,8 @@ export interface S3BlobStoreOptions {
   readonly partSizeBytes?: number;
   /** Resolves the endpoint's host name (the system's DNS by default; tests answer themselves). */
   readonly resolveHost?: ResolveHost;
-  /** Where the proxy variables are read (the process's environment by default). */
-  readonly env?: NodeJS.ProcessEnv;
+  /** The server's proxies (config.ts `outboundProxy`); none: the store is reached directly. */
+  readonly outboundProxy?: ProxySettings;
 }
 
 const ADDRESS = /^[0-9a-f]{64}$/;
@@ -139,7 +140,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
     // No logger: the SDK's would print requests, and with them credentials.
     requestHandler: new UndiciHttpHandler({
       lookup: objectStoreLookup(options.resolveHost),
-      proxyFor: storeProxyRouter(options.env),
+      proxyFor: storeProxyRouter(options.outboundProxy),
     }),
   });
   const { bucket, tempDir } = options;

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type { StorageConfig } from "../domain/package-store.js";
+import type { ProxySettings } from "../net/outbound-proxy.js";
 import { createAzureBlobStore } from "./azure-blob-store.js";
 import type { BlobStore } from "./blob-store.js";
 import { createS3BlobStore } from "./s3-blob-store.js";
@@ -56,7 +57,12 @@ function connectionStringParts(connectionString: string): Map<string, string> {
  * The object store of an s3 or azure configuration whose secrets are open. Each gets its own spool
  * folder under `tempDir` (the Azure store requires one of its own).
  */
-export function createObjectStore(config: StorageConfig, key: string, tempDir: string): BlobStore {
+export function createObjectStore(
+  config: StorageConfig,
+  key: string,
+  tempDir: string,
+  outboundProxy?: ProxySettings,
+): BlobStore {
   const spool = path.join(tempDir, `store-${createHash("sha256").update(key).digest("hex").slice(0, 16)}`);
   const text = (name: string) => {
     const value = config.properties[name];
@@ -78,6 +84,7 @@ export function createObjectStore(config: StorageConfig, key: string, tempDir: s
       makePublic: flag("MakePublic"),
       encrypted: flag("Encrypted"),
       tempDir: spool,
+      ...(outboundProxy ? { outboundProxy } : {}),
     });
   }
   if (config.id === "azure") {
@@ -87,6 +94,7 @@ export function createObjectStore(config: StorageConfig, key: string, tempDir: s
       containerName: text("ContainerName") ?? "",
       ...(targetPath === undefined ? {} : { targetPath }),
       tempDir: spool,
+      ...(outboundProxy ? { outboundProxy } : {}),
       // The SDK's defaults retry for minutes; a stopped server should fail a request in seconds.
       pipeline: { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000 } },
     });

@@ -4,7 +4,7 @@ import type { LookupFunction } from "node:net";
 import { DomainError } from "../domain/errors.js";
 import type { AddressPolicy } from "../net/address-class.js";
 import { vettedLookup } from "../net/outbound-dispatcher.js";
-import { createProxyRouter, proxyEnvironment } from "../net/outbound-proxy.js";
+import { createProxyRouter, type ProxySettings } from "../net/outbound-proxy.js";
 import { type ResolveHost, resolveWithSystemDns } from "../net/fetch-target.js";
 
 /**
@@ -30,12 +30,12 @@ export function objectStoreAgent(protocol: string, resolve?: ResolveHost): http.
 }
 
 /**
- * The proxy (its URI) that HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read as for every server-side
- * fetch (net/outbound-proxy.ts), send a store's requests to `url` through, if any. Through a
- * proxy, the proxy connects to the store, and resolves its name.
+ * The proxy (its URI) that a store's requests to `url` go through, if any: the server's
+ * HTTP_PROXY, HTTPS_PROXY and NO_PROXY (config.ts `outboundProxy`), as for every server-side
+ * fetch. Through a proxy, the proxy resolves the store's name and connects to it.
  */
-export function storeProxyRouter(env: NodeJS.ProcessEnv = process.env): (url: URL) => string | undefined {
-  const route = createProxyRouter(proxyEnvironment(env).settings);
+export function storeProxyRouter(settings: ProxySettings | undefined): (url: URL) => string | undefined {
+  const route = createProxyRouter(settings);
   return (url) => route(url)?.uri;
 }
 

@@ -46,6 +46,8 @@ export class UndiciHttpHandler {
   private readonly direct: Agent;
   /** By proxy URI, made on first use. */
   private readonly proxied = new Map<string, ProxyAgent>();
+  /** By origin: a store talks to one or two, and routing each request again would be waste. */
+  private readonly routes = new Map<string, Dispatcher>();
 
   /**
    * `lookup` resolves (and may refuse) the host name of every new connection: the store's, or a
@@ -61,15 +63,23 @@ export class UndiciHttpHandler {
   }
 
   private dispatcherFor(origin: string): Dispatcher {
-    const proxy = this.options.proxyFor?.(new URL(origin));
-    if (proxy === undefined) return this.direct;
-    let agent = this.proxied.get(proxy);
+    let dispatcher = this.routes.get(origin);
+    if (dispatcher === undefined) {
+      const proxy = this.options.proxyFor?.(new URL(origin));
+      dispatcher = proxy === undefined ? this.direct : this.proxyAgent(proxy);
+      this.routes.set(origin, dispatcher);
+    }
+    return dispatcher;
+  }
+
+  private proxyAgent(uri: string): ProxyAgent {
+    let agent = this.proxied.get(uri);
     if (agent === undefined) {
       // http:// requests go to the proxy in absolute form, as curl sends them; https:// ones
       // through a CONNECT tunnel (net/outbound-dispatcher.ts does the same for fetches).
       const lookup = this.options.lookup;
-      agent = new ProxyAgent({ uri: proxy, proxyTunnel: false, ...(lookup ? { proxyTls: { lookup } } : {}) });
-      this.proxied.set(proxy, agent);
+      agent = new ProxyAgent({ uri, proxyTunnel: false, ...(lookup ? { proxyTls: { lookup } } : {}) });
+      this.proxied.set(uri, agent);
     }
     return agent;
   }

@@ -8,6 +8,7 @@ import { Readable } from "node:stream";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
+import type { ProxySettings } from "../../src/net/outbound-proxy.js";
 import { createAzureBlobStore } from "../../src/storage/azure-blob-store.js";
 import type { BlobStore, SizedReads } from "../../src/storage/blob-store.js";
 import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
@@ -230,7 +231,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     }
   });
 
-  it("goes through HTTP_PROXY where it applies, as the SDK always did, and vets the store where it does not", async () => {
+  it("goes through the server's HTTP proxy where it applies, and vets the store where it connects itself", async () => {
     const connectionString = azurite.connectionString().replace("//127.0.0.1:", "//azurite.test:");
     const asked: string[] = [];
     const toMetadata = async (hostname: string) => {
@@ -240,36 +241,31 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     // A real proxy, which connects to 127.0.0.1 whatever the request names.
     const proxy = await startTestProxy();
     const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
-    const before = process.env.HTTP_PROXY;
-    // The SDK reads the variable as the store's client is made.
-    process.env.HTTP_PROXY = proxy.url;
     try {
-      const storeWith = (env: NodeJS.ProcessEnv) =>
+      const storeWith = (outboundProxy: ProxySettings) =>
         createAzureBlobStore({
           connectionString,
           containerName: made.container.containerName,
           targetPath: "packages/feed",
           tempDir,
           resolveHost: toMetadata,
-          env,
+          outboundProxy,
           pipeline: { retryOptions: { maxTries: 1 } },
         });
       // Through the proxy: the proxy reaches the store; Wharf's lookup is never asked.
-      const info = await storeWith({ HTTP_PROXY: proxy.url }).put(Readable.from([randomBytes(100)]));
+      const info = await storeWith({ httpProxy: proxy.url }).put(Readable.from([randomBytes(100)]));
       expect(await store.stat(info.sha256)).toEqual({ size: 100 });
       expect(proxy.requests.some((line) => line.includes("http://azurite.test:"))).toBe(true);
       expect(asked).toEqual([]);
       // NO_PROXY names the store: Wharf connects itself, and vets the address.
       const seenByProxy = proxy.requests.length;
-      const direct = await storeWith({ HTTP_PROXY: proxy.url, NO_PROXY: "azurite.test" })
+      const direct = await storeWith({ httpProxy: proxy.url, noProxy: "azurite.test" })
         .stat(info.sha256)
         .catch((error: unknown) => error);
       expect(direct).toMatchObject({ code: "OBJECT_STORE_ADDRESS_REFUSED" });
       expect(asked).toEqual(["azurite.test"]);
       expect(proxy.requests.length).toBe(seenByProxy);
     } finally {
-      if (before === undefined) delete process.env.HTTP_PROXY;
-      else process.env.HTTP_PROXY = before;
       await proxy.close();
       await rm(tempDir, { recursive: true, force: true });
     }

@@ -170,7 +170,7 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
       }
     });
 
-    it("goes through HTTP_PROXY where it applies, and connects itself (vetted) where NO_PROXY says", async () => {
+    it("goes through the server's HTTP proxy where it applies, and connects itself (vetted) where NO_PROXY says", async () => {
       const port = new URL(running().endpoint).port;
       const asked: string[] = [];
       const toLoopback = async (hostname: string) => {
@@ -183,7 +183,7 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
         const through = await makeStore({
           endpoint: `http://swift.test:${port}`,
           resolveHost: toLoopback,
-          env: { HTTP_PROXY: proxy.url },
+          outboundProxy: { httpProxy: proxy.url },
         });
         try {
           const info = await through.store.put(Readable.from([randomBytes(100)]));
@@ -197,7 +197,7 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
         const direct = await makeStore({
           endpoint: `http://swift.test:${port}`,
           resolveHost: toLoopback,
-          env: { HTTP_PROXY: proxy.url, NO_PROXY: "swift.test" },
+          outboundProxy: { httpProxy: proxy.url, noProxy: "swift.test" },
         });
         try {
           const info = await direct.store.put(Readable.from([randomBytes(100)]));

@@ -7,7 +7,11 @@ import {
   startDownstream,
   startFakeUpstream,
 } from "../helpers/connector-fixtures.js";
+import { buildTestApp } from "../helpers/app.js";
+import { startAzurite } from "../helpers/azurite.js";
 import { type TestProxy, startTestProxy } from "../helpers/http-proxy.js";
+import { azuriteStoreServer } from "../helpers/object-store-feeds.js";
+import { buildUpack } from "../helpers/upack-fixtures.js";
 
 // Wharf as configured by the environment: HTTP_PROXY and NO_PROXY reach every server-side fetch.
 const closers: (() => Promise<void>)[] = [];
@@ -52,6 +56,53 @@ describe("server-side fetches and the proxy variables", () => {
     okJson(await down.get("/upack/proxy/packages"));
     expect(fake.requests.map((r) => r.path)).toEqual(["/upack/feed/packages?count=1000"]);
     expect(relay.requests).toEqual([]);
+  });
+});
+
+describe("a feed's object store and the proxy variables", () => {
+  it("goes through HTTP_PROXY: a package uploaded and downloaded, every store request relayed", async () => {
+    const relay = await startTestProxy();
+    const server = await azuriteStoreServer(startAzurite());
+    const t = await buildTestApp({ env: { HTTP_PROXY: relay.url } });
+    closers.push(
+      () => t.close(),
+      () => server.stop(),
+      () => relay.close(),
+    );
+    const admin = { "x-apikey": t.adminKey };
+    const created = await t.app.inject({
+      method: "POST",
+      url: "/api/management/feeds/create",
+      headers: admin,
+      payload: { name: "packages", feedType: "universal" },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const stored = await t.app.inject({
+      method: "POST",
+      url: "/api/storage?feed=packages",
+      headers: admin,
+      payload: server.storage,
+    });
+    expect(stored.statusCode, stored.body).toBe(200);
+    const bytes = await buildUpack({ name: "tool", version: "1.0.0", files: { "a.txt": "alpha" } });
+    const uploaded = await t.app.inject({
+      method: "PUT",
+      url: "/upack/packages/upload",
+      headers: admin,
+      payload: bytes,
+    });
+    expect(uploaded.statusCode, uploaded.body).toBe(201);
+    const downloaded = await t.app.inject({
+      method: "GET",
+      url: "/upack/packages/download/tool/1.0.0",
+      headers: admin,
+    });
+    expect(downloaded.statusCode).toBe(200);
+    expect(downloaded.rawPayload.equals(bytes)).toBe(true);
+    // The container's requests (the blob written, then read back) all went through the proxy.
+    const endpoint = new URL(server.storage.properties.ConnectionString?.match(/BlobEndpoint=([^;]+)/)?.[1] ?? "");
+    expect(relay.requests.some((line) => line.startsWith(`PUT http://${endpoint.host}/`))).toBe(true);
+    expect(relay.requests.some((line) => line.startsWith(`GET http://${endpoint.host}/`))).toBe(true);
   });
 });
 
