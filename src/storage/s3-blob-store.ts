@@ -105,11 +105,11 @@ class Md5TappedReader extends SourceReader {
     return chunk;
   }
 
-  /** Base64 MD5 of the whole content, when it was no larger than `upTo`. */
+  /** Hex MD5 of the whole content, when it was no larger than `upTo`. */
   async md5(): Promise<string | undefined> {
     const hex = (await this.hash?.digest())?.md5;
     this.hash = undefined;
-    return hex === undefined ? undefined : Buffer.from(hex, "hex").toString("base64");
+    return hex;
   }
 
   /** Stops the MD5 (content too large for one PUT, or the put failed). */
@@ -209,12 +209,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
       if (!(await exists(key, signal))) {
         cachedTotal = undefined;
         if (size <= threshold) {
+          const md5Hex = digests.md5 ?? (await reader.md5());
           const md5 =
-            (await reader.md5()) ??
-            (md5WithDigests
-              ? Buffer.from(digests.md5 ?? "", "hex").toString("base64")
-              : // Declared larger than it proved: read back from the spool (in the page cache).
-                await md5Of(tempPath, 0, size));
+            md5Hex === undefined
+              ? // Declared larger than it proved: read back from the spool (in the page cache).
+                await md5Of(tempPath, 0, size)
+              : Buffer.from(md5Hex, "hex").toString("base64");
           const command = new PutObjectCommand({
             Bucket: bucket,
             Key: key,
