@@ -13,16 +13,15 @@ export function rawUploadBody(
   maxBytes: number,
   options: { emptyZipIsBody?: boolean } = {},
 ): (() => Readable) | undefined {
-  const length = Number(request.headers["content-length"] ?? "0");
-  if (length > maxBytes) {
+  const length = declaredBodyBytes(request);
+  if (length !== undefined && length > maxBytes) {
     throw uploadTooLarge(maxBytes);
   }
-  const chunked = request.headers["transfer-encoding"] !== undefined;
   // An empty body declared as a zip is a (broken) package, not "no body": its error says so.
   const declaredZip =
     options.emptyZipIsBody === true &&
     request.headers["content-type"]?.toLowerCase().startsWith("application/zip") === true;
-  if (!(request.body instanceof Readable) || (length === 0 && !chunked && !declaredZip)) return undefined;
+  if (!(request.body instanceof Readable) || (length === 0 && !declaredZip)) return undefined;
   const source = request.body;
   return () => {
     const body = new PassThrough();
@@ -33,12 +32,12 @@ export function rawUploadBody(
 }
 
 /**
- * The body's length as the request declares it (Content-Length), or undefined when it does not
- * (chunked). Node's parser fails a body that ends before it or runs past it.
+ * The body's length as the request declares it: its Content-Length, 0 without one (HTTP/1.1: no
+ * body), undefined when chunked. Node's parser fails a body that ends before it or runs past it.
  */
 export function declaredBodyBytes(request: FastifyRequest): number | undefined {
   if (request.headers["transfer-encoding"] !== undefined) return undefined;
-  const length = Number(request.headers["content-length"]);
+  const length = Number(request.headers["content-length"] ?? "0");
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
