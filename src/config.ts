@@ -166,6 +166,11 @@ export interface Config {
     readonly pollMs: number;
   };
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /**
+   * Cluster mode's PostgreSQL (storage/postgres/); undefined: the data directory's SQLite. Holds
+   * the database password: never log it (describeDatabaseUrl gives a printable form).
+   */
+  readonly databaseUrl: string | undefined;
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -238,6 +243,10 @@ const envSchema = z.object({
     .default(8624),
   WHARF_HOST: z.string().min(1).default("0.0.0.0"),
   WHARF_DATA_DIR: z.string().min(1).default("./data"),
+  WHARF_DATABASE_URL: z
+    // The message never repeats the value: it may hold a password.
+    .url({ protocol: /^postgres(ql)?$/, error: "must be a postgres:// URL" })
+    .optional(),
   WHARF_ADMIN_API_KEY: z
     .string()
     .min(16, "must be at least 16 characters")
@@ -476,5 +485,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
       pollMs: v.WHARF_WEBHOOK_POLL_SECONDS,
     }),
     logLevel: v.WHARF_LOG_LEVEL,
+    databaseUrl: v.WHARF_DATABASE_URL,
   });
 }

@@ -16,11 +16,13 @@ import { openDatabase } from "./storage/database.js";
 import { createFileBlobStore } from "./storage/file-blob-store.js";
 import { ensurePrivateDirectory } from "./storage/private-files.js";
 import { removeCrashLeftovers } from "./storage/startup-sweep.js";
+import { refuseWhileClusterModeIncomplete } from "./storage/postgres/cluster-mode.js";
 import { collectSocketBuffersYoung } from "./young-buffers.js";
 
 /** Process entry: configuration, storage, bootstrap, listen; graceful close on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
   collectSocketBuffersYoung();
+  refuseWhileClusterModeIncomplete(config, "wharf serve");
   // Everything the server writes (database, blobs, spools, key files) is its user's alone (docs/PRODUCT.md).
   process.umask(0o077);
   assertWritableDataDir(config.dataDir);

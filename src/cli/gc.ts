@@ -61,6 +61,8 @@ export async function gcCommand(args: string[], ctx: GcContext): Promise<number>
     ctx.err(`wharf gc: ${parsed}\n\n${USAGE}`);
     return 2;
   }
+  const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
+  refuseWhileClusterModeIncomplete(ctx.config, "wharf gc");
   const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
   const unlock = lockDataDirIfFree(ctx.config.dataDir);
   if (unlock === undefined) return askServer(parsed, ctx);

@@ -22,6 +22,7 @@ const USAGE = `Usage: wharf <command> [arguments]
 Commands:
   serve                      run the server (configured by WHARF_* environment variables)
   healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
+  migrate                    bring the database's schema up to date (PostgreSQL with WHARF_DATABASE_URL)
   gc [--dry-run]             delete stored blobs nothing references (asks the running server, if any)
   audit [--from --to --actor --action --object --limit --json|--jsonl]   read the audit log (asks the running server)
   storage move|status <feed> move a feed to another package store and follow it (asks the running server)
@@ -51,6 +52,7 @@ Run 'wharf <command> --help' for a command's own usage.
 
 Environment:
   WHARF_DATA_DIR             data directory (default ./data); every command works on it
+  WHARF_DATABASE_URL         cluster mode's PostgreSQL (postgres://...); today only 'migrate' uses it
   WHARF_PORT, WHARF_HOST     where 'serve' listens (default 0.0.0.0:8624)
   WHARF_ADMIN_API_KEY        full-control API key ensured at start-up (else one is generated once)
   WHARF_BASE_URL             public base URL when behind a proxy
@@ -144,6 +146,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const loadClient = CLIENT_COMMANDS[command];
     if (loadClient !== undefined) return await (await loadClient())(args, { ...io, progressOutput: process.stderr });
+    if (command === "migrate") {
+      const { migrateCommand } = await import("./migrate.js");
+      return await migrateCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
     if (command === "gc") {
       const { gcCommand } = await import("./gc.js");
       return await gcCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
@@ -205,8 +211,12 @@ async function runDataCommand(name: string, command: DataCommand, args: string[]
   const usageOnly = args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h");
   const file = usageOnly ? ":memory:" : dataPaths(config.dataDir).database;
   const isNew = !usageOnly && !fs.existsSync(file);
-  // Before SQLite: its "unable to open database file" names neither the directory nor the user.
-  if (!usageOnly) assertWritableDataDir(config.dataDir);
+  if (!usageOnly) {
+    const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
+    refuseWhileClusterModeIncomplete(config, `wharf ${name}`);
+    // Before SQLite: its "unable to open database file" names neither the directory nor the user.
+    assertWritableDataDir(config.dataDir);
+  }
   // Loaded here, after the configuration is known to be valid: they pull in SQLite and the areas.
   const { openDatabase } = await import("../storage/database.js");
   const { createFeedService } = await import("../areas/management/index.js");

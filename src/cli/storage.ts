@@ -103,6 +103,10 @@ export async function storageCommand(args: string[], ctx: StorageContext): Promi
     ctx.err(`wharf storage: ${parsed}\n\n${USAGE}`);
     return 2;
   }
+  if (parsed.server === undefined) {
+    const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
+    refuseWhileClusterModeIncomplete(ctx.config, "wharf storage");
+  }
   const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
   // With --server the user named the server to ask; otherwise a free data directory is worked on here.
   const unlock = parsed.server === undefined ? lockDataDirIfFree(ctx.config.dataDir) : undefined;
