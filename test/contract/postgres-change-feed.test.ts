@@ -1,0 +1,274 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHANGES_CHANNEL, markQuiet, PostgresChangeWatch } from "../../src/storage/postgres/change-feed.js";
+import { openPostgres } from "../../src/storage/postgres/connection.js";
+import { migratePostgres } from "../../src/storage/postgres/migrations.js";
+import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
+
+/**
+ * Cross-node cache invalidation on a real PostgreSQL (migrations/postgres/0002, storage/postgres/
+ * change-feed.ts): two nodes on one database, each with its own pool and watch, as two Wharf
+ * processes would have. The bounds are correctness checks (a notification that never comes), not
+ * timings: bench/cluster-invalidation.ts measures those.
+ */
+
+interface Node {
+  readonly pool: pg.Pool;
+  readonly watch: PostgresChangeWatch;
+  readonly listenerName: string;
+}
+
+const NOTIFIED_WITHIN_MS = 1_000;
+
+/**
+ * Tables without 0002's triggers: the migrations' ledger (only migrations write it, and a node
+ * refuses any schema but its own), and tables no cache reads that are written every few seconds,
+ * whose every write would otherwise empty every node's caches: heartbeats and job leases.
+ */
+const UNNOTIFIED_TABLES = ["wharf_schema_migrations", "cluster_nodes", "job_leases"];
+
+describe.skipIf(!postgresInstalled())("PostgreSQL change notifications", () => {
+  let server: PostgresServer;
+  let url: string;
+  let nodeA: Node;
+  let nodeB: Node;
+  const errors: Error[] = [];
+  const watches: PostgresChangeWatch[] = [];
+
+  const startWatch = async (listenerName: string, options: { heartbeatMs?: number; trustForMs?: number } = {}) => {
+    const watch = new PostgresChangeWatch({
+      url,
+      applicationName: listenerName,
+      onError: (e) => errors.push(e),
+      ...options,
+    });
+    watches.push(watch);
+    await watch.start();
+    return watch;
+  };
+  const startNode = async (name: string): Promise<Node> => {
+    const listenerName = `wharf ${name} changes`;
+    const pool = openPostgres(url, { applicationName: `wharf ${name}` });
+    return { pool, watch: await startWatch(listenerName), listenerName };
+  };
+
+  /** A real write to a real table of the schema: the seeded feed, renamed to itself. */
+  const FEED_KEY = "change-feed-test";
+  const writeFeed = (db: pg.Pool | pg.ClientBase) =>
+    db.query("UPDATE feeds SET name = name WHERE storage_key = $1", [FEED_KEY]);
+
+  /**
+   * The tables notified to `watch` because of `action`. Notifications arrive in commit order, so
+   * everything the action caused has arrived once a marker notified after it has: no waiting for
+   * "long enough" to prove that nothing came.
+   */
+  const notifiedDuring = async (watch: PostgresChangeWatch, action: () => Promise<unknown>): Promise<string[]> => {
+    const seen: string[] = [];
+    const stop = watch.onChange((table) => seen.push(table));
+    try {
+      await action();
+      const marker = `marker ${randomUUID()}`;
+      await nodeA.pool.query("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, marker]);
+      await waitUntil(() => seen.includes(marker), "the marker notification");
+      return seen.slice(0, seen.indexOf(marker));
+    } finally {
+      stop();
+    }
+  };
+
+  const listenerPids = async (listenerName: string) =>
+    (
+      await nodeA.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [
+        listenerName,
+      ])
+    ).rows.map((row) => row.pid);
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    url = await server.createDatabase();
+    const migrator = openPostgres(url, { applicationName: "wharf test migrate" });
+    try {
+      await migratePostgres(migrator);
+      await migrator.query(
+        `INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at)
+         VALUES ('notified', 'universal', $1, '{}', '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z')`,
+        [FEED_KEY],
+      );
+    } finally {
+      await migrator.end();
+    }
+    nodeA = await startNode("node-a");
+    nodeB = await startNode("node-b");
+  });
+
+  afterAll(async () => {
+    await Promise.all(watches.map((watch) => watch.close()));
+    await Promise.all([nodeA, nodeB].map((node) => node?.pool.end()));
+    await server?.stop();
+  });
+
+  it("moves another node's version when a write commits there", async () => {
+    const before = nodeB.watch.version();
+    await writeFeed(nodeA.pool);
+    await waitUntil(() => nodeB.watch.version() !== before, "node B sees node A's commit");
+    const after = nodeB.watch.version();
+    expect(nodeB.watch.version()).toBe(after); // and settles: nothing else was written
+  });
+
+  it("notifies at COMMIT, once per table however many statements", async () => {
+    const client = await nodeA.pool.connect();
+    try {
+      const beforeCommit = await notifiedDuring(nodeB.watch, async () => {
+        await client.query("BEGIN");
+        await writeFeed(client);
+        await writeFeed(client);
+      });
+      expect(beforeCommit).toEqual([]);
+      expect(await notifiedDuring(nodeB.watch, () => client.query("COMMIT"))).toEqual(["feeds"]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("does not notify a write that rolled back", async () => {
+    const client = await nodeA.pool.connect();
+    try {
+      const notified = await notifiedDuring(nodeB.watch, async () => {
+        await client.query("BEGIN");
+        await writeFeed(client);
+        await client.query("ROLLBACK");
+      });
+      expect(notified).toEqual([]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("does not notify a quiet transaction, and the next transaction on the connection is not quiet", async () => {
+    const client = await nodeA.pool.connect();
+    try {
+      await expect(markQuiet(client)).rejects.toThrow(/open transaction/);
+      const quiet = await notifiedDuring(nodeB.watch, async () => {
+        await client.query("BEGIN");
+        await markQuiet(client);
+        await writeFeed(client);
+        await client.query("COMMIT");
+      });
+      expect(quiet).toEqual([]);
+      const next = await notifiedDuring(nodeB.watch, async () => {
+        await client.query("BEGIN");
+        await writeFeed(client);
+        await client.query("COMMIT");
+      });
+      expect(next).toEqual(["feeds"]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("notifies a write from outside Wharf, as an administrator's psql would make", async () => {
+    const psql = new pg.Client({ connectionString: url, application_name: "psql" });
+    await psql.connect();
+    try {
+      expect(await notifiedDuring(nodeB.watch, () => writeFeed(psql))).toEqual(["feeds"]);
+    } finally {
+      await psql.end();
+    }
+  });
+
+  it("moves the version at once when this node commits, before its own notification arrives", () => {
+    const before = nodeA.watch.version();
+    expect(nodeA.watch.version()).toBe(before);
+    nodeA.watch.localCommit();
+    expect(nodeA.watch.version()).not.toBe(before);
+  });
+
+  it("never repeats a version while it is not listening", () => {
+    const unstarted = new PostgresChangeWatch({ url, applicationName: "wharf never started" });
+    expect(unstarted.version()).not.toBe(unstarted.version());
+  });
+
+  it("after losing its connection, never repeats a version until it listens again, then settles on a new one", async () => {
+    const [pid, ...others] = await listenerPids(nodeB.listenerName);
+    expect(others).toEqual([]);
+    const handedOut = new Set([nodeB.watch.version()]);
+    await nodeA.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+    await waitUntil(() => !nodeB.watch.listening, "node B notices its listener is gone");
+    for (let i = 0; i < 5; i++) {
+      const version = nodeB.watch.version();
+      expect(handedOut.has(version)).toBe(false);
+      handedOut.add(version);
+    }
+    // Missed by node B: harmless, since no cache could hit while it was away.
+    await writeFeed(nodeA.pool);
+    await waitUntil(() => nodeB.watch.listening, "node B listens again", 5_000);
+    const settled = nodeB.watch.version();
+    expect(handedOut.has(settled)).toBe(false);
+    expect(nodeB.watch.version()).toBe(settled);
+    expect(await listenerPids(nodeB.listenerName)).not.toContain(pid);
+    expect(errors.some((error) => /terminat/i.test(error.message))).toBe(true);
+    expect(await notifiedDuring(nodeB.watch, () => writeFeed(nodeA.pool))).toEqual(["feeds"]);
+  });
+
+  it("stops vouching for a connection whose server stops answering, and gets a new one", async () => {
+    // A backend stopped by SIGSTOP keeps its TCP connection open: what a hung server or a silently
+    // dropped network path looks like, which no 'error' or 'end' event reports.
+    const watch = await startWatch("wharf node-c changes", { heartbeatMs: 50, trustForMs: 300 });
+    const [pid] = await listenerPids("wharf node-c changes");
+    if (pid === undefined) throw new Error("no listener found for node C");
+    process.kill(pid, "SIGSTOP");
+    try {
+      await waitUntil(() => watch.version() !== watch.version(), "node C stops vouching");
+      await waitUntil(() => !watch.listening, "node C gives the connection up");
+      await waitUntil(() => watch.listening, "node C listens again", 5_000);
+      expect(await listenerPids("wharf node-c changes")).toContain(pid); // still there, stopped
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const settled = watch.version();
+    expect(watch.version()).toBe(settled);
+    expect(errors.some((error) => /heartbeat went unanswered/.test(error.message))).toBe(true);
+    expect(await notifiedDuring(watch, () => writeFeed(nodeA.pool))).toEqual(["feeds"]);
+  });
+
+  it("does not notify for a statement that changed nothing (an idle poll)", async () => {
+    const none = await notifiedDuring(nodeB.watch, async () => {
+      await nodeA.pool.query("UPDATE feeds SET modified_at = modified_at WHERE id = -1");
+      await nodeA.pool.query("DELETE FROM feeds WHERE id = -1");
+    });
+    expect(none).toEqual([]);
+  });
+
+  it("has the triggers on every table of the migrated schema but the listed exceptions", async () => {
+    const tables = await nodeA.pool.query<{ name: string; triggers: string[] }>(
+      `SELECT c.relname AS name,
+              array(SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t
+                     WHERE t.tgrelid = c.oid AND t.tgname IN ('wharf_changes', 'wharf_changes_truncate')
+                     ORDER BY t.tgname) AS triggers
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+       ORDER BY 1`,
+    );
+    expect(tables.rows.length).toBeGreaterThan(50);
+    const expected = (table: string) =>
+      UNNOTIFIED_TABLES.includes(table)
+        ? []
+        : [
+            `CREATE TRIGGER wharf_changes AFTER INSERT OR DELETE OR UPDATE ON public.${table} FOR EACH ROW EXECUTE FUNCTION wharf_notify_change()`,
+            `CREATE TRIGGER wharf_changes_truncate AFTER TRUNCATE ON public.${table} FOR EACH STATEMENT EXECUTE FUNCTION wharf_notify_change()`,
+          ];
+    const wrong = tables.rows.filter((row) => JSON.stringify(row.triggers) !== JSON.stringify(expected(row.name)));
+    expect(wrong, "tables without 0002's triggers: writes to them would not invalidate other nodes' caches").toEqual(
+      [],
+    );
+  });
+});
+
+async function waitUntil(condition: () => boolean, what: string, withinMs = NOTIFIED_WITHIN_MS): Promise<void> {
+  const deadline = performance.now() + withinMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
