@@ -1,0 +1,71 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe } from "vitest";
+import { type Db, openDatabase } from "../../src/storage/database.js";
+import { openPostgres } from "../../src/storage/postgres/connection.js";
+import type { PostgresDb } from "../../src/storage/postgres/database.js";
+import { migratePostgres } from "../../src/storage/postgres/migrations.js";
+import { type PostgresServer, postgresInstalled, startPostgres } from "./postgres.js";
+
+/**
+ * One repository contract, two databases (docs/cluster-mode.md): `describeOnBothDatabases` runs
+ * the same tests against a migrated SQLite database and a migrated PostgreSQL one, each new for the
+ * block; the PostgreSQL server (~2 s to start) lives as long as the block.
+ */
+export type TestDatabase =
+  | { readonly kind: "sqlite"; readonly sqlite: Db; exec: Exec }
+  | { readonly kind: "postgres"; readonly postgres: PostgresDb; exec: Exec; readonly commits: () => number };
+
+/** Runs one statement written with `?` placeholders on either database; its rows. */
+type Exec = (sql: string, params?: readonly unknown[]) => Promise<Record<string, unknown>[]>;
+
+const toDollars = (sql: string) => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
+
+export function describeOnBothDatabases(title: string, tests: (database: () => TestDatabase) => void): void {
+  describe(`${title} (SQLite)`, () => {
+    let database: TestDatabase | undefined;
+    beforeAll(() => {
+      const sqlite = openDatabase(":memory:");
+      database = {
+        kind: "sqlite",
+        sqlite,
+        exec: async (sql, params = []) => {
+          const statement = sqlite.prepare(sql);
+          return statement.reader
+            ? (statement.all(...params) as Record<string, unknown>[])
+            : (statement.run(...params), []);
+        },
+      };
+    });
+    afterAll(() => {
+      if (database?.kind === "sqlite") database.sqlite.close();
+    });
+    tests(() => database as TestDatabase);
+  });
+
+  describe.skipIf(!postgresInstalled())(`${title} (PostgreSQL)`, () => {
+    let database: TestDatabase | undefined;
+    let server: PostgresServer | undefined;
+    let pool: pg.Pool | undefined;
+    beforeAll(async () => {
+      server = await startPostgres();
+      pool = openPostgres(await server.createDatabase(), { applicationName: "wharf test" });
+      await migratePostgres(pool);
+      let commits = 0;
+      const opened = pool;
+      database = {
+        kind: "postgres",
+        postgres: { pool: opened, committed: () => void commits++ },
+        commits: () => commits,
+        exec: async (sql, params = []) => (await opened.query(toDollars(sql), params as unknown[])).rows,
+      };
+    });
+    afterAll(async () => {
+      await pool?.end();
+      await server?.stop();
+    });
+    tests(() => database as TestDatabase);
+  });
+}
