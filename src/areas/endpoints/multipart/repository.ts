@@ -54,7 +54,7 @@ export interface MultipartRepository {
   spools(): Promise<Set<string>>;
 }
 
-interface UploadRow {
+export interface UploadRow {
   id: number;
   feed_id: number;
   upload_key: string;
@@ -67,10 +67,11 @@ interface UploadRow {
   updated_at: string;
 }
 
-const UPLOAD_COLUMNS =
+export const UPLOAD_COLUMNS =
   "id, feed_id, upload_key, path, path_key, total_size, total_parts, spool, created_at, updated_at";
 
-const toUpload = (row: UploadRow): MultipartUpload => ({
+/** A row as the area's upload (both databases). */
+export const toUpload = (row: UploadRow): MultipartUpload => ({
   id: row.id,
   feedId: row.feed_id,
   uploadKey: row.upload_key,
@@ -83,6 +84,18 @@ const toUpload = (row: UploadRow): MultipartUpload => ({
   updatedAt: row.updated_at,
 });
 
+export interface PartRow {
+  part_index: number;
+  start_offset: number;
+  size: number;
+}
+
+export const toPart = (row: PartRow): MultipartPart => ({
+  index: row.part_index,
+  offset: row.start_offset,
+  size: row.size,
+});
+
 export function createMultipartRepository(db: Db): MultipartRepository {
   const byKey = db.prepare<[number, string], UploadRow>(
     `SELECT ${UPLOAD_COLUMNS} FROM asset_multipart_uploads WHERE feed_id = ? AND upload_key = ?`,
@@ -93,7 +106,7 @@ export function createMultipartRepository(db: Db): MultipartRepository {
      VALUES (@feedId, @uploadKey, @path, @pathKey, @totalSize, @totalParts, @spool, @createdAt, @createdAt)
      ON CONFLICT (feed_id, upload_key) DO NOTHING`,
   );
-  const partsOf = db.prepare<[number], { part_index: number; start_offset: number; size: number }>(
+  const partsOf = db.prepare<[number], PartRow>(
     "SELECT part_index, start_offset, size FROM asset_multipart_parts WHERE upload_id = ? ORDER BY start_offset, part_index",
   );
   const touch = db.prepare<[string, number]>("UPDATE asset_multipart_uploads SET updated_at = ? WHERE id = ?");
@@ -132,8 +145,7 @@ export function createMultipartRepository(db: Db): MultipartRepository {
       return row === undefined ? undefined : toUpload(row);
     },
     create: async (upload) => create.immediate(upload),
-    parts: async (uploadId) =>
-      partsOf.all(uploadId).map((row) => ({ index: row.part_index, offset: row.start_offset, size: row.size })),
+    parts: async (uploadId) => partsOf.all(uploadId).map(toPart),
     async recordPart(uploadId, part, now) {
       if (!recordPart.immediate(uploadId, part, now)) throw uploadRemoved();
     },
