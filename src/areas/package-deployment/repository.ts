@@ -1,6 +1,6 @@
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
-import { packageEventWriter } from "../../lifecycle/events.js";
+import { type PackageEvent, packageEventWriter } from "../../lifecycle/events.js";
 
 /**
  * SQL for `package_deployments` (migrations/0007). Group, name and version are kept as given and
@@ -46,7 +46,8 @@ export interface PackageDeploymentRepository {
 export const deploymentCountKey = (groupKey: string, nameKey: string, versionKey: string) =>
   `${groupKey}\0${nameKey}\0${versionKey}`;
 
-interface Row {
+/** A row of package_deployments as the reads select it (both databases). */
+export interface DeploymentRow {
   readonly id: number;
   readonly feed_id: number;
   readonly group_name: string;
@@ -61,7 +62,7 @@ interface Row {
   readonly recorded_at: string;
 }
 
-const COLUMNS = `id, feed_id, group_name, name, version, application, description, target, user_name, url,
+export const DEPLOYMENT_COLUMNS = `id, feed_id, group_name, name, version, application, description, target, user_name, url,
   deployed_at, recorded_at`;
 
 export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepository {
@@ -72,12 +73,12 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
        @application, @description, @target, @userName, @url, @deployedAt, @recordedAt)
      RETURNING id`,
   );
-  const ofPackage = db.prepare<[number, string, string, number], Row>(
-    `SELECT ${COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ?
+  const ofPackage = db.prepare<[number, string, string, number], DeploymentRow>(
+    `SELECT ${DEPLOYMENT_COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ?
      ORDER BY deployed_at DESC, id DESC LIMIT ?`,
   );
-  const ofVersion = db.prepare<[number, string, string, string, number], Row>(
-    `SELECT ${COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ? AND version_key = ?
+  const ofVersion = db.prepare<[number, string, string, string, number], DeploymentRow>(
+    `SELECT ${DEPLOYMENT_COLUMNS} FROM package_deployments WHERE feed_id = ? AND group_key = ? AND name_key = ? AND version_key = ?
      ORDER BY deployed_at DESC, id DESC LIMIT ?`,
   );
   const countAll = db.prepare<[number], { group_key: string; name_key: string; version_key: string; n: number }>(
@@ -103,15 +104,7 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
       url: record.url ?? null,
     });
     if (!row) throw new Error("package_deployments insert returned no id");
-    const { feedId, groupName: group, packageName: name, version, application, target } = record;
-    appendEvent({
-      type: "package.deployed",
-      feedId,
-      package: { group, name, version },
-      actor,
-      data: { application, target, deployedBy: record.userName ?? null },
-      occurredAt: new Date(record.recordedAt),
-    });
+    appendEvent(deployedEvent(record, actor));
     return { ...record, id: row.id };
   });
 
@@ -134,7 +127,20 @@ export function createPackageDeploymentRepository(db: Db): PackageDeploymentRepo
   });
 }
 
-function fromRow(row: Row): StoredDeployment {
+/** The package.deployed event of a record, by `actor` (both databases). */
+export function deployedEvent(record: NewDeployment, actor: string): PackageEvent {
+  const { feedId, groupName: group, packageName: name, version, application, target } = record;
+  return {
+    type: "package.deployed",
+    feedId,
+    package: { group, name, version },
+    actor,
+    data: { application, target, deployedBy: record.userName ?? null },
+    occurredAt: new Date(record.recordedAt),
+  };
+}
+
+export function fromRow(row: DeploymentRow): StoredDeployment {
   return {
     id: row.id,
     feedId: row.feed_id,

@@ -60,75 +60,71 @@ export interface RepackagingRow {
 }
 
 /**
- * One WHERE clause for both tables: `from` and `to` are the feed columns `feedId` may match,
- * `version` the condition on @versionKey.
+ * A statement parameter: `param(name, value)` records the value and returns its placeholder as the
+ * database writes it (`@name` on SQLite, `$n` on PostgreSQL); a name given twice is one parameter.
  */
-function whereOf(
-  filter: RecordFilter,
-  columns: { from: string; to: string; version: string },
-): { sql: string; params: Record<string, string | number> } {
+export type Param = (name: string, value: string | number) => string;
+
+/** Where `feedId` may match, and the condition on the version key, of either table (both databases). */
+export interface RecordColumns {
+  readonly from: string;
+  readonly to: string;
+  readonly version: (versionKey: string) => string;
+}
+
+export const PROMOTION_COLUMNS: RecordColumns = {
+  from: "from_feed_id",
+  to: "to_feed_id",
+  version: (versionKey) => `version_key = ${versionKey}`,
+};
+
+// A version matches as the new one or as the original.
+export const REPACKAGING_COLUMNS: RecordColumns = {
+  from: "from_feed_id",
+  to: "feed_id",
+  version: (versionKey) => `(new_version_key = ${versionKey} OR lower(from_version) = ${versionKey})`,
+};
+
+/**
+ * One WHERE clause for both tables (and both databases): `from` and `to` are the feed columns
+ * `feedId` may match, `version` the condition on the version key; `__table` stands for the table.
+ */
+export function whereOf(filter: RecordFilter, columns: RecordColumns, param: Param): string {
   const clauses: string[] = [];
-  const params: Record<string, string | number> = {};
   if (filter.feedId !== undefined) {
     // Two indexed lookups rather than one OR over both columns.
+    const feedId = param("feedId", filter.feedId);
     clauses.push(
-      `id IN (SELECT id FROM __table WHERE ${columns.from} = @feedId UNION SELECT id FROM __table WHERE ${columns.to} = @feedId)`,
+      `id IN (SELECT id FROM __table WHERE ${columns.from} = ${feedId} UNION SELECT id FROM __table WHERE ${columns.to} = ${feedId})`,
     );
-    params.feedId = filter.feedId;
   }
-  if (filter.fromFeedId !== undefined) {
-    clauses.push(`${columns.from} = @fromFeedId`);
-    params.fromFeedId = filter.fromFeedId;
-  }
-  if (filter.toFeedId !== undefined) {
-    clauses.push(`${columns.to} = @toFeedId`);
-    params.toFeedId = filter.toFeedId;
-  }
-  if (filter.groupKey !== undefined) {
-    clauses.push("group_key = @groupKey");
-    params.groupKey = filter.groupKey;
-  }
-  if (filter.nameKey !== undefined) {
-    clauses.push("name_key = @nameKey");
-    params.nameKey = filter.nameKey;
-  }
-  if (filter.versionKey !== undefined) {
-    clauses.push(columns.version);
-    params.versionKey = filter.versionKey;
-  }
-  if (filter.beforeId !== undefined) {
-    clauses.push("id < @beforeId");
-    params.beforeId = filter.beforeId;
-  }
-  return { sql: clauses.length === 0 ? "" : `WHERE ${clauses.join(" AND ")}`, params };
+  if (filter.fromFeedId !== undefined) clauses.push(`${columns.from} = ${param("fromFeedId", filter.fromFeedId)}`);
+  if (filter.toFeedId !== undefined) clauses.push(`${columns.to} = ${param("toFeedId", filter.toFeedId)}`);
+  if (filter.groupKey !== undefined) clauses.push(`group_key = ${param("groupKey", filter.groupKey)}`);
+  if (filter.nameKey !== undefined) clauses.push(`name_key = ${param("nameKey", filter.nameKey)}`);
+  if (filter.versionKey !== undefined) clauses.push(columns.version(param("versionKey", filter.versionKey)));
+  if (filter.beforeId !== undefined) clauses.push(`id < ${param("beforeId", filter.beforeId)}`);
+  return clauses.length === 0 ? "" : `WHERE ${clauses.join(" AND ")}`;
 }
 
 export function createPromotionRepository(db: Db): PromotionRepository {
   // The filters combine freely, so statements are prepared per shape and kept (a handful of shapes).
   const prepared = new Map<string, ReturnType<Db["prepare"]>>();
-  const query = <T>(table: string, where: { sql: string; params: Record<string, string | number> }, limit: number) => {
-    const sql = `SELECT * FROM ${table} ${where.sql.replaceAll("__table", table)} ORDER BY id DESC LIMIT @limit`;
+  const query = <T>(table: string, filter: RecordFilter, columns: RecordColumns, limit: number) => {
+    const params: Record<string, string | number> = {};
+    const where = whereOf(filter, columns, (name, value) => {
+      params[name] = value;
+      return `@${name}`;
+    });
+    const sql = `SELECT * FROM ${table} ${where.replaceAll("__table", table)} ORDER BY id DESC LIMIT @limit`;
     let statement = prepared.get(sql);
     if (statement === undefined) prepared.set(sql, (statement = db.prepare(sql)));
-    return statement.all({ ...where.params, limit }) as T[];
+    return statement.all({ ...params, limit }) as T[];
   };
   return {
     listPromotions: async (filter, limit) =>
-      query<PromotionRow>(
-        "package_promotions",
-        whereOf(filter, { from: "from_feed_id", to: "to_feed_id", version: "version_key = @versionKey" }),
-        limit,
-      ),
+      query<PromotionRow>("package_promotions", filter, PROMOTION_COLUMNS, limit),
     listRepackagings: async (filter, limit) =>
-      query<RepackagingRow>(
-        "package_repackagings",
-        // A version matches as the new one or as the original.
-        whereOf(filter, {
-          from: "from_feed_id",
-          to: "feed_id",
-          version: "(new_version_key = @versionKey OR lower(from_version) = @versionKey)",
-        }),
-        limit,
-      ),
+      query<RepackagingRow>("package_repackagings", filter, REPACKAGING_COLUMNS, limit),
   };
 }

@@ -47,7 +47,8 @@ export interface AttemptRecord {
   readonly durationMs: number;
 }
 
-interface WebhookRow {
+/** A row of `webhooks` (both databases). */
+export interface WebhookRow {
   id: number;
   name: string;
   feed_id: number | null;
@@ -62,7 +63,8 @@ interface WebhookRow {
   updated_at: string;
 }
 
-interface DeliveryRow {
+/** A row of `webhook_deliveries` (both databases). */
+export interface DeliveryRow {
   id: number;
   webhook_id: number;
   event_id: number | null;
@@ -80,7 +82,7 @@ interface DeliveryRow {
   completed_at: string | null;
 }
 
-const WEBHOOK_COLUMNS =
+export const WEBHOOK_COLUMNS =
   "id, name, feed_id, events, url_template, method, headers, secret, active, created_by, created_at, updated_at";
 
 export function createWebhookRepository(db: Db): WebhookRepository {
@@ -201,12 +203,13 @@ export function createWebhookRepository(db: Db): WebhookRepository {
 }
 
 /** A feed's webhook hears its feed's events alone; a global one every event it names. */
-function wants(webhook: Webhook, event: StoredEvent): boolean {
+export function wants(webhook: Webhook, event: StoredEvent): boolean {
   if (!webhook.events.includes(event.type)) return false;
   return webhook.feedId === undefined || webhook.feedId === event.feedId;
 }
 
-function columnsOf(row: WebhookChange) {
+/** The stored form of a webhook's changeable fields (both databases). */
+export function columnsOf(row: WebhookChange) {
   return {
     name: row.name,
     events: JSON.stringify(row.events),
@@ -219,7 +222,7 @@ function columnsOf(row: WebhookChange) {
   };
 }
 
-function toWebhook(row: WebhookRow): Webhook {
+export function toWebhook(row: WebhookRow): Webhook {
   return {
     id: row.id,
     name: row.name,
@@ -236,7 +239,7 @@ function toWebhook(row: WebhookRow): Webhook {
   };
 }
 
-function toDelivery(row: DeliveryRow): Delivery {
+export function toDelivery(row: DeliveryRow): Delivery {
   return {
     id: row.id,
     webhookId: row.webhook_id,
