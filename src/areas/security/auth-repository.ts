@@ -25,7 +25,7 @@ export interface LoginRecord {
   readonly passwordHash: string | undefined;
 }
 
-interface KeyRow {
+export interface KeyRow {
   id: number;
   key_type: ApiKeyRecord["type"];
   system_apis: string | null;
@@ -39,7 +39,7 @@ interface KeyRow {
   display_name: string | null;
 }
 
-interface GrantRow {
+export interface GrantRow {
   attributes: string;
   feed_id: number | null;
   feed_group_key: string | null;
@@ -65,63 +65,86 @@ export interface AuthRepository {
   generation(): string;
 }
 
-export function createAuthRepository(db: Db): AuthRepository {
-  const keyByHash = db.prepare<[string], KeyRow>(
-    `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_id, k.feed_group,
-            k.user_id, u.name AS user_name, k.expires_at, k.last_used_at, k.display_name
-       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
-      WHERE k.key_hash = ?`,
-  );
-  const login = db.prepare<[string], { id: number; name: string; password_hash: string | null }>(
-    "SELECT id, name, password_hash FROM users WHERE name_key = ?",
-  );
-  const grantsOfUser = db.prepare<[number, number], GrantRow>(
-    `SELECT t.attributes, p.feed_id, p.feed_group_key, p.deny
-       FROM permissions p JOIN tasks t ON t.id = p.task_id
-      WHERE p.principal_type = 'anonymous'
-         OR (p.principal_type = 'user' AND p.user_id = ?)
-         OR (p.principal_type = 'group' AND p.group_id IN (SELECT group_id FROM group_members WHERE user_id = ?))`,
-  );
-  const grantsOfAnonymous = db.prepare<[], GrantRow>(
-    `SELECT t.attributes, p.feed_id, p.feed_group_key, p.deny
-       FROM permissions p JOIN tasks t ON t.id = p.task_id
-      WHERE p.principal_type = 'anonymous'`,
-  );
-  const touch = db.prepare<[string, number]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
-  const watch = changeWatchOf(db);
+export interface LoginRow {
+  id: number;
+  name: string;
+  password_hash: string | null;
+}
 
-  const toGrant = (row: GrantRow): Grant => ({
+/** The key lookup without its WHERE clause (both databases). */
+export const KEY_SELECT = `SELECT k.id, k.key_type, k.system_apis, k.package_permissions, k.feed_id, k.feed_group,
+            k.user_id, u.name AS user_name, k.expires_at, k.last_used_at, k.display_name
+       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id`;
+
+/** The grants lookup without its WHERE clause (both databases). */
+export const GRANT_SELECT = `SELECT t.attributes, p.feed_id, p.feed_group_key, p.deny
+       FROM permissions p JOIN tasks t ON t.id = p.task_id`;
+
+/** Anonymous's grants (both databases: no parameters). */
+export const ANONYMOUS_GRANTS = `${GRANT_SELECT}
+      WHERE p.principal_type = 'anonymous'`;
+
+/** A key row as authentication uses it (both databases). */
+export function apiKeyRecord(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    type: row.key_type,
+    systemApis: row.system_apis ? (JSON.parse(row.system_apis) as SystemApi[]) : [],
+    packagePermissions: row.package_permissions ? (JSON.parse(row.package_permissions) as FeedKeyPermission[]) : [],
+    feedId: row.feed_id ?? undefined,
+    feedGroup: row.feed_group ?? undefined,
+    userId: row.user_id ?? undefined,
+    userName: row.user_name ?? undefined,
+    expiresAt: row.expires_at ?? undefined,
+    lastUsedAt: row.last_used_at ?? undefined,
+    displayName: row.display_name ?? undefined,
+  };
+}
+
+/** A user row as sign-in uses it (both databases). */
+export function loginRecord(row: LoginRow): LoginRecord {
+  return { id: row.id, name: row.name, passwordHash: row.password_hash ?? undefined };
+}
+
+/** A permission row as access checks use it (both databases). */
+export function grantOf(row: GrantRow): Grant {
+  return {
     attributes: JSON.parse(row.attributes) as string[],
     feedId: row.feed_id ?? undefined,
     feedGroup: row.feed_group_key ?? undefined,
     deny: row.deny === 1,
-  });
+  };
+}
+
+export function createAuthRepository(db: Db): AuthRepository {
+  const keyByHash = db.prepare<[string], KeyRow>(
+    `${KEY_SELECT}
+      WHERE k.key_hash = ?`,
+  );
+  const login = db.prepare<[string], LoginRow>("SELECT id, name, password_hash FROM users WHERE name_key = ?");
+  const grantsOfUser = db.prepare<[number, number], GrantRow>(
+    `${GRANT_SELECT}
+      WHERE p.principal_type = 'anonymous'
+         OR (p.principal_type = 'user' AND p.user_id = ?)
+         OR (p.principal_type = 'group' AND p.group_id IN (SELECT group_id FROM group_members WHERE user_id = ?))`,
+  );
+  const grantsOfAnonymous = db.prepare<[], GrantRow>(ANONYMOUS_GRANTS);
+  const touch = db.prepare<[string, number]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
+  const watch = changeWatchOf(db);
 
   return {
     async findKeyByHash(keyHash) {
       const row = keyByHash.get(keyHash);
       if (!row) return undefined;
-      return {
-        id: row.id,
-        type: row.key_type,
-        systemApis: row.system_apis ? (JSON.parse(row.system_apis) as SystemApi[]) : [],
-        packagePermissions: row.package_permissions ? (JSON.parse(row.package_permissions) as FeedKeyPermission[]) : [],
-        feedId: row.feed_id ?? undefined,
-        feedGroup: row.feed_group ?? undefined,
-        userId: row.user_id ?? undefined,
-        userName: row.user_name ?? undefined,
-        expiresAt: row.expires_at ?? undefined,
-        lastUsedAt: row.last_used_at ?? undefined,
-        displayName: row.display_name ?? undefined,
-      };
+      return apiKeyRecord(row);
     },
     async findLogin(userName) {
       const row = login.get(userName.toLowerCase());
-      return row && { id: row.id, name: row.name, passwordHash: row.password_hash ?? undefined };
+      return row && loginRecord(row);
     },
     async grantsFor(userId) {
       const rows = userId === undefined ? grantsOfAnonymous.all() : grantsOfUser.all(userId, userId);
-      return rows.map(toGrant);
+      return rows.map(grantOf);
     },
     async touchKey(keyId, usedAt) {
       // Skipped while another process holds the write lock: a read must not wait or fail for a

@@ -61,7 +61,7 @@ export interface PermissionRepository {
   deletePermission(id: number): Promise<boolean>;
 }
 
-interface TaskRow {
+export interface TaskRow {
   id: number;
   name: string;
   description: string | null;
@@ -70,7 +70,7 @@ interface TaskRow {
   attributes: string;
 }
 
-interface PermissionRow {
+export interface PermissionRow {
   id: number;
   principal_type: PermissionRecord["principalType"];
   user_name: string | null;
@@ -82,7 +82,7 @@ interface PermissionRow {
   deny: number;
 }
 
-const PERMISSION_SELECT = `
+export const PERMISSION_SELECT = `
   SELECT p.id, p.principal_type, u.name AS user_name, g.name AS group_name, t.name AS task_name,
          f.name AS feed_name, p.feed_group_key, p.feed_group, p.deny
     FROM permissions p
@@ -91,13 +91,85 @@ const PERMISSION_SELECT = `
     LEFT JOIN groups g ON g.id = p.group_id
     LEFT JOIN feeds f ON f.id = p.feed_id`;
 
+export const TASK_COLUMNS = "id, name, description, feed_scoped, built_in, attributes";
+
+/** A task row as the repository answers it (both databases). */
+export function taskRecord(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    ...(row.description === null ? {} : { description: row.description }),
+    feedScoped: row.feed_scoped === 1,
+    attributes: jsonList(row.attributes),
+    builtIn: row.built_in === 1,
+  };
+}
+
+/** A permission row as the repository answers it (both databases). */
+export function permissionRecord(row: PermissionRow): PermissionRecord {
+  return {
+    id: row.id,
+    principalType: row.principal_type,
+    principalName: row.user_name ?? row.group_name ?? undefined,
+    task: row.task_name,
+    feed: row.feed_name ?? undefined,
+    feedGroup: row.feed_group ?? row.feed_group_key ?? undefined,
+    deny: row.deny === 1,
+  };
+}
+
+/** The columns of a new permission as both databases store and match them. */
+export function permissionColumns(permission: NewPermission) {
+  const { principal } = permission;
+  return {
+    principalType: principal.type,
+    userId: principal.type === "user" ? principal.id : null,
+    groupId: principal.type === "group" ? principal.id : null,
+    taskId: permission.taskId,
+    feedId: permission.feedId ?? null,
+    feedGroupKey: permission.feedGroup?.name.toLowerCase() ?? null,
+    feedGroup: permission.feedGroup?.name ?? null,
+    deny: permission.deny ? 1 : 0,
+  };
+}
+
+/** The values of a new task, in the order of the INSERT's columns (both databases). */
+export function taskValues(task: NewTask): [string, string, string | null, number, string] {
+  return [
+    task.name,
+    task.name.toLowerCase(),
+    task.description ?? null,
+    task.feedScoped ? 1 : 0,
+    JSON.stringify(task.attributes),
+  ];
+}
+
+/** Why inserting the task named `name` failed, as the API says it (both databases). */
+export function insertTaskFailure(error: unknown, name: string): unknown {
+  if (isUniqueViolation(error))
+    return conflict("TASK_EXISTS", `name: a task named '${name}' already exists.`, { cause: error });
+  return error;
+}
+
+/** The same permission (principal, task, scope and deny) exists already (both databases). */
+export const permissionExists = () => conflict("PERMISSION_EXISTS", "The same permission exists already.");
+
+/** Why inserting a permission failed, as the API says it (both databases). */
+export function insertPermissionFailure(error: unknown): unknown {
+  if (isForeignKeyViolation(error)) {
+    return conflict("CONCURRENT_CHANGE", "The user, group, task or feed named in the request was deleted meanwhile.", {
+      cause: error,
+    });
+  }
+  return error;
+}
+
 export function createPermissionRepository(db: Db): PermissionRepository {
-  const taskColumns = "id, name, description, feed_scoped, built_in, attributes";
-  const allTasks = db.prepare<[], TaskRow>(`SELECT ${taskColumns} FROM tasks ORDER BY built_in DESC, name_key`);
-  const taskByKey = db.prepare<[string], TaskRow>(`SELECT ${taskColumns} FROM tasks WHERE name_key = ?`);
+  const allTasks = db.prepare<[], TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks ORDER BY built_in DESC, name_key`);
+  const taskByKey = db.prepare<[string], TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE name_key = ?`);
   const insertTaskRow = db.prepare<[string, string, string | null, number, string], TaskRow>(
     `INSERT INTO tasks (name, name_key, description, feed_scoped, built_in, attributes)
-     VALUES (?, ?, ?, ?, 0, ?) RETURNING ${taskColumns}`,
+     VALUES (?, ?, ?, ?, 0, ?) RETURNING ${TASK_COLUMNS}`,
   );
   const deleteTaskRow = db.prepare<[number]>("DELETE FROM tasks WHERE id = ? AND built_in = 0");
 
@@ -120,46 +192,20 @@ export function createPermissionRepository(db: Db): PermissionRepository {
   );
   const deletePermissionRow = db.prepare<[number]>("DELETE FROM permissions WHERE id = ?");
 
-  const toTask = (row: TaskRow): TaskRecord => ({
-    id: row.id,
-    name: row.name,
-    ...(row.description === null ? {} : { description: row.description }),
-    feedScoped: row.feed_scoped === 1,
-    attributes: jsonList(row.attributes),
-    builtIn: row.built_in === 1,
-  });
-  const toPermission = (row: PermissionRow): PermissionRecord => ({
-    id: row.id,
-    principalType: row.principal_type,
-    principalName: row.user_name ?? row.group_name ?? undefined,
-    task: row.task_name,
-    feed: row.feed_name ?? undefined,
-    feedGroup: row.feed_group ?? row.feed_group_key ?? undefined,
-    deny: row.deny === 1,
-  });
-
   return {
     async listTasks() {
-      return allTasks.all().map(toTask);
+      return allTasks.all().map(taskRecord);
     },
     async findTask(name) {
       const row = taskByKey.get(name.toLowerCase());
-      return row && toTask(row);
+      return row && taskRecord(row);
     },
     async insertTask(task) {
       try {
-        const row = insertTaskRow.get(
-          task.name,
-          task.name.toLowerCase(),
-          task.description ?? null,
-          task.feedScoped ? 1 : 0,
-          JSON.stringify(task.attributes),
-        ) as TaskRow;
-        return toTask(row);
+        const row = insertTaskRow.get(...taskValues(task)) as TaskRow;
+        return taskRecord(row);
       } catch (error) {
-        if (isUniqueViolation(error))
-          throw conflict("TASK_EXISTS", `name: a task named '${task.name}' already exists.`, { cause: error });
-        throw error;
+        throw insertTaskFailure(error, task.name);
       }
     },
     async deleteTask(id) {
@@ -167,44 +213,31 @@ export function createPermissionRepository(db: Db): PermissionRepository {
     },
 
     async listPermissions() {
-      return allPermissions.all().map(toPermission);
+      return allPermissions.all().map(permissionRecord);
     },
     async insertPermission(permission) {
-      const { principal } = permission;
-      const userId = principal.type === "user" ? principal.id : null;
-      const groupId = principal.type === "group" ? principal.id : null;
-      const feedId = permission.feedId ?? null;
-      const feedGroupKey = permission.feedGroup?.name.toLowerCase() ?? null;
-      const deny = permission.deny ? 1 : 0;
+      const { principalType, userId, groupId, taskId, feedId, feedGroupKey, feedGroup, deny } =
+        permissionColumns(permission);
       try {
         return db
           .transaction(() => {
-            const key = [principal.type, userId, groupId, permission.taskId, feedId, feedGroupKey, deny] as const;
-            if (samePermission.get(...key)) {
-              throw conflict("PERMISSION_EXISTS", "The same permission exists already.");
-            }
+            const key = [principalType, userId, groupId, taskId, feedId, feedGroupKey, deny] as const;
+            if (samePermission.get(...key)) throw permissionExists();
             const row = insertPermissionRow.get(
-              principal.type,
+              principalType,
               userId,
               groupId,
-              permission.taskId,
+              taskId,
               feedId,
               feedGroupKey,
-              permission.feedGroup?.name ?? null,
+              feedGroup,
               deny,
             ) as { id: number };
-            return toPermission(permissionById.get(row.id) as PermissionRow);
+            return permissionRecord(permissionById.get(row.id) as PermissionRow);
           })
           .immediate();
       } catch (error) {
-        if (isForeignKeyViolation(error)) {
-          throw conflict(
-            "CONCURRENT_CHANGE",
-            "The user, group, task or feed named in the request was deleted meanwhile.",
-            { cause: error },
-          );
-        }
-        throw error;
+        throw insertPermissionFailure(error);
       }
     },
     async deletePermission(id) {

@@ -51,11 +51,40 @@ export interface UserRepository {
   setMembership(groupId: number, userId: number, member: boolean): Promise<void>;
 }
 
-interface UserRow {
+export interface UserRow {
   id: number;
   name: string;
   display_name: string | null;
   email: string | null;
+}
+
+/** A user row with its groups' names as the repository answers it (both databases). */
+export function userRecord(row: UserRow, groups: string[]): UserRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    ...(row.display_name === null ? {} : { displayName: row.display_name }),
+    ...(row.email === null ? {} : { email: row.email }),
+    groups,
+  };
+}
+
+/** A member that vanished between the service's lookup and this write (both databases). */
+export function translateForeignKey(error: unknown): never {
+  if (isForeignKeyViolation(error)) {
+    throw conflict("CONCURRENT_CHANGE", "A user or group named in the request was deleted meanwhile; try again.", {
+      cause: error,
+    });
+  }
+  throw error;
+}
+
+/** Why inserting the user named `name` failed, as the API says it (both databases). */
+export function insertUserFailure(error: unknown, name: string): never {
+  if (isUniqueViolation(error)) {
+    throw conflict("USER_EXISTS", `name: a user named '${name}' already exists.`, { cause: error });
+  }
+  return translateForeignKey(error);
 }
 
 export function createUserRepository(db: Db): UserRepository {
@@ -100,13 +129,8 @@ export function createUserRepository(db: Db): UserRepository {
   );
   const deleteGroupRow = db.prepare<[string]>("DELETE FROM groups WHERE name_key = ?");
 
-  const toUser = (row: UserRow, groups = groupsOfUser.all(row.id).map((g) => g.name)): UserRecord => ({
-    id: row.id,
-    name: row.name,
-    ...(row.display_name === null ? {} : { displayName: row.display_name }),
-    ...(row.email === null ? {} : { email: row.email }),
-    groups,
-  });
+  const toUser = (row: UserRow, groups = groupsOfUser.all(row.id).map((g) => g.name)): UserRecord =>
+    userRecord(row, groups);
   const toGroup = (row: { id: number; name: string }): GroupRecord => ({
     id: row.id,
     name: row.name,
@@ -119,15 +143,6 @@ export function createUserRepository(db: Db): UserRepository {
       if (row) ids.set(name.toLowerCase(), row.id);
     }
     return ids;
-  };
-  /** A member that vanished between the service's lookup and this write. */
-  const translateForeignKey = (error: unknown): never => {
-    if (isForeignKeyViolation(error)) {
-      throw conflict("CONCURRENT_CHANGE", "A user or group named in the request was deleted meanwhile; try again.", {
-        cause: error,
-      });
-    }
-    throw error;
   };
 
   return {
@@ -162,10 +177,7 @@ export function createUserRepository(db: Db): UserRepository {
           })
           .immediate();
       } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw conflict("USER_EXISTS", `name: a user named '${user.name}' already exists.`, { cause: error });
-        }
-        return translateForeignKey(error);
+        return insertUserFailure(error, user.name);
       }
     },
     async updateUser(id, changes) {
