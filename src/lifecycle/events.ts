@@ -136,7 +136,8 @@ export function packageEventType(
   return change === "replaced" ? "package.overwritten" : "package.added";
 }
 
-interface EventRow {
+/** An outbox row as both databases read it (PostgreSQL: lifecycle/events-postgres.ts). */
+export interface EventRow {
   id: number;
   occurred_at: string;
   type: string;
@@ -149,9 +150,13 @@ interface EventRow {
   data: string;
 }
 
+/** The columns of EventRow (both databases). */
+export const EVENT_COLUMNS =
+  "id, occurred_at, type, feed_id, feed_name, package_group, package_name, package_version, actor, data";
+
 export function createEventOutbox(db: Db): EventOutbox {
   const pendingRows = db.prepare<[number], EventRow>(
-    `SELECT id, occurred_at, type, feed_id, feed_name, package_group, package_name, package_version, actor, data
+    `SELECT ${EVENT_COLUMNS}
        FROM lifecycle_events WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`,
   );
   const mark = db.prepare<[string, number]>("UPDATE lifecycle_events SET dispatched_at = ? WHERE id = ?");
@@ -178,7 +183,8 @@ function announce(waiting: Set<() => void>): void {
   for (const listener of waiting) listener();
 }
 
-function toStoredEvent(row: EventRow): StoredEvent {
+/** A row as the dispatcher reads it (both databases). */
+export function toStoredEvent(row: EventRow): StoredEvent {
   return {
     id: row.id,
     occurredAt: row.occurred_at,
