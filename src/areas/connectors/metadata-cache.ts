@@ -28,14 +28,21 @@ export interface CachedAnswer {
   readonly fetchedAt: string;
 }
 
-interface Row {
+export interface AnswerRow {
   status: number;
   body: string;
   fetched_at: string;
 }
 
+/** A row as the cache's users see it (both databases). */
+export const toAnswer = (row: AnswerRow): CachedAnswer => ({
+  status: row.status,
+  body: row.body,
+  fetchedAt: row.fetched_at,
+});
+
 export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
-  const one = db.prepare<[number, string], Row>(
+  const one = db.prepare<[number, string], AnswerRow>(
     "SELECT status, body, fetched_at FROM connector_metadata WHERE connector_id = ? AND request_key = ?",
   );
   const upsert = db.prepare<[number, string, number, string, string]>(
@@ -65,7 +72,7 @@ export function createMetadataCacheRepository(db: Db): MetadataCacheRepository {
   return {
     async find(connectorId, requestKey) {
       const row = one.get(connectorId, requestKey);
-      return row && { status: row.status, body: row.body, fetchedAt: row.fetched_at };
+      return row && toAnswer(row);
     },
     async store(connectorId, requestKey, answer, keep) {
       unlessBusy(() => storeTx.immediate(connectorId, requestKey, answer, keep));

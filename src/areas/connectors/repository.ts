@@ -37,7 +37,7 @@ export interface ConnectorRepository {
   resealPasswords(reseal: (connector: string, stored: string) => string | undefined): Promise<number>;
 }
 
-interface ConnectorRow {
+export interface ConnectorRow {
   id: number;
   name: string;
   url: string;
@@ -62,13 +62,15 @@ interface StoredSettings {
   mergeWithLocalPackages: boolean;
 }
 
-const COLUMNS =
+export const CONNECTOR_COLUMNS =
   "id, name, url, feed_type, settings, password, health_state, health_error, health_checked_at, created_at, modified_at";
 
 export function createConnectorRepository(db: Db): ConnectorRepository {
-  const byName = db.prepare<[string], ConnectorRow>(`SELECT ${COLUMNS} FROM connectors WHERE name_key = ?`);
-  const byId = db.prepare<[number], ConnectorRow>(`SELECT ${COLUMNS} FROM connectors WHERE id = ?`);
-  const all = db.prepare<[], ConnectorRow>(`SELECT ${COLUMNS} FROM connectors ORDER BY name COLLATE NOCASE, id`);
+  const byName = db.prepare<[string], ConnectorRow>(`SELECT ${CONNECTOR_COLUMNS} FROM connectors WHERE name_key = ?`);
+  const byId = db.prepare<[number], ConnectorRow>(`SELECT ${CONNECTOR_COLUMNS} FROM connectors WHERE id = ?`);
+  const all = db.prepare<[], ConnectorRow>(
+    `SELECT ${CONNECTOR_COLUMNS} FROM connectors ORDER BY name COLLATE NOCASE, id`,
+  );
   const nameOwner = db.prepare<[string], { id: number; name: string }>(
     "SELECT id, name FROM connectors WHERE name_key = ?",
   );
@@ -97,9 +99,7 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
   );
 
   function claimName(id: number | undefined, name: string): void {
-    const owner = nameOwner.get(name.toLowerCase());
-    if (owner && owner.id !== id)
-      throw conflict("CONNECTOR_NAME_TAKEN", `a connector named '${owner.name}' already exists`);
+    refuseTakenName(id, nameOwner.get(name.toLowerCase()));
   }
 
   const insertTx = db.transaction((draft: ConnectorDraft, now: string): Connector => {
@@ -195,12 +195,18 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
   });
 }
 
+/** Throws CONNECTOR_NAME_TAKEN when `owner`, the connector with the name, is not connector `id` (both databases). */
+export function refuseTakenName(id: number | undefined, owner: { id: number; name: string } | undefined): void {
+  if (owner && owner.id !== id)
+    throw conflict("CONNECTOR_NAME_TAKEN", `a connector named '${owner.name}' already exists`);
+}
+
 /** What a health check and the metadata cache depend on. */
-function sameUpstream(a: ConnectorDraft, b: ConnectorDraft): boolean {
+export function sameUpstream(a: ConnectorDraft, b: ConnectorDraft): boolean {
   return a.url === b.url && a.feedType === b.feedType && a.username === b.username && a.password === b.password;
 }
 
-function encodeSettings(draft: ConnectorDraft): string {
+export function encodeSettings(draft: ConnectorDraft): string {
   const settings: StoredSettings = {
     timeout: draft.timeoutSeconds,
     metadataCacheEnabled: draft.metadataCacheEnabled,
@@ -223,7 +229,7 @@ const STORED_DEFAULTS: StoredSettings = {
   mergeWithLocalPackages: CONNECTOR_DEFAULTS.mergeWithLocalPackages,
 };
 
-function toConnector(row: ConnectorRow): Connector {
+export function toConnector(row: ConnectorRow): Connector {
   const settings: StoredSettings = { ...STORED_DEFAULTS, ...(JSON.parse(row.settings) as Partial<StoredSettings>) };
   return {
     id: row.id,
@@ -253,9 +259,14 @@ function translateConstraint<T>(action: () => T): T {
   try {
     return action();
   } catch (error) {
-    if (isUniqueViolation(error)) {
-      throw conflict("CONNECTOR_NAME_TAKEN", "a connector with this name already exists", { cause: error });
-    }
-    throw error;
+    throw constraintFailure(error);
   }
+}
+
+/** What a unique violation means to the API: the name was taken meanwhile (both databases); other errors as they are. */
+export function constraintFailure(error: unknown): unknown {
+  if (isUniqueViolation(error)) {
+    return conflict("CONNECTOR_NAME_TAKEN", "a connector with this name already exists", { cause: error });
+  }
+  return error;
 }

@@ -34,7 +34,7 @@ export interface FeedRepository {
   deleteByName(name: string): Promise<boolean>;
 }
 
-interface FeedRow {
+export interface FeedRow {
   id: number;
   name: string;
   feed_type: string;
@@ -45,13 +45,14 @@ interface FeedRow {
   modified_at: string;
 }
 
-interface NameOwnerRow {
+export interface NameOwnerRow {
   feed_id: number;
   owner: string;
   is_primary: number;
 }
 
-const FEED_COLUMNS = "f.id, f.name, f.feed_type, f.feed_group, f.storage_key, f.settings, f.created_at, f.modified_at";
+export const FEED_COLUMNS =
+  "f.id, f.name, f.feed_type, f.feed_group, f.storage_key, f.settings, f.created_at, f.modified_at";
 
 export function createFeedRepository(db: Db): FeedRepository {
   const scopeByName = db.prepare<[string], { id: number; name: string; feed_group: string | null }>(
@@ -86,17 +87,6 @@ export function createFeedRepository(db: Db): FeedRepository {
   const deleteFeed = db.prepare<[number]>("DELETE FROM feeds WHERE id = ?");
   const connectorRows = createFeedConnectorRows(db);
 
-  const toFeed = (row: FeedRow, alternateNames: string[], connectors: string[]): Feed => ({
-    id: row.id,
-    name: row.name,
-    alternateNames,
-    feedType: row.feed_type as FeedType,
-    ...(row.feed_group === null ? {} : { feedGroup: row.feed_group }),
-    storageKey: row.storage_key,
-    settings: { ...decodeSettings(row.settings), connectors },
-    createdAt: row.created_at,
-    modifiedAt: row.modified_at,
-  });
   const withAlternates = (row: FeedRow) =>
     toFeed(
       row,
@@ -107,14 +97,7 @@ export function createFeedRepository(db: Db): FeedRepository {
   /** Names are one namespace across feeds, primary and alternate alike (migration 0001). */
   function claimNames(feedId: number, draft: FeedDraft): void {
     const names = [draft.name, ...draft.alternateNames];
-    for (const name of names) {
-      const owner = nameOwner.get(name.toLowerCase());
-      if (owner && owner.feed_id !== feedId) {
-        throw owner.is_primary === 1
-          ? conflict("FEED_NAME_TAKEN", `a feed named '${owner.owner}' already exists`)
-          : conflict("FEED_NAME_TAKEN", `the name '${name}' is already an alternate name of feed '${owner.owner}'`);
-      }
-    }
+    for (const name of names) refuseTakenName(feedId, name, nameOwner.get(name.toLowerCase()));
     deleteNames.run(feedId);
     names.forEach((name, index) => {
       insertName.run(name.toLowerCase(), feedId, index === 0 ? 1 : 0, name);
@@ -183,7 +166,29 @@ export function createFeedRepository(db: Db): FeedRepository {
   });
 }
 
-const sameNames = (a: readonly string[], b: readonly string[]) =>
+/** A feed as the service sees it, from its row, alternate names and connector names (both databases). */
+export const toFeed = (row: FeedRow, alternateNames: string[], connectors: string[]): Feed => ({
+  id: row.id,
+  name: row.name,
+  alternateNames,
+  feedType: row.feed_type as FeedType,
+  ...(row.feed_group === null ? {} : { feedGroup: row.feed_group }),
+  storageKey: row.storage_key,
+  settings: { ...decodeSettings(row.settings), connectors },
+  createdAt: row.created_at,
+  modifiedAt: row.modified_at,
+});
+
+/** Throws FEED_NAME_TAKEN when `owner`, the row holding `name`, is another feed's (both databases). */
+export function refuseTakenName(feedId: number, name: string, owner: NameOwnerRow | undefined): void {
+  if (owner && owner.feed_id !== feedId) {
+    throw owner.is_primary === 1
+      ? conflict("FEED_NAME_TAKEN", `a feed named '${owner.owner}' already exists`)
+      : conflict("FEED_NAME_TAKEN", `the name '${name}' is already an alternate name of feed '${owner.owner}'`);
+  }
+}
+
+export const sameNames = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((name, i) => name.toLowerCase() === b[i]?.toLowerCase());
 
 /** claimNames checks first; the primary key is the backstop if two writers still collide. */
@@ -191,9 +196,14 @@ function translateConstraint<T>(action: () => T): T {
   try {
     return action();
   } catch (error) {
-    if (isConstraintViolation(error)) {
-      throw conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists", { cause: error });
-    }
-    throw error;
+    throw constraintFailure(error);
   }
+}
+
+/** What a constraint violation means to the API: a name taken meanwhile (both databases); other errors as they are. */
+export function constraintFailure(error: unknown): unknown {
+  if (isConstraintViolation(error)) {
+    return conflict("FEED_NAME_TAKEN", "a feed with one of these names already exists", { cause: error });
+  }
+  return error;
 }
