@@ -54,7 +54,7 @@ export interface CredentialsRepository {
   resealSecrets(reseal: (credential: string, stored: string) => string | undefined): Promise<number>;
 }
 
-interface CredentialRow {
+export interface CredentialRow {
   id: number;
   name: string;
   kind: CredentialKind;
@@ -63,13 +63,28 @@ interface CredentialRow {
   modified_at: string;
 }
 
-const COLUMNS = "id, name, kind, user_name, created_at, modified_at";
+export const CREDENTIAL_COLUMNS = "id, name, kind, user_name, created_at, modified_at";
+
+/** conflict CREDENTIAL_NAME_TAKEN (both databases). */
+export const credentialNameTaken = (name: string) =>
+  conflict("CREDENTIAL_NAME_TAKEN", `A credential named '${name}' already exists.`);
+
+/** not_found CREDENTIAL_NOT_FOUND (both databases). */
+export const credentialNotFound = (name: string) =>
+  notFound("CREDENTIAL_NOT_FOUND", `The credential '${name}' was not found.`);
+
+/** Why an insert or update of the credential `name` failed, as the API says it (both databases). */
+export function credentialWriteFailure(name: string, error: unknown): unknown {
+  return isUniqueViolation(error) ? credentialNameTaken(name) : error;
+}
 
 export function createCredentialsRepository(db: Db): CredentialsRepository {
   const q = {
-    all: db.prepare<[], CredentialRow>(`SELECT ${COLUMNS} FROM credentials ORDER BY name COLLATE NOCASE, id`),
-    byName: db.prepare<[string], CredentialRow>(`SELECT ${COLUMNS} FROM credentials WHERE name_key = ?`),
-    byId: db.prepare<[number], CredentialRow>(`SELECT ${COLUMNS} FROM credentials WHERE id = ?`),
+    all: db.prepare<[], CredentialRow>(
+      `SELECT ${CREDENTIAL_COLUMNS} FROM credentials ORDER BY name COLLATE NOCASE, id`,
+    ),
+    byName: db.prepare<[string], CredentialRow>(`SELECT ${CREDENTIAL_COLUMNS} FROM credentials WHERE name_key = ?`),
+    byId: db.prepare<[number], CredentialRow>(`SELECT ${CREDENTIAL_COLUMNS} FROM credentials WHERE id = ?`),
     sealed: db.prepare<[number], { name: string; kind: CredentialKind; user_name: string; secret: string }>(
       "SELECT name, kind, user_name, secret FROM credentials WHERE id = ?",
     ),
@@ -89,12 +104,9 @@ export function createCredentialsRepository(db: Db): CredentialsRepository {
     delete: db.prepare<[number]>("DELETE FROM credentials WHERE id = ?"),
   };
 
-  const nameTaken = (name: string) => conflict("CREDENTIAL_NAME_TAKEN", `A credential named '${name}' already exists.`);
-  const missing = (name: string) => notFound("CREDENTIAL_NOT_FOUND", `The credential '${name}' was not found.`);
-
   function claimName(id: number | undefined, name: string): void {
     const owner = q.byName.get(name.toLowerCase());
-    if (owner && owner.id !== id) throw nameTaken(owner.name);
+    if (owner && owner.id !== id) throw credentialNameTaken(owner.name);
   }
 
   const insertTx = db.transaction((write: CredentialWrite, now: string): Credential => {
@@ -114,7 +126,7 @@ export function createCredentialsRepository(db: Db): CredentialsRepository {
   const updateTx = db.transaction(
     (name: string, change: (current: Credential) => Partial<CredentialWrite>, now: string): Credential => {
       const row = q.byName.get(name.toLowerCase());
-      if (!row) throw missing(name);
+      if (!row) throw credentialNotFound(name);
       const current = toCredential(row);
       const next = change(current);
       const newName = next.name ?? current.name;
@@ -134,9 +146,9 @@ export function createCredentialsRepository(db: Db): CredentialsRepository {
 
   const deleteTx = db.transaction((name: string): void => {
     const row = q.byName.get(name.toLowerCase());
-    if (!row) throw missing(name);
+    if (!row) throw credentialNotFound(name);
     const users = q.users.all(row.id).map((server) => server.name);
-    if (users.length > 0) throw inUse(row.name, users);
+    if (users.length > 0) throw credentialInUse(row.name, users);
     q.delete.run(row.id);
   });
 
@@ -168,7 +180,7 @@ export function createCredentialsRepository(db: Db): CredentialsRepository {
         deleteTx.immediate(name);
       } catch (error) {
         // A server took it between the check and the delete (another process): the foreign key says so.
-        if (isForeignKeyViolation(error)) throw inUse(name, []);
+        if (isForeignKeyViolation(error)) throw credentialInUse(name, []);
         throw error;
       }
     },
@@ -185,13 +197,13 @@ export function createCredentialsRepository(db: Db): CredentialsRepository {
     try {
       return write();
     } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken(name);
-      throw error;
+      throw credentialWriteFailure(name, error);
     }
   }
 }
 
-function inUse(name: string, servers: readonly string[]): DomainError {
+/** conflict CREDENTIAL_IN_USE naming (up to 10 of) the servers that use it (both databases). */
+export function credentialInUse(name: string, servers: readonly string[]): DomainError {
   const shown = servers.slice(0, 10).join(", ") + (servers.length > 10 ? ", ..." : "");
   const by = servers.length === 0 ? "a server" : `server${servers.length === 1 ? "" : "s"} ${shown}`;
   return conflict(
@@ -200,7 +212,7 @@ function inUse(name: string, servers: readonly string[]): DomainError {
   );
 }
 
-function toCredential(row: CredentialRow): Credential {
+export function toCredential(row: CredentialRow): Credential {
   return {
     id: row.id,
     name: row.name,

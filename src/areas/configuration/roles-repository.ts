@@ -37,7 +37,7 @@ export interface RolesRepository {
   delete(name: string): Promise<boolean>;
 }
 
-interface RoleRow {
+export interface RoleRow {
   id: number;
   name: string;
   description: string | null;
@@ -45,6 +45,54 @@ interface RoleRow {
 }
 
 const key = (name: string) => name.toLowerCase();
+
+/** The columns of a saved role (both databases). */
+export function roleColumns(write: RoleWrite, now: string, secrets: SecretBox) {
+  return {
+    name: write.name,
+    nameKey: key(write.name),
+    description: write.description,
+    variables: writeVariableColumn(write.variables, secrets),
+    now,
+  };
+}
+
+/** not_found ROLE_NOT_FOUND: the role being updated was deleted meanwhile (both databases). */
+export const roleNotFound = (name: string) => notFound("ROLE_NOT_FOUND", `The role '${name}' was not found.`);
+
+/** Why saving the role `name` failed, as the API says it (both databases). */
+export function roleWriteFailure(name: string, error: unknown): unknown {
+  return isUniqueViolation(error)
+    ? conflict("ROLE_EXISTS", `A role named '${name}' already exists.`, { cause: error })
+    : error;
+}
+
+/**
+ * Throws unprocessable ROLE_CYCLE when `role` depending on `dependsOnIds` would close a cycle among
+ * the stored dependencies (`edgeRows`), naming the roles by `nameRows` (both databases).
+ */
+export function refuseStoredCycle(
+  edgeRows: readonly { role_id: number; depends_on_id: number }[],
+  nameRows: readonly { id: number; name: string }[],
+  role: { readonly id: number; readonly name: string },
+  dependsOnIds: readonly number[],
+): void {
+  const edges = new Map<number, number[]>();
+  for (const edge of edgeRows) {
+    edges.set(edge.role_id, [...(edges.get(edge.role_id) ?? []), edge.depends_on_id]);
+  }
+  const names = new Map(nameRows.map((row) => [row.id, row.name]));
+  refuseCycle(edges, names, role, dependsOnIds);
+}
+
+/** conflict ROLE_IN_USE naming the servers that list the role and the roles that depend on it (both databases). */
+export function roleInUse(name: string, servers: readonly string[], dependents: readonly string[]) {
+  const users = [
+    ...(servers.length > 0 ? [`the server(s) ${servers.join(", ")}`] : []),
+    ...(dependents.length > 0 ? [`the role(s) ${dependents.join(", ")} (dependsOn)`] : []),
+  ];
+  return conflict("ROLE_IN_USE", `The role '${name}' is used by ${users.join(" and ")}: remove it from them first.`);
+}
 
 export function createRolesRepository(db: Db, secrets: SecretBox): RolesRepository {
   const replaceItems = itemReplacer(db, "role_id", secrets);
@@ -89,13 +137,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
     dependsOn: q.dependencies.all(row.id).map((d) => d.name),
     items: q.items.all(row.id).map((i) => decodeItem(i.definition, row.name, secrets)),
   });
-  const columns = (write: RoleWrite, now: string) => ({
-    name: write.name,
-    nameKey: key(write.name),
-    description: write.description,
-    variables: writeVariableColumn(write.variables, secrets),
-    now,
-  });
+  const columns = (write: RoleWrite, now: string) => roleColumns(write, now, secrets);
   const writeMembers = (id: number, write: RoleWrite) => {
     q.clearDependencies.run(id);
     for (const dependency of write.dependsOnIds) q.addDependency.run(id, dependency);
@@ -105,10 +147,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
     try {
       return work();
     } catch (error) {
-      if (isUniqueViolation(error)) {
-        throw conflict("ROLE_EXISTS", `A role named '${name}' already exists.`, { cause: error });
-      }
-      throw error;
+      throw roleWriteFailure(name, error);
     }
   };
 
@@ -130,14 +169,9 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
       unique(write.name, () =>
         db.transaction(() => {
           if (q.update.run({ ...columns(write, now), id }).changes === 0) {
-            throw notFound("ROLE_NOT_FOUND", `The role '${write.name}' was not found.`);
+            throw roleNotFound(write.name);
           }
-          const edges = new Map<number, number[]>();
-          for (const edge of q.edges.all()) {
-            edges.set(edge.role_id, [...(edges.get(edge.role_id) ?? []), edge.depends_on_id]);
-          }
-          const names = new Map(q.names.all().map((row) => [row.id, row.name]));
-          refuseCycle(edges, names, { id, name: write.name }, write.dependsOnIds);
+          refuseStoredCycle(q.edges.all(), q.names.all(), { id, name: write.name }, write.dependsOnIds);
           writeMembers(id, write);
           return record(q.byId.get(id) as RoleRow);
         })(),
@@ -148,16 +182,7 @@ export function createRolesRepository(db: Db, secrets: SecretBox): RolesReposito
         if (!row) return false;
         const servers = q.servers.all(row.id).map((s) => s.name);
         const dependents = q.dependents.all(row.id).map((r) => r.name);
-        if (servers.length > 0 || dependents.length > 0) {
-          const users = [
-            ...(servers.length > 0 ? [`the server(s) ${servers.join(", ")}`] : []),
-            ...(dependents.length > 0 ? [`the role(s) ${dependents.join(", ")} (dependsOn)`] : []),
-          ];
-          throw conflict(
-            "ROLE_IN_USE",
-            `The role '${row.name}' is used by ${users.join(" and ")}: remove it from them first.`,
-          );
-        }
+        if (servers.length > 0 || dependents.length > 0) throw roleInUse(row.name, servers, dependents);
         q.delete.run(row.id);
         return true;
       })(),

@@ -59,6 +59,45 @@ export interface ServersRepository {
 
 const key = (name: string) => name.toLowerCase();
 
+/** The columns of a saved server but its agent key, as the service decided them (both databases). */
+export function serverColumns(write: ServerWrite, now: string, secrets: SecretBox) {
+  return {
+    name: write.name,
+    nameKey: key(write.name),
+    type: write.type,
+    driftMode: write.driftMode,
+    active: write.active ? 1 : 0,
+    rootPath: write.rootPath,
+    hostName: write.hostName,
+    port: write.port,
+    credentialsId: write.credentialsId,
+    hostKeySha256: write.hostKeySha256,
+    tempPath: write.tempPath,
+    variables: writeVariableColumn(write.variables, secrets),
+    now,
+  };
+}
+
+/** not_found SERVER_NOT_FOUND: the server being updated was deleted meanwhile (both databases). */
+export const serverNotFound = (name: string) => notFound("SERVER_NOT_FOUND", `The server '${name}' was not found.`);
+
+/** Why saving the server `name` failed, as the API says it (both databases). */
+export function serverWriteFailure(name: string, error: unknown): unknown {
+  if (isUniqueViolation(error)) {
+    return conflict("SERVER_EXISTS", `A server named '${name}' already exists.`, { cause: error });
+  }
+  if (isForeignKeyViolation(error)) {
+    // A role, environment or credential named in the request was deleted while it was saved.
+    return new DomainError(
+      "unprocessable",
+      "REFERENCE_GONE",
+      "A role, environment or credential named was deleted meanwhile; try again.",
+      { cause: error },
+    );
+  }
+  return error;
+}
+
 export function createServersRepository(db: Db, secrets: SecretBox): ServersRepository {
   const replaceItems = itemReplacer(db, "server_id", secrets);
   const q = {
@@ -116,21 +155,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     credentialsName: row.credentials_id === null ? undefined : q.credentialName.get(row.credentials_id)?.name,
     variables: readVariableColumn(row.variables, secrets),
   });
-  const columns = (write: ServerWrite, now: string) => ({
-    name: write.name,
-    nameKey: key(write.name),
-    type: write.type,
-    driftMode: write.driftMode,
-    active: write.active ? 1 : 0,
-    rootPath: write.rootPath,
-    hostName: write.hostName,
-    port: write.port,
-    credentialsId: write.credentialsId,
-    hostKeySha256: write.hostKeySha256,
-    tempPath: write.tempPath,
-    variables: writeVariableColumn(write.variables, secrets),
-    now,
-  });
+  const columns = (write: ServerWrite, now: string) => serverColumns(write, now, secrets);
   const writeMembers = (id: number, write: ServerWrite) => {
     q.clearRoles.run(id);
     write.roleIds.forEach((roleId, position) => q.addRole.run(id, roleId, position));
@@ -142,19 +167,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     try {
       return work();
     } catch (error) {
-      if (isUniqueViolation(error)) {
-        throw conflict("SERVER_EXISTS", `A server named '${name}' already exists.`, { cause: error });
-      }
-      if (isForeignKeyViolation(error)) {
-        // A role, environment or credential named in the request was deleted while it was saved.
-        throw new DomainError(
-          "unprocessable",
-          "REFERENCE_GONE",
-          "A role, environment or credential named was deleted meanwhile; try again.",
-          { cause: error },
-        );
-      }
-      throw error;
+      throw serverWriteFailure(name, error);
     }
   };
 
@@ -180,7 +193,7 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
       guarded(write.name, () =>
         db.transaction(() => {
           if (q.update.run({ ...columns(write, now), id }).changes === 0) {
-            throw notFound("SERVER_NOT_FOUND", `The server '${write.name}' was not found.`);
+            throw serverNotFound(write.name);
           }
           if (write.agentKeyHash !== undefined) {
             q.setAgentKey.run({ id, hash: write.agentKeyHash, now: write.agentKeyHash === null ? null : now });
