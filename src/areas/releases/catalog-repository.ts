@@ -51,7 +51,7 @@ export interface CatalogRepository {
   deletePipeline(name: string): Promise<boolean>;
 }
 
-interface ApplicationRow {
+export interface ApplicationRow {
   id: number;
   name: string;
   description: string | null;
@@ -60,23 +60,42 @@ interface ApplicationRow {
   release_usage: Application["releaseUsage"];
   build_number_scheme: Application["buildNumberScheme"];
 }
-interface EnvironmentRow {
+export interface EnvironmentRow {
   id: number;
   name: string;
   parent_name: string | null;
   active: number;
   variables: string;
 }
-interface StageRow {
+export interface StageRow {
   name: string;
   environment_name: string | null;
   plan_name: string | null;
   plan_steps: string | null;
 }
+export interface PipelineRow {
+  id: number;
+  name: string;
+  reject_older_builds: number;
+}
+export interface PlanRow {
+  id: number;
+  name: string;
+  steps: string;
+}
 
-const key = (name: string) => name.toLowerCase();
+/** The shared pieces below are the same on both databases (catalog-repository-postgres.ts). */
 
-function toApplication(row: ApplicationRow): Application {
+export const key = (name: string) => name.toLowerCase();
+
+export const ENVIRONMENT_SELECT = `SELECT e.id, e.name, p.name AS parent_name, e.active, e.variables
+    FROM environments e LEFT JOIN environments p ON p.id = e.parent_id`;
+
+// Stages name plans as typed; the comparison is made on keys, like every name.
+export const PLAN_USERS_SELECT = `SELECT p.name AS pipeline, s.plan_name FROM pipeline_stages s JOIN pipelines p ON p.id = s.pipeline_id
+       WHERE s.plan_name IS NOT NULL ORDER BY p.name_key`;
+
+export function toApplication(row: ApplicationRow): Application {
   return {
     id: row.id,
     name: row.name,
@@ -88,7 +107,7 @@ function toApplication(row: ApplicationRow): Application {
   };
 }
 
-function toEnvironment(row: EnvironmentRow): Environment {
+export function toEnvironment(row: EnvironmentRow): Environment {
   return {
     id: row.id,
     name: row.name,
@@ -98,7 +117,7 @@ function toEnvironment(row: EnvironmentRow): Environment {
   };
 }
 
-function toStage(row: StageRow): PipelineStage {
+export function toStage(row: StageRow): PipelineStage {
   return {
     name: row.name,
     ...(row.environment_name !== null && { environmentName: row.environment_name }),
@@ -107,7 +126,74 @@ function toStage(row: StageRow): PipelineStage {
   };
 }
 
-function nameTaken(what: string, name: string, cause?: unknown) {
+export function toPipeline(row: PipelineRow, stages: readonly StageRow[]): Pipeline {
+  return {
+    id: row.id,
+    name: row.name,
+    rejectOlderBuilds: row.reject_older_builds === 1,
+    stages: stages.map(toStage),
+  };
+}
+
+export function toPlan(row: PlanRow): DeploymentPlan {
+  return { id: row.id, name: row.name, steps: parseStoredSteps(row.steps) };
+}
+
+export function applicationParams(draft: ApplicationDraft) {
+  return {
+    name: draft.name,
+    nameKey: key(draft.name),
+    description: draft.description ?? null,
+    groupName: draft.groupName ?? null,
+    active: draft.active ? 1 : 0,
+    releaseUsage: draft.releaseUsage,
+    buildNumberScheme: draft.buildNumberScheme,
+  };
+}
+
+export function environmentParams(draft: EnvironmentDraft, parentId: number | null) {
+  return {
+    name: draft.name,
+    nameKey: key(draft.name),
+    parentId,
+    active: draft.active ? 1 : 0,
+    variables: JSON.stringify(draft.variables),
+  };
+}
+
+export function stageParams(pipelineId: number, stage: PipelineStage, position: number) {
+  return {
+    pipelineId,
+    position,
+    name: stage.name,
+    nameKey: key(stage.name),
+    environmentName: stage.environmentName ?? null,
+    planName: stage.planName ?? null,
+    planSteps: stage.plan ? JSON.stringify(stage.plan) : null,
+  };
+}
+
+/** The pipelines whose stages name the plan `name` (rows of PLAN_USERS_SELECT), each once. */
+export function pipelinesUsing(rows: readonly { pipeline: string; plan_name: string }[], name: string): string[] {
+  return [...new Set(rows.filter((u) => key(u.plan_name) === key(name)).map((u) => u.pipeline))];
+}
+
+export const applicationNotFound = (id: number) =>
+  notFound("APPLICATION_NOT_FOUND", `No application has the id ${id}.`);
+
+export const parentNotFound = (name: string) =>
+  new DomainError("unprocessable", "PARENT_NOT_FOUND", `The parent environment '${name}' does not exist.`);
+
+export const parentIsSelf = () =>
+  new DomainError("unprocessable", "PARENT_IS_SELF", "An environment cannot be its own parent.");
+
+export const planInUse = (name: string, users: readonly string[]) =>
+  conflict("PLAN_IN_USE", `The deployment plan '${name}' is used by the pipeline(s) ${users.join(", ")}.`);
+
+export const pipelineInUse = (name: string, cause: unknown) =>
+  conflict("PIPELINE_IN_USE", `The pipeline '${name}' is used by releases or builds.`, { cause });
+
+export function nameTaken(what: string, name: string, cause?: unknown) {
   return conflict(
     `${what.toUpperCase()}_EXISTS`,
     `${/^[aeiou]/i.test(what) ? "An" : "A"} ${what} named '${name}' already exists.`,
@@ -129,12 +215,10 @@ export function createCatalogRepository(db: Db): CatalogRepository {
          active = @active, release_usage = @releaseUsage, build_number_scheme = @buildNumberScheme WHERE id = @id`,
     ),
   };
-  const envSelect = `SELECT e.id, e.name, p.name AS parent_name, e.active, e.variables
-    FROM environments e LEFT JOIN environments p ON p.id = e.parent_id`;
   const env = {
-    all: db.prepare<[], EnvironmentRow>(`${envSelect} ORDER BY e.name_key`),
-    byId: db.prepare<[number], EnvironmentRow>(`${envSelect} WHERE e.id = ?`),
-    byName: db.prepare<[string], EnvironmentRow>(`${envSelect} WHERE e.name_key = ?`),
+    all: db.prepare<[], EnvironmentRow>(`${ENVIRONMENT_SELECT} ORDER BY e.name_key`),
+    byId: db.prepare<[number], EnvironmentRow>(`${ENVIRONMENT_SELECT} WHERE e.id = ?`),
+    byName: db.prepare<[string], EnvironmentRow>(`${ENVIRONMENT_SELECT} WHERE e.name_key = ?`),
     idByName: db.prepare<[string], { id: number }>("SELECT id FROM environments WHERE name_key = ?"),
     insert: db.prepare(
       `INSERT INTO environments (name, name_key, parent_id, active, variables) VALUES (@name, @nameKey, @parentId, @active, @variables)`,
@@ -145,12 +229,8 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     delete: db.prepare<[string]>("DELETE FROM environments WHERE name_key = ?"),
   };
   const plan = {
-    all: db.prepare<[], { id: number; name: string; steps: string }>(
-      "SELECT id, name, steps FROM deployment_plans ORDER BY name_key",
-    ),
-    byName: db.prepare<[string], { id: number; name: string; steps: string }>(
-      "SELECT id, name, steps FROM deployment_plans WHERE name_key = ?",
-    ),
+    all: db.prepare<[], PlanRow>("SELECT id, name, steps FROM deployment_plans ORDER BY name_key"),
+    byName: db.prepare<[string], PlanRow>("SELECT id, name, steps FROM deployment_plans WHERE name_key = ?"),
     insert: db.prepare(
       "INSERT INTO deployment_plans (name, name_key, steps, created_at, modified_at) VALUES (@name, @nameKey, @steps, @now, @now)",
     ),
@@ -158,22 +238,12 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       "UPDATE deployment_plans SET steps = ?, modified_at = ? WHERE name_key = ? RETURNING id, name",
     ),
     delete: db.prepare<[string]>("DELETE FROM deployment_plans WHERE name_key = ?"),
-    // Stages name plans as typed; the comparison is made on keys, like every name.
-    users: db.prepare<[], { pipeline: string; plan_name: string }>(
-      `SELECT p.name AS pipeline, s.plan_name FROM pipeline_stages s JOIN pipelines p ON p.id = s.pipeline_id
-       WHERE s.plan_name IS NOT NULL ORDER BY p.name_key`,
-    ),
+    users: db.prepare<[], { pipeline: string; plan_name: string }>(PLAN_USERS_SELECT),
   };
   const pipe = {
-    all: db.prepare<[], { id: number; name: string; reject_older_builds: number }>(
-      "SELECT id, name, reject_older_builds FROM pipelines ORDER BY name_key",
-    ),
-    byId: db.prepare<[number], { id: number; name: string; reject_older_builds: number }>(
-      "SELECT id, name, reject_older_builds FROM pipelines WHERE id = ?",
-    ),
-    byName: db.prepare<[string], { id: number; name: string; reject_older_builds: number }>(
-      "SELECT id, name, reject_older_builds FROM pipelines WHERE name_key = ?",
-    ),
+    all: db.prepare<[], PipelineRow>("SELECT id, name, reject_older_builds FROM pipelines ORDER BY name_key"),
+    byId: db.prepare<[number], PipelineRow>("SELECT id, name, reject_older_builds FROM pipelines WHERE id = ?"),
+    byName: db.prepare<[string], PipelineRow>("SELECT id, name, reject_older_builds FROM pipelines WHERE name_key = ?"),
     stages: db.prepare<[number], StageRow>(
       "SELECT name, environment_name, plan_name, plan_steps FROM pipeline_stages WHERE pipeline_id = ? ORDER BY position",
     ),
@@ -191,60 +261,23 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     delete: db.prepare<[string]>("DELETE FROM pipelines WHERE name_key = ?"),
   };
 
-  const readPipeline = (row: { id: number; name: string; reject_older_builds: number } | undefined) =>
-    row && {
-      id: row.id,
-      name: row.name,
-      rejectOlderBuilds: row.reject_older_builds === 1,
-      stages: pipe.stages.all(row.id).map(toStage),
-    };
+  const readPipeline = (row: PipelineRow | undefined) => row && toPipeline(row, pipe.stages.all(row.id));
   const readApplication = (idOrName: number | string) => {
     const row = typeof idOrName === "number" ? app.byId.get(idOrName) : app.byName.get(key(idOrName));
     return row && toApplication(row);
   };
-  const appParams = (draft: ApplicationDraft) => ({
-    name: draft.name,
-    nameKey: key(draft.name),
-    description: draft.description ?? null,
-    groupName: draft.groupName ?? null,
-    active: draft.active ? 1 : 0,
-    releaseUsage: draft.releaseUsage,
-    buildNumberScheme: draft.buildNumberScheme,
-  });
   const envParams = (draft: EnvironmentDraft) => {
     let parentId: number | null = null;
     if (draft.parentName !== undefined) {
       const parent = env.idByName.get(key(draft.parentName));
-      if (!parent) {
-        throw new DomainError(
-          "unprocessable",
-          "PARENT_NOT_FOUND",
-          `The parent environment '${draft.parentName}' does not exist.`,
-        );
-      }
+      if (!parent) throw parentNotFound(draft.parentName);
       parentId = parent.id;
     }
-    return {
-      name: draft.name,
-      nameKey: key(draft.name),
-      parentId,
-      active: draft.active ? 1 : 0,
-      variables: JSON.stringify(draft.variables),
-    };
+    return environmentParams(draft, parentId);
   };
   const writeStages = (pipelineId: number, stages: readonly PipelineStage[]) => {
     pipe.clearStages.run(pipelineId);
-    stages.forEach((stage, position) =>
-      pipe.insertStage.run({
-        pipelineId,
-        position,
-        name: stage.name,
-        nameKey: key(stage.name),
-        environmentName: stage.environmentName ?? null,
-        planName: stage.planName ?? null,
-        planSteps: stage.plan ? JSON.stringify(stage.plan) : null,
-      }),
-    );
+    stages.forEach((stage, position) => pipe.insertStage.run(stageParams(pipelineId, stage, position)));
   };
   const unique = <T>(what: string, name: string, work: () => T): T => {
     try {
@@ -260,14 +293,12 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     findApplication: async (idOrName) => readApplication(idOrName),
     insertApplication: async (draft, now) =>
       unique("application", draft.name, () => {
-        const id = Number(app.insert.run({ ...appParams(draft), now }).lastInsertRowid);
+        const id = Number(app.insert.run({ ...applicationParams(draft), now }).lastInsertRowid);
         return { id, ...draft };
       }),
     updateApplication: async (id, draft) =>
       unique("application", draft.name, () => {
-        if (app.update.run({ ...appParams(draft), id }).changes === 0) {
-          throw notFound("APPLICATION_NOT_FOUND", `No application has the id ${id}.`);
-        }
+        if (app.update.run({ ...applicationParams(draft), id }).changes === 0) throw applicationNotFound(id);
         return { id, ...draft };
       }),
 
@@ -285,20 +316,17 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       unique("environment", draft.name, () =>
         db.transaction(() => {
           const params = envParams(draft);
-          if (params.parentId === id) {
-            throw new DomainError("unprocessable", "PARENT_IS_SELF", "An environment cannot be its own parent.");
-          }
+          if (params.parentId === id) throw parentIsSelf();
           env.update.run({ ...params, id });
           return toEnvironment(env.byId.get(id) as EnvironmentRow);
         })(),
       ),
     deleteEnvironment: async (name) => env.delete.run(key(name)).changes > 0,
 
-    listPlans: async () =>
-      plan.all.all().map((row) => ({ id: row.id, name: row.name, steps: parseStoredSteps(row.steps) })),
+    listPlans: async () => plan.all.all().map(toPlan),
     findPlan: async (name) => {
       const row = plan.byName.get(key(name));
-      return row && { id: row.id, name: row.name, steps: parseStoredSteps(row.steps) };
+      return row && toPlan(row);
     },
     insertPlan: async (name, steps, now) =>
       unique("plan", name, () => {
@@ -313,20 +341,8 @@ export function createCatalogRepository(db: Db): CatalogRepository {
     },
     deletePlan: async (name) =>
       db.transaction(() => {
-        const users = [
-          ...new Set(
-            plan.users
-              .all()
-              .filter((u) => key(u.plan_name) === key(name))
-              .map((u) => u.pipeline),
-          ),
-        ];
-        if (users.length > 0) {
-          throw conflict(
-            "PLAN_IN_USE",
-            `The deployment plan '${name}' is used by the pipeline(s) ${users.join(", ")}.`,
-          );
-        }
+        const users = pipelinesUsing(plan.users.all(), name);
+        if (users.length > 0) throw planInUse(name, users);
         return plan.delete.run(key(name)).changes > 0;
       })(),
 
@@ -366,9 +382,7 @@ export function createCatalogRepository(db: Db): CatalogRepository {
       try {
         return pipe.delete.run(key(name)).changes > 0;
       } catch (error) {
-        if (isForeignKeyViolation(error)) {
-          throw conflict("PIPELINE_IN_USE", `The pipeline '${name}' is used by releases or builds.`, { cause: error });
-        }
+        if (isForeignKeyViolation(error)) throw pipelineInUse(name, error);
         throw error;
       }
     },

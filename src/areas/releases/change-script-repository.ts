@@ -24,7 +24,7 @@ export interface ChangeScriptRepository {
   delete(id: number): Promise<boolean>;
 }
 
-interface ChangeScriptRow {
+export interface ChangeScriptRow {
   id: number;
   application_id: number;
   application_name: string;
@@ -41,13 +41,37 @@ interface ChangeScriptRow {
   modified_on: string;
 }
 
-const SELECT = `SELECT s.*, r.application_id, a.name AS application_name, r.number AS release_number,
+/** The shared pieces below are the same on both databases (change-script-repository-postgres.ts). */
+
+export const CHANGE_SCRIPT_SELECT = `SELECT s.*, r.application_id, a.name AS application_name, r.number AS release_number,
   r.name AS release_name
   FROM change_scripts s JOIN releases r ON r.id = s.release_id JOIN applications a ON a.id = r.application_id`;
 
-const key = (name: string) => name.toLowerCase();
+/** Newest release first (by sequence), each release's scripts in creation order. */
+export const CHANGE_SCRIPT_ORDER = "ORDER BY r.sequence DESC, r.id DESC, s.id";
 
-function toChangeScript(row: ChangeScriptRow): ChangeScript {
+export const key = (name: string) => name.toLowerCase();
+
+export const applicationNotFound = (draft: ChangeScriptDraft) =>
+  notFound("APPLICATION_NOT_FOUND", `No application has the id ${draft.applicationId}.`);
+
+export const releaseNotFound = (draft: ChangeScriptDraft) =>
+  notFound("RELEASE_NOT_FOUND", `The application ${draft.applicationId} has no release '${draft.releaseNumber}'.`);
+
+export const scriptNotFound = (draft: ChangeScriptDraft) =>
+  notFound(
+    "CHANGE_SCRIPT_NOT_FOUND",
+    `The application ${draft.applicationId} has no change script with the id ${draft.scriptId}.`,
+  );
+
+export const scriptExists = (draft: ChangeScriptDraft, cause: unknown) =>
+  conflict(
+    "CHANGE_SCRIPT_EXISTS",
+    `The release '${draft.releaseNumber}' already has a change script named '${draft.name}'.`,
+    { cause },
+  );
+
+export function toChangeScript(row: ChangeScriptRow): ChangeScript {
   return {
     id: row.id,
     applicationId: row.application_id,
@@ -67,15 +91,14 @@ function toChangeScript(row: ChangeScriptRow): ChangeScript {
 }
 
 export function createChangeScriptRepository(db: Db): ChangeScriptRepository {
-  const order = "ORDER BY r.sequence DESC, r.id DESC, s.id";
   const statements = {
     byApplication: db.prepare<[number, number, number], ChangeScriptRow>(
-      `${SELECT} WHERE r.application_id = ? AND (s.active = 1 OR ?) ${order} LIMIT ?`,
+      `${CHANGE_SCRIPT_SELECT} WHERE r.application_id = ? AND (s.active = 1 OR ?) ${CHANGE_SCRIPT_ORDER} LIMIT ?`,
     ),
     byRelease: db.prepare<[number, string, number, number], ChangeScriptRow>(
-      `${SELECT} WHERE r.application_id = ? AND r.number_key = ? AND (s.active = 1 OR ?) ${order} LIMIT ?`,
+      `${CHANGE_SCRIPT_SELECT} WHERE r.application_id = ? AND r.number_key = ? AND (s.active = 1 OR ?) ${CHANGE_SCRIPT_ORDER} LIMIT ?`,
     ),
-    byId: db.prepare<[number], ChangeScriptRow>(`${SELECT} WHERE s.id = ?`),
+    byId: db.prepare<[number], ChangeScriptRow>(`${CHANGE_SCRIPT_SELECT} WHERE s.id = ?`),
     application: db.prepare<[number], { id: number }>("SELECT id FROM applications WHERE id = ?"),
     release: db.prepare<[number, string], { id: number }>(
       "SELECT id FROM releases WHERE application_id = ? AND number_key = ?",
@@ -102,26 +125,14 @@ export function createChangeScriptRepository(db: Db): ChangeScriptRepository {
   const existing = (draft: ChangeScriptDraft, releaseId: number) => {
     if (draft.scriptId === undefined) return statements.scriptByName.get(releaseId, key(draft.name));
     const found = statements.scriptOfApplication.get(draft.scriptId, draft.applicationId);
-    if (!found) {
-      throw notFound(
-        "CHANGE_SCRIPT_NOT_FOUND",
-        `The application ${draft.applicationId} has no change script with the id ${draft.scriptId}.`,
-      );
-    }
+    if (!found) throw scriptNotFound(draft);
     return found;
   };
 
   const save = db.transaction((draft: ChangeScriptDraft, actor: Actor): ChangeScriptRow => {
-    if (!statements.application.get(draft.applicationId)) {
-      throw notFound("APPLICATION_NOT_FOUND", `No application has the id ${draft.applicationId}.`);
-    }
+    if (!statements.application.get(draft.applicationId)) throw applicationNotFound(draft);
     const release = statements.release.get(draft.applicationId, key(draft.releaseNumber));
-    if (!release) {
-      throw notFound(
-        "RELEASE_NOT_FOUND",
-        `The application ${draft.applicationId} has no release '${draft.releaseNumber}'.`,
-      );
-    }
+    if (!release) throw releaseNotFound(draft);
     const params = { releaseId: release.id, name: draft.name, nameKey: key(draft.name), text: draft.text, ...actor };
     const found = existing(draft, release.id);
     let id: number;
@@ -156,11 +167,7 @@ export function createChangeScriptRepository(db: Db): ChangeScriptRepository {
         return toChangeScript(save.immediate(draft, actor));
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        throw conflict(
-          "CHANGE_SCRIPT_EXISTS",
-          `The release '${draft.releaseNumber}' already has a change script named '${draft.name}'.`,
-          { cause: error },
-        );
+        throw scriptExists(draft, error);
       }
     },
     delete: async (id) => statements.delete.run(id).changes > 0,

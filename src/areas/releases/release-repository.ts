@@ -146,7 +146,75 @@ export interface ReleaseRepository {
 }
 
 type Where = { clauses: string[]; params: unknown[] };
-const lower = (s: string) => s.toLowerCase();
+
+/** The shared pieces below are the same on both databases (release-repository-postgres.ts). */
+
+export const lower = (s: string) => s.toLowerCase();
+
+/** Why builds are rejected and their pending deployments canceled, as the deployments' logs say it. */
+export const REJECTED_BECAUSE = {
+  releaseCanceled: "release canceled",
+  buildRejected: "build rejected",
+  newerPipelineLess: "a newer pipeline-less build was created",
+  enteredStage: (build: Build, entry: StageEntry) => `build ${build.number} entered stage ${entry.stageName}`,
+} as const;
+
+/** The line a canceled deployment's log gets. */
+export const canceledLine = (why: string) => `Canceled: ${why}\n`;
+
+/** Who rejects older builds: the server, at the time of the write that caused it. */
+export const systemActor = (actor: Actor): Actor => ({ by: "SYSTEM", now: actor.now });
+
+export const releaseExists = (number: string, cause: unknown) =>
+  conflict("RELEASE_EXISTS", `The application already has a release numbered '${number}'.`, { cause });
+
+export const buildExists = (draft: BuildDraft, cause: unknown) =>
+  conflict("BUILD_EXISTS", `A build numbered '${draft.number ?? ""}' already exists.`, { cause });
+
+/** A list's limit as bound: whole and not negative. */
+export const boundLimit = (limit: number) => Math.max(0, Math.floor(limit));
+
+/**
+ * The number of a new build and the sequence stored with it, given the next sequence of its scope:
+ * the caller's number (a numeric one moves the sequence up to it), else the scheme's.
+ */
+export function buildNumberOf(draft: BuildDraft, sequence: number, actor: Actor): { number: string; stored: number } {
+  const given = draft.number;
+  const number =
+    given ??
+    (draft.scheme === "date-based" ? `${actor.now.slice(0, 10).replaceAll("-", "")}.${sequence}` : String(sequence));
+  const stored = given !== undefined && /^\d{1,9}$/.test(given) ? Math.max(sequence, Number(given)) : sequence;
+  return { number, stored };
+}
+
+/** The values of a new deployment row (its status is 'pending'). */
+export function deploymentParams(buildId: number, entry: StageEntry, actor: Actor) {
+  return {
+    buildId,
+    pipelineName: entry.pipelineName,
+    stageName: entry.stageName,
+    stagePosition: entry.stagePosition,
+    planName: entry.planName ?? null,
+    planSteps: JSON.stringify(entry.planSteps),
+    environmentId: entry.environmentId ?? null,
+    environmentName: entry.environmentName ?? null,
+    forced: entry.forced ? 1 : 0,
+    startAfter: entry.startAfter ?? null,
+    ...actor,
+  };
+}
+
+/** The values of a variable row of one owner. */
+export function variableParams(owner: "release" | "build" | "deployment", id: number, name: string, value: string) {
+  return {
+    release: owner === "release" ? id : null,
+    build: owner === "build" ? id : null,
+    deployment: owner === "deployment" ? id : null,
+    name,
+    nameKey: lower(name),
+    value,
+  };
+}
 
 function push(w: Where, clause: string, value: unknown): void {
   w.clauses.push(clause);
@@ -172,7 +240,7 @@ const MAX_CACHED_STATEMENTS = 256;
 /** ` LIMIT ?` with its value appended to the parameters (after the WHERE ones), or nothing. */
 function limitOf(f: { limit?: number }, w: Where): string {
   if (f.limit === undefined) return "";
-  w.params.push(Math.max(0, Math.floor(f.limit)));
+  w.params.push(boundLimit(f.limit));
   return " LIMIT ?";
 }
 
@@ -209,16 +277,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
      VALUES (@release, @build, @deployment, @name, @nameKey, @value)`,
   );
   const saveVariables = (owner: "release" | "build" | "deployment", id: number, variables: Variables) => {
-    for (const [name, value] of variables) {
-      insertVariable.run({
-        release: owner === "release" ? id : null,
-        build: owner === "build" ? id : null,
-        deployment: owner === "deployment" ? id : null,
-        name,
-        nameKey: lower(name),
-        value,
-      });
-    }
+    for (const [name, value] of variables) insertVariable.run(variableParams(owner, id, name, value));
   };
 
   const cancelPending = db.prepare(
@@ -231,7 +290,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
   const reject = (buildIds: readonly number[], actor: Actor, why: string) => {
     for (const id of buildIds) {
       rejectOne.run({ id, ...actor });
-      cancelPending.run({ buildId: id, ...actor, line: `Canceled: ${why}\n` });
+      cancelPending.run({ buildId: id, ...actor, line: canceledLine(why) });
     }
   };
 
@@ -247,23 +306,9 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         "SELECT id FROM builds WHERE release_id = ? AND id < ? AND status = 'active' AND furthest_position = ?",
         [build.releaseId, build.id, entry.stagePosition],
       ).map((r) => r.id);
-      reject(older, { by: "SYSTEM", now: actor.now }, `build ${build.number} entered stage ${entry.stageName}`);
+      reject(older, systemActor(actor), REJECTED_BECAUSE.enteredStage(build, entry));
     }
-    const id = Number(
-      insertDeployment.run({
-        buildId: build.id,
-        pipelineName: entry.pipelineName,
-        stageName: entry.stageName,
-        stagePosition: entry.stagePosition,
-        planName: entry.planName ?? null,
-        planSteps: JSON.stringify(entry.planSteps),
-        environmentId: entry.environmentId ?? null,
-        environmentName: entry.environmentName ?? null,
-        forced: entry.forced ? 1 : 0,
-        startAfter: entry.startAfter ?? null,
-        ...actor,
-      }).lastInsertRowid,
-    );
+    const id = Number(insertDeployment.run(deploymentParams(build.id, entry, actor)).lastInsertRowid);
     saveVariables("deployment", id, entry.variables);
     query(
       `UPDATE builds SET furthest_stage = ?, furthest_position = ?
@@ -339,11 +384,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
           return releaseById(id) as Release;
         })();
       } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw conflict("RELEASE_EXISTS", `The application already has a release numbered '${draft.number}'.`, {
-            cause: error,
-          });
-        }
+        if (isUniqueViolation(error)) throw releaseExists(draft.number, error);
         throw error;
       }
     },
@@ -357,7 +398,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
         reject(
           builds.map((b) => b.id),
           actor,
-          "release canceled",
+          REJECTED_BECAUSE.releaseCanceled,
         );
         return releaseById(id) as Release;
       })(),
@@ -391,14 +432,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
     insertBuild: async (draft, firstStage, actor) => {
       try {
         return db.transaction(() => {
-          const sequence = nextSequence(draft);
-          const given = draft.number;
-          const number =
-            given ??
-            (draft.scheme === "date-based"
-              ? `${actor.now.slice(0, 10).replaceAll("-", "")}.${sequence}`
-              : String(sequence));
-          const stored = given !== undefined && /^\d{1,9}$/.test(given) ? Math.max(sequence, Number(given)) : sequence;
+          const { number, stored } = buildNumberOf(draft, nextSequence(draft), actor);
           if (draft.rejectPreviousPipelineLess) {
             const previous = query<{ id: number }>(
               "SELECT id FROM builds WHERE application_id = ? AND pipeline_id IS NULL AND status = 'active'",
@@ -406,8 +440,8 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
             );
             reject(
               previous.map((b) => b.id),
-              { by: "SYSTEM", now: actor.now },
-              "a newer pipeline-less build was created",
+              systemActor(actor),
+              REJECTED_BECAUSE.newerPipelineLess,
             );
           }
           const id = Number(
@@ -430,9 +464,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
           };
         })();
       } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw conflict("BUILD_EXISTS", `A build numbered '${draft.number ?? ""}' already exists.`, { cause: error });
-        }
+        if (isUniqueViolation(error)) throw buildExists(draft, error);
         throw error;
       }
     },
@@ -445,7 +477,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
       )?.n ?? undefined,
     rejectBuild: async (id, actor) =>
       db.transaction(() => {
-        reject([id], actor, "build rejected");
+        reject([id], actor, REJECTED_BECAUSE.buildRejected);
         return buildById(id) as Build;
       })(),
 
