@@ -21,6 +21,8 @@ export default defineConfig({
           name: "in-process",
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**"],
+          // One PostgreSQL for the run's cluster-mode tests, when one is installed.
+          globalSetup: ["test/helpers/postgres-global.ts"],
           // One module graph per worker, not one per file: evaluating fastify, zod and every area
           // again for each file was a quarter of the run. A test must therefore leave nothing
           // running behind it (servers closed, response bodies read or discarded, timers cleared):

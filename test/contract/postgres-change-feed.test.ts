@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHANGES_CHANNEL, markQuiet, PostgresChangeWatch } from "../../src/storage/postgres/change-feed.js";
 import { openPostgres } from "../../src/storage/postgres/connection.js";
 import { migratePostgres } from "../../src/storage/postgres/migrations.js";
-import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /**
  * Cross-node cache invalidation on a real PostgreSQL (migrations/postgres/0002, storage/postgres/
@@ -29,7 +30,7 @@ const NOTIFIED_WITHIN_MS = 1_000;
 const UNNOTIFIED_TABLES = ["wharf_schema_migrations", "cluster_nodes", "job_leases"];
 
 describe.skipIf(!postgresInstalled())("PostgreSQL change notifications", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   let url: string;
   let nodeA: Node;
   let nodeB: Node;
@@ -85,7 +86,7 @@ describe.skipIf(!postgresInstalled())("PostgreSQL change notifications", () => {
     ).rows.map((row) => row.pid);
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
     url = await server.createDatabase();
     const migrator = openPostgres(url, { applicationName: "wharf test migrate" });
     try {
@@ -105,7 +106,6 @@ describe.skipIf(!postgresInstalled())("PostgreSQL change notifications", () => {
   afterAll(async () => {
     await Promise.all(watches.map((watch) => watch.close()));
     await Promise.all([nodeA, nodeB].map((node) => node?.pool.end()));
-    await server?.stop();
   });
 
   it("moves another node's version when a write commits there", async () => {

@@ -5,7 +5,8 @@ import { defaultNodeId, listClusterNodes, registerNode } from "../../src/storage
 import { openPostgres, type PostgresPool } from "../../src/storage/postgres/connection.js";
 import { migratePostgres } from "../../src/storage/postgres/migrations.js";
 import { startClusterNodeProcess } from "../helpers/cluster-node-process.js";
-import { postgresInstalled, startPostgres, type PostgresServer } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /**
  * The cluster page's data against a real PostgreSQL migrated with the real migrations: nodes
@@ -37,12 +38,12 @@ describe("defaultNodeId", () => {
 });
 
 describe.skipIf(!postgresInstalled())("cluster nodes in PostgreSQL", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   let url: string;
   let pool: PostgresPool;
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
     url = await server.createDatabase();
     pool = openPostgres(url, { applicationName: "wharf test" });
     await migratePostgres(pool);
@@ -50,7 +51,6 @@ describe.skipIf(!postgresInstalled())("cluster nodes in PostgreSQL", () => {
 
   afterAll(async () => {
     await pool?.end();
-    await server?.stop();
   });
 
   const list = () => listClusterNodes(pool, { staleAfterMs: STALE_AFTER_MS });

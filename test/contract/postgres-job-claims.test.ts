@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/storage/postgres/connection.js";
 import { createJobClaims } from "../../src/storage/postgres/job-claims.js";
 import { migratePostgres } from "../../src/storage/postgres/migrations.js";
-import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /** Jobs shared by the nodes of a cluster: each taken once, and failed, never rerun, when its node is gone. */
 
@@ -12,7 +13,7 @@ const at = () => new Date().toISOString();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!postgresInstalled())("job claims on PostgreSQL", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   let url: string;
   const pools: pg.Pool[] = [];
   const pool = () => {
@@ -34,14 +35,13 @@ describe.skipIf(!postgresInstalled())("job claims on PostgreSQL", () => {
       .rows[0];
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
     url = await server.createDatabase();
     db = pool();
     await migratePostgres(db);
   });
   afterAll(async () => {
     await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
   });
 
   it("gives each of 400 jobs to exactly one of four nodes claiming at once", async () => {

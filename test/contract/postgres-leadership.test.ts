@@ -9,7 +9,8 @@ import {
   type LeadershipOptions,
 } from "../../src/storage/postgres/leadership.js";
 import { startClusterNodeProcess } from "../helpers/cluster-node-process.js";
-import { postgresInstalled, startPostgres, type PostgresServer } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /**
  * Singletons by advisory lock (research: next-areas.md 4.4) against a real PostgreSQL: one leader
@@ -104,14 +105,14 @@ async function startPartition(target: string): Promise<Partition> {
 }
 
 describe.skipIf(!postgresInstalled())("leadership by PostgreSQL advisory lock", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   let url: string;
   let admin: pg.Client;
   const open: Leadership[] = [];
   const errors: Error[] = [];
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
     url = await server.createDatabase();
     admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -120,7 +121,6 @@ describe.skipIf(!postgresInstalled())("leadership by PostgreSQL advisory lock", 
   afterAll(async () => {
     await Promise.all(open.map((l) => l.close()));
     await admin?.end();
-    await server?.stop();
   });
 
   function lease(nodeId: string, key: number, extra: Partial<LeadershipOptions> = {}): Leadership {

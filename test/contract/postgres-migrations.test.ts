@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/storage/postgres/connection.js";
 import {
   assertSchemaCurrent,
@@ -10,12 +10,13 @@ import {
   migratePostgres,
   SchemaVersionError,
 } from "../../src/storage/postgres/migrations.js";
-import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /** The PostgreSQL schema's migrator: forward-only files, one at a time across nodes, all or nothing per file. */
 
 describe.skipIf(!postgresInstalled())("PostgreSQL migrations", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   const pools: pg.Pool[] = [];
   const dirs: string[] = [];
   const open = (url: string) => {
@@ -38,16 +39,12 @@ describe.skipIf(!postgresInstalled())("PostgreSQL migrations", () => {
     ).rows.map((row) => row.name);
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
   });
   afterEach(async () => {
     await Promise.all(pools.splice(0).map((pool) => pool.end()));
     await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
   });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
   it("brings a new database to this build's version, then has nothing to do", async () => {
     const pool = open(await server.createDatabase());
     const applied: string[] = [];

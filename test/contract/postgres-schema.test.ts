@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Db, openDatabase } from "../../src/storage/database.js";
 import { openPostgres } from "../../src/storage/postgres/connection.js";
 import { migratePostgres } from "../../src/storage/postgres/migrations.js";
-import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
+import { postgresInstalled } from "../helpers/postgres.js";
+import { type SharedPostgres, testPostgres } from "../helpers/shared-postgres.js";
 
 /**
  * PostgreSQL's schema (migrations/postgres/) against SQLite's (migrations/): the same tables and
@@ -481,7 +482,7 @@ const addFeed = (twin: Twin, name = "Main") =>
   );
 
 describe.skipIf(!postgresInstalled())("PostgreSQL's schema matches SQLite's", () => {
-  let server: PostgresServer;
+  let server: SharedPostgres;
   let sqlite: SchemaModel;
   let postgres: SchemaModel;
   let sqliteDb: Db;
@@ -506,7 +507,7 @@ describe.skipIf(!postgresInstalled())("PostgreSQL's schema matches SQLite's", ()
   };
 
   beforeAll(async () => {
-    server = await startPostgres();
+    server = testPostgres();
     sqliteDb = openDatabase(":memory:");
     sqliteDbs.push(sqliteDb);
     mainPool = await migrated(await server.createDatabase());
@@ -516,7 +517,6 @@ describe.skipIf(!postgresInstalled())("PostgreSQL's schema matches SQLite's", ()
   afterAll(async () => {
     await Promise.all(pools.map((pool) => pool.end()));
     for (const db of sqliteDbs) db.close();
-    await server?.stop();
   });
 
   describe("structure", () => {

@@ -4,12 +4,13 @@ import { type Db, openDatabase } from "../../src/storage/database.js";
 import { openPostgres } from "../../src/storage/postgres/connection.js";
 import type { PostgresDb } from "../../src/storage/postgres/database.js";
 import { migratePostgres } from "../../src/storage/postgres/migrations.js";
-import { type PostgresServer, postgresInstalled, startPostgres } from "./postgres.js";
+import { postgresInstalled } from "./postgres.js";
+import { testPostgres } from "./shared-postgres.js";
 
 /**
  * One repository contract, two databases (docs/cluster-mode.md): `describeOnBothDatabases` runs
- * the same tests against a migrated SQLite database and a migrated PostgreSQL one, each new for the
- * block; the PostgreSQL server (~2 s to start) lives as long as the block.
+ * the same tests against a migrated SQLite database and a migrated PostgreSQL one (on the run's
+ * server: shared-postgres.ts), each new for the block.
  */
 export type TestDatabase =
   | { readonly kind: "sqlite"; readonly sqlite: Db; exec: Exec }
@@ -47,11 +48,9 @@ export function describeOnBothDatabases(title: string, tests: (database: () => T
 
   describe.skipIf(!postgresInstalled())(`${title} (PostgreSQL)`, () => {
     let database: TestDatabase | undefined;
-    let server: PostgresServer | undefined;
     let pool: pg.Pool | undefined;
     beforeAll(async () => {
-      server = await startPostgres();
-      pool = openPostgres(await server.createDatabase(), { applicationName: "wharf test" });
+      pool = openPostgres(await testPostgres().createDatabase(), { applicationName: "wharf test" });
       await migratePostgres(pool);
       let commits = 0;
       const opened = pool;
@@ -64,7 +63,6 @@ export function describeOnBothDatabases(title: string, tests: (database: () => T
     });
     afterAll(async () => {
       await pool?.end();
-      await server?.stop();
     });
     tests(() => database as TestDatabase);
   });

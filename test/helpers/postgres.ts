@@ -11,8 +11,8 @@ import pg from "pg";
 /**
  * A private PostgreSQL cluster (Debian's postgresql server package) on 127.0.0.1, in a temporary
  * directory, for the tests of cluster mode (research: next-areas.md 4.5). fsync is off: the tests
- * prove behaviour, not durability, and a cluster starts in ~2 s. Start one per test file and give
- * each test its own database with `createDatabase()`.
+ * prove behaviour, not durability, and a cluster starts in ~2 s. The in-process tests share one
+ * for the whole run (postgres-global.ts, shared-postgres.ts), each file with databases of its own.
  */
 export interface PostgresServer {
   /** The cluster's maintenance database, as superuser `wharf`. */
@@ -53,6 +53,21 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
   return process.getuid?.() === 0 ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, args];
 }
 
+/** A new empty database on the cluster whose maintenance database `url` names; its URL. */
+export async function createDatabaseOn(url: string): Promise<string> {
+  const name = `wharf_${randomBytes(6).toString("hex")}`;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const database = new URL(url);
+  database.pathname = `/${name}`;
+  return database.toString();
+}
+
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
   if (bin === undefined) throw new Error("no PostgreSQL server installed (Debian package postgresql)");
@@ -88,17 +103,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const url = `postgres://wharf@127.0.0.1:${port}/postgres`;
   return {
     url,
-    async createDatabase() {
-      const name = `wharf_${randomBytes(6).toString("hex")}`;
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
-      return `postgres://wharf@127.0.0.1:${port}/${name}`;
-    },
+    createDatabase: () => createDatabaseOn(url),
     async stop() {
       const [ctl, stopArgs] = asServerUser(path.join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
       await new Promise<void>((resolve) => spawn(ctl, stopArgs, { stdio: "ignore" }).once("exit", () => resolve()));
