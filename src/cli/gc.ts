@@ -85,7 +85,7 @@ async function collectHere(dryRun: boolean, ctx: GcContext): Promise<CollectionR
     const { auditLocalCommand } = await import("../areas/audit/cli-record.js");
     const audited = auditLocalCommand(db, systemClock, "gc", []);
     const result = await collectIn(db, dryRun, ctx);
-    audited(0, !dryRun && result.deleted > 0);
+    await audited(0, !dryRun && result.deleted > 0);
     return result;
   } finally {
     db.close();

@@ -230,7 +230,7 @@ async function runDataCommand(name: string, command: DataCommand, args: string[]
     // A change made here, not over HTTP, leaves its audit record too (areas/audit/cli-record.ts).
     const audited = auditLocalCommand(db, systemClock, name, args);
     const code = await command(args, { db, clock: systemClock, feeds, config, out: io.out, err: io.err });
-    audited(code);
+    await audited(code);
     return code;
   } finally {
     db.close();

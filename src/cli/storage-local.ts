@@ -44,7 +44,7 @@ export async function localMoveApi(config: Config, feedName: string): Promise<Mo
       },
       async close() {
         await moves.stop();
-        audited(0);
+        await audited(0);
         db.close();
       },
     };

@@ -56,7 +56,7 @@ describe("the CLI's local changes", () => {
 });
 
 describe("retention", () => {
-  it("prunes records older than the retention period, by the clock it is given, and keeps the rest", () => {
+  it("prunes records older than the retention period, by the clock it is given, and keeps the rest", async () => {
     let now = new Date("2025-01-01T00:00:00.000Z");
     const log = createAuditLog({ db: t.db, clock: { now: () => now }, retentionDays: 30 });
     const entry = (at: string) => ({
@@ -71,20 +71,20 @@ describe("retention", () => {
     });
     log.append(entry("2024-11-01T00:00:00.000Z"));
     log.append(entry("2024-12-15T00:00:00.000Z"));
-    log.flush();
+    await log.flush();
     const count = () =>
       (
         t.db.prepare("SELECT count(*) AS n FROM audit_records WHERE actor_name = 'retention-test'").get() as {
           n: number;
         }
       ).n;
-    expect(log.prune()).toBe(1);
+    expect(await log.prune()).toBe(1);
     expect(count()).toBe(1);
     now = new Date("2025-02-01T00:00:00.000Z");
-    expect(log.prune()).toBe(1);
+    expect(await log.prune()).toBe(1);
     expect(count()).toBe(0);
     const forever = createAuditLog({ db: t.db, clock: { now: () => now }, retentionDays: 0 });
-    expect(forever.prune()).toBe(0);
+    expect(await forever.prune()).toBe(0);
     log.close();
     forever.close();
   });

@@ -1,7 +1,6 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
-import { writeUnsynced } from "../../storage/unsynced-writes.js";
 import type { AuditEntry, AuditRecord } from "./record.js";
 import { type AuditFilter, type AuditRepository, createAuditRepository } from "./repository.js";
 
@@ -20,17 +19,24 @@ export interface AuditPage {
 export interface AuditLog {
   /** Queues the entry; it is stored within the current turn of the event loop (a query sees it). */
   append(entry: AuditEntry): void;
-  /** Stores what is queued now (a query calls it first, so that it reads its own writes). */
-  flush(): void;
+  /**
+   * Stores what is queued now, and settles once that write and every write started before it have
+   * ended (a query awaits it first, so that it reads its own writes). Never rejects: a batch the
+   * database refuses is queued again (onWriteError) and retried.
+   */
+  flush(): Promise<void>;
   /** Newest first; `limit` records at most. */
-  page(filter: AuditFilter, limit: number): AuditPage;
+  page(filter: AuditFilter, limit: number): Promise<AuditPage>;
   /** Every matching record, newest first, as JSON lines, a batch at a time. */
   exportLines(filter: AuditFilter): AsyncGenerator<string>;
   /** Deletes the records older than the retention period (none when it is 0); answers how many. */
-  prune(): number;
+  prune(): Promise<number>;
   /** Prunes now and then once a day; returns the stop. */
   schedulePruning(onError: (error: unknown) => void): () => void;
-  /** Stores what is queued and stops retrying (the app is closing). */
+  /**
+   * Stores what is queued and stops retrying (the app is closing). On SQLite the write is made
+   * within the call; the app's onClose hook does not wait for more.
+   */
   close(): void;
 }
 
@@ -49,7 +55,8 @@ const MAX_QUEUED = 10_000;
 const RETRY_MS = 250;
 
 /**
- * Writes through the server's own connection, with two differences from its other writes:
+ * Writes through the server's own connection, with two differences from its other writes
+ * (the repository's `unsynced` writes, storage/unsynced-writes.ts):
  * - quietly (storage/change-watch.ts): no cache reads audit records, so appending them must not
  *   make every cached answer stale (a second connection's commit would, through data_version:
  *   every refused request would end the hot downloads' replays);
@@ -58,45 +65,57 @@ const RETRY_MS = 250;
  *   from the connection's next ordinary commit on (`synchronous = FULL` syncs the whole log, these
  *   frames included). An fsync per batch would otherwise be paid a second time by every write
  *   request. Flushes run between requests, never inside another transaction.
+ * The repository's methods are asynchronous; SQLite's store at once, when called, so that a batch
+ * is written exactly where it was while they were synchronous. A write that has not ended yet (a
+ * round trip, on PostgreSQL) is awaited by every later flush: a query still reads its own writes.
  */
 export function createAuditLog(deps: AuditLogDeps): AuditLog {
-  const repository: AuditRepository = createAuditRepository(deps.db);
-  const unsynced = <T>(write: () => T): T => writeUnsynced(deps.db, write);
+  const repository: AuditRepository = createAuditRepository(deps.db, { unsynced: true });
   let queued: AuditEntry[] = [];
   let scheduled = false;
   let retry: NodeJS.Timeout | undefined;
+  /** Batches being written: each is taken out of the queue when its write starts. */
+  const writing = new Set<Promise<void>>();
 
-  function flush(): void {
-    scheduled = false;
-    if (queued.length === 0) return;
-    const batch = queued;
-    queued = [];
+  /** Writes the batch; when the database refuses it, queues it again before what came since. Never rejects. */
+  async function store(batch: AuditEntry[]): Promise<void> {
     try {
-      unsynced(() => repository.insert(batch));
+      await repository.insert(batch);
     } catch (error) {
       queued = [...batch, ...queued].slice(-MAX_QUEUED);
       deps.onWriteError?.(error, queued.length);
       retry ??= setTimeout(() => {
         retry = undefined;
-        flush();
+        void flush();
       }, RETRY_MS).unref();
     }
   }
 
-  function page(filter: AuditFilter, limit: number): AuditPage {
-    flush();
-    const records = repository.page(filter, limit + 1);
+  function flush(): Promise<void> {
+    scheduled = false;
+    if (queued.length > 0) {
+      const batch = queued;
+      queued = [];
+      const write: Promise<void> = store(batch).finally(() => writing.delete(write));
+      writing.add(write);
+    }
+    return Promise.all(writing).then(() => undefined);
+  }
+
+  async function page(filter: AuditFilter, limit: number): Promise<AuditPage> {
+    await flush();
+    const records = await repository.page(filter, limit + 1);
     if (records.length <= limit) return { records };
     const shown = records.slice(0, limit);
     const last = shown.at(-1);
     return last === undefined ? { records: shown } : { records: shown, next: last.id };
   }
 
-  function prune(): number {
+  async function prune(): Promise<number> {
     if (deps.retentionDays === 0) return 0;
-    flush();
+    await flush();
     const before = new Date(deps.clock.now().getTime() - deps.retentionDays * DAY_MS).toISOString();
-    return unsynced(() => repository.prune(before));
+    return repository.prune(before);
   }
 
   return {
@@ -104,14 +123,15 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
       queued.push(entry);
       if (scheduled) return;
       scheduled = true;
-      setImmediate(flush);
+      // flush never rejects.
+      setImmediate(() => void flush());
     },
     flush,
     page,
     async *exportLines(filter) {
       let after = filter.after;
       for (;;) {
-        const { records, next } = page({ ...filter, ...(after === undefined ? {} : { after }) }, EXPORT_BATCH);
+        const { records, next } = await page({ ...filter, ...(after === undefined ? {} : { after }) }, EXPORT_BATCH);
         if (records.length > 0) yield records.map((record) => `${JSON.stringify(record)}\n`).join("");
         if (next === undefined) return;
         after = next;
@@ -120,13 +140,7 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
     },
     prune,
     schedulePruning(onError) {
-      const run = () => {
-        try {
-          prune();
-        } catch (error) {
-          onError(error);
-        }
-      };
+      const run = () => void prune().catch(onError);
       const first = setTimeout(run, 0).unref();
       const daily = setInterval(run, DAY_MS).unref();
       return () => {
@@ -136,7 +150,8 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
     },
     close() {
       if (retry !== undefined) clearTimeout(retry);
-      flush();
+      // flush never rejects; on SQLite the batch is stored before it returns.
+      void flush();
     },
   };
 }

@@ -10,21 +10,23 @@ import { createAuditRepository } from "./repository.js";
  * lists and reads leave none; `changed`, when given, decides instead (gc: blobs deleted, its marks
  * aside). Named by command and subcommand, with the subcommand's first
  * argument when it is a plain word (a name): never an option's value, which may be a password.
+ * Await the returned function before closing the database: its promise settles once the record is
+ * stored (on SQLite, within the call) or the insert failed.
  */
 export function auditLocalCommand(
   db: Db,
   clock: Clock,
   command: string,
   args: readonly string[],
-): (code: number, changed?: boolean) => void {
+): (code: number, changed?: boolean) => Promise<void> {
   const changesBefore = totalChanges(db);
-  return (code, changed) => {
+  return async (code, changed) => {
     // A command that knows whether it changed something says so (gc's own bookkeeping rows are no change).
     if (!(changed ?? totalChanges(db) !== changesBefore)) return;
     const [subcommand, first] = args;
     const words = [subcommand, first].filter((word) => word !== undefined && !word.startsWith("-"));
     const plainSubcommand = words[0] === subcommand;
-    createAuditRepository(db).insert([
+    await createAuditRepository(db).insert([
       {
         at: clock.now().toISOString(),
         actor: { kind: "cli", name: `cli:${osUser()}` },

@@ -1,4 +1,5 @@
 import type { Db } from "../../storage/database.js";
+import { writeUnsynced } from "../../storage/unsynced-writes.js";
 import type { ActorKind, AuditEntry, AuditOutcome, AuditRecord } from "./record.js";
 
 /** What a query keeps; every member optional. */
@@ -16,7 +17,8 @@ export interface AuditFilter {
   readonly after?: number;
 }
 
-interface AuditRow {
+/** A row of audit_records (both databases). */
+export interface AuditRow {
   id: number;
   at: string;
   actor_kind: string;
@@ -32,17 +34,32 @@ interface AuditRow {
 /** The audit tables' SQL (migrations/0021-audit-log.sql): inserts, filtered pages, pruning. */
 export interface AuditRepository {
   /** Inserts the entries in one transaction. */
-  insert(entries: readonly AuditEntry[]): void;
+  insert(entries: readonly AuditEntry[]): Promise<void>;
   /** Newest first, at most `limit`. */
-  page(filter: AuditFilter, limit: number): AuditRecord[];
+  page(filter: AuditFilter, limit: number): Promise<AuditRecord[]>;
   /** Moves the pruning cutoff to `before` and deletes every record older; answers how many went. */
-  prune(before: string): number;
+  prune(before: string): Promise<number>;
+}
+
+export interface AuditRepositoryOptions {
+  /**
+   * Inserts and pruning are bookkeeping that no cache reads and that may be lost to a power cut
+   * (storage/unsynced-writes.ts): the server's audit log (audit-log.ts), whose records are
+   * written after the response. Without it (the CLI's one record) they are ordinary writes.
+   */
+  readonly unsynced?: boolean;
 }
 
 /** Highest code point: `action < prefix || MAX` keeps a prefix search on the index. */
-const MAX_CHAR = "\u{10FFFF}";
+export const MAX_CHAR = "\u{10FFFF}";
 
-export function createAuditRepository(db: Db): AuditRepository {
+/**
+ * The SQLite repository. Its methods are asynchronous for the interface's sake (PostgreSQL cannot
+ * answer synchronously); each runs its statements and transaction synchronously, at once, so an
+ * insert or a prune is stored before the method returns its promise.
+ */
+export function createAuditRepository(db: Db, options: AuditRepositoryOptions = {}): AuditRepository {
+  const write = <T>(work: () => T): T => (options.unsynced === true ? writeUnsynced(db, work) : work());
   const insertRow = db.prepare<[string, string, string, string, string, string, number, string, string]>(
     `INSERT INTO audit_records (at, actor_kind, actor_name, address, action, object, status, outcome, request_id)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -61,8 +78,10 @@ export function createAuditRepository(db: Db): AuditRepository {
     return deleteBefore.run(before).changes;
   });
   return {
-    insert: (entries) => insertAll.immediate(entries),
-    page(filter, limit) {
+    async insert(entries) {
+      write(() => insertAll.immediate(entries));
+    },
+    async page(filter, limit) {
       const where: string[] = [];
       const args: (string | number)[] = [];
       const keep = (clause: string, ...values: (string | number)[]) => {
@@ -80,11 +99,14 @@ export function createAuditRepository(db: Db): AuditRepository {
         " ORDER BY id DESC LIMIT ?";
       return (db.prepare(sql).all(...args, limit) as AuditRow[]).map(recordOf);
     },
-    prune: (before) => pruneAll.immediate(before),
+    async prune(before) {
+      return write(() => pruneAll.immediate(before));
+    },
   };
 }
 
-function recordOf(row: AuditRow): AuditRecord {
+/** A row as the API shows it (both databases). */
+export function recordOf(row: AuditRow): AuditRecord {
   return {
     id: row.id,
     at: row.at,

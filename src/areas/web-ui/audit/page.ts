@@ -63,7 +63,7 @@ export function registerAuditPage(app: FastifyInstance, audit: AuditLog, retenti
     } catch (error) {
       return refused(request, reply, error, shown);
     }
-    const page = audit.page(filter, PAGE_SIZE);
+    const page = await audit.page(filter, PAGE_SIZE);
     const records = page.records.map((record) => ({
       ...record,
       when: formatDate(record.at),
