@@ -211,7 +211,8 @@ export function createUpackWriteRepository(db: Db, clock: Clock = systemClock): 
   });
 }
 
-type VersionColumns = [
+/** The columns of an inserted or replaced version, in the statements' order (both databases). */
+export type VersionColumns = [
   number,
   string,
   string,
@@ -229,7 +230,7 @@ type VersionColumns = [
   number,
 ];
 
-function versionColumns(packageId: number, v: NewVersion): VersionColumns {
+export function versionColumns(packageId: number, v: NewVersion): VersionColumns {
   return [
     packageId,
     v.version,

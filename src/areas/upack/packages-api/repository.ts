@@ -45,7 +45,8 @@ export interface PackagesApiRepository {
   ): Promise<VersionInfoRow | undefined>;
 }
 
-const COLUMNS = `p.group_name, p.name, v.version, p.downloads AS total_downloads, v.downloads, v.published_at,
+/** The columns of a VersionInfoRow (both databases). */
+export const COLUMNS = `p.group_name, p.name, v.version, p.downloads AS total_downloads, v.downloads, v.published_at,
   v.published_by, v.size, v.sha1, v.blob_sha256, v.md5, v.sha512`;
 
 /**

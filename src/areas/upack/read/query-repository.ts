@@ -110,12 +110,16 @@ export interface UpackQueryRepository {
   generation(feedId: number): string;
 }
 
-const PACKAGE_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version AS latest_version, p.versions_desc, p.downloads,
+/** Column lists and joins of the reads below, the same on both databases (read/query-repository-postgres.ts). */
+export const PACKAGE_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version AS latest_version, p.versions_desc, p.downloads,
   v.manifest, v.is_cached, v.is_virtual`;
-const PACKAGES_FROM = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
-const VERSION_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version, v.manifest, v.downloads, v.published_at, v.size, v.sha1,
+export const PACKAGES_FROM = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
+export const VERSION_COLUMNS = `p.id AS package_id, p.group_name, p.name, v.version, v.manifest, v.downloads, v.published_at, v.size, v.sha1,
   v.is_cached, v.is_virtual`;
-const VERSIONS_FROM = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
+export const VERSIONS_FROM = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
+
+export const DOWNLOAD_COLUMNS = `v.id AS version_id, p.id AS package_id, p.group_name, p.name, v.version, v.blob_sha256,
+    v.sha1, v.size, v.published_at, v.is_virtual`;
 
 /**
  * Search ranks (1.4-style "what a user means"): exact name, name prefix, name substring, then
@@ -178,8 +182,6 @@ export function createUpackQueryRepository(db: Db, clock: Clock = systemClock): 
   const plain = versionStatements(VERSION_COLUMNS);
   const withFileList = versionStatements(`${VERSION_COLUMNS}, v.file_list`);
 
-  const DOWNLOAD_COLUMNS = `v.id AS version_id, p.id AS package_id, p.group_name, p.name, v.version, v.blob_sha256,
-    v.sha1, v.size, v.published_at, v.is_virtual`;
   const downloadExact = db.prepare<[number, string, string, string], DownloadRow>(
     `SELECT ${DOWNLOAD_COLUMNS} FROM ${VERSIONS_FROM}
      WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.version_key = ?`,
