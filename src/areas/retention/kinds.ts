@@ -16,12 +16,17 @@ export interface RetentionKind {
   /** What one item is called in logs: "version" or "file". */
   readonly noun: string;
   /** The deletions the feed's rules select at `now`, and how many items were looked at. */
-  evaluate(feed: Feed, now: Date): { items: PlannedDeletion[]; examined: number };
-  /** The item's current blob, undefined when gone: checked right before `remove`, in the same tick. */
-  currentBlob(item: PlannedDeletion): string | undefined;
+  evaluate(feed: Feed, now: Date): Promise<{ items: PlannedDeletion[]; examined: number }>;
+  /**
+   * A run's last check before `remove`: calls `then` when the item's current blob is still
+   * `item.sha256` (neither deleted nor overwritten meanwhile), in the same tick as the check, and
+   * answers what it answers; undefined, without calling it, otherwise. A failure of `then` rejects.
+   */
+  ifUnchanged<T>(item: PlannedDeletion, then: () => Promise<T>): Promise<T | undefined>;
   /**
    * Deletes the item through the feed's own delete, whose transaction starts synchronously (so the
-   * check just made still holds): its blob goes back to GC and the feed's usual bookkeeping runs.
+   * check ifUnchanged just made still holds): its blob goes back to GC and the feed's usual
+   * bookkeeping runs.
    */
   remove(feed: Feed, item: PlannedDeletion, run: RetentionRun): Promise<void>;
   /** The item in words, for the run's log. */
@@ -44,12 +49,12 @@ export function retentionKindOf(feed: Feed, deps: RetentionKindsDeps): Retention
 function universalKind({ repository, write }: RetentionKindsDeps): RetentionKind {
   return {
     noun: "version",
-    evaluate(feed, now) {
-      const candidates = repository.candidates(feed.id);
+    async evaluate(feed, now) {
+      const candidates = await repository.candidates(feed.id);
       const items = evaluateRetention(candidates, feed.settings.retentionRules, now).map(toPlannedVersion);
       return { items, examined: candidates.length };
     },
-    currentBlob: (item) => repository.currentBlob(item.id),
+    ifUnchanged: (item, then) => repository.ifCurrentBlob(item.id, item.sha256, then),
     async remove(feed, item, run) {
       const cause = {
         actor: "retention",
@@ -65,12 +70,14 @@ function universalKind({ repository, write }: RetentionKindsDeps): RetentionKind
 function assetKind({ assets, assetRows }: RetentionKindsDeps): RetentionKind {
   return {
     noun: "file",
-    evaluate(feed, now) {
+    async evaluate(feed, now) {
       const candidates = assetRows.candidates(feed.id);
       const items = evaluateAssetRetention(candidates, feed.settings.retentionRules, now).map(toPlannedFile);
       return { items, examined: candidates.length };
     },
-    currentBlob: (item) => assetRows.currentBlob(item.id),
+    async ifUnchanged(item, then) {
+      return assetRows.currentBlob(item.id) === item.sha256 ? then() : undefined;
+    },
     async remove(feed, item) {
       // The file alone: its folders stay, as after a DELETE of the file (docs/compat.md 4.2).
       await assets.delete(feed, parseAssetPath(item.path ?? item.name), { recursive: false, filesOnly: true });

@@ -59,25 +59,32 @@ export interface NewRun {
 
 export interface RetentionRepository {
   /** Every version of the feed with what the rules look at (download counts written first). */
-  candidates(feedId: number): RetentionCandidate[];
-  /** The version's current blob, or undefined when it is gone: a run's last check before a delete. */
-  currentBlob(versionId: number): string | undefined;
-  savePlan(token: string, feedId: number, createdAt: string, items: readonly PlannedDeletion[]): void;
-  findPlan(token: string, feedId: number, notBefore: string): PlannedDeletion[] | undefined;
-  prunePlans(before: string): void;
+  candidates(feedId: number): Promise<RetentionCandidate[]>;
+  /**
+   * A run's last check before a delete: calls `then` (the delete) when the version's current blob
+   * is still `sha256`, neither deleted nor overwritten since it was evaluated, and answers what it
+   * answers; undefined, without calling it, otherwise. `then` is called in the same tick as the
+   * check, so that a delete whose transaction starts synchronously (SQLite) runs with nothing in
+   * between. A failure of `then` rejects this promise.
+   */
+  ifCurrentBlob<T>(versionId: number, sha256: string, then: () => Promise<T>): Promise<T | undefined>;
+  savePlan(token: string, feedId: number, createdAt: string, items: readonly PlannedDeletion[]): Promise<void>;
+  findPlan(token: string, feedId: number, notBefore: string): Promise<PlannedDeletion[] | undefined>;
+  prunePlans(before: string): Promise<void>;
   /** Stores a run (its job is enqueued next, and named with setRunJob); returns its id. */
-  addRun(run: NewRun): number;
-  setRunJob(runId: number, jobId: number): void;
-  findRun(runId: number): RetentionRun | undefined;
-  finishRun(runId: number, at: string, totals: { deleted: number; bytes: number; skipped: number }): void;
-  listRuns(feedId: number, limit: number): RetentionRun[];
+  addRun(run: NewRun): Promise<number>;
+  setRunJob(runId: number, jobId: number): Promise<void>;
+  findRun(runId: number): Promise<RetentionRun | undefined>;
+  finishRun(runId: number, at: string, totals: { deleted: number; bytes: number; skipped: number }): Promise<void>;
+  listRuns(feedId: number, limit: number): Promise<RetentionRun[]>;
   /** Whether a run of the feed waits or executes (the scheduler adds no second one). */
-  hasActiveRun(feedId: number): boolean;
-  scheduleState(feedId: number): { schedule: string; since: string } | undefined;
-  setScheduleState(feedId: number, schedule: string, since: string): void;
+  hasActiveRun(feedId: number): Promise<boolean>;
+  scheduleState(feedId: number): Promise<{ schedule: string; since: string } | undefined>;
+  setScheduleState(feedId: number, schedule: string, since: string): Promise<void>;
 }
 
-interface CandidateRow {
+/** A version as `candidates` reads it (both databases). */
+export interface CandidateRow {
   id: number;
   package_id: number;
   group_name: string;
@@ -94,7 +101,8 @@ interface CandidateRow {
   blob_sha256: string;
 }
 
-interface RunRow {
+/** A run as findRun and listRuns read it (both databases). */
+export interface RunRow {
   id: number;
   feed_id: number;
   job_id: number | null;
@@ -109,19 +117,44 @@ interface RunRow {
   status: string | null;
 }
 
-const RUN_COLUMNS = `r.id, r.feed_id, r.job_id, r.trigger, r.requested_by, r.created_at, r.planned, r.finished_at,
+/** The columns of RunRow, from `retention_runs r LEFT JOIN jobs j` (both databases). */
+export const RUN_COLUMNS = `r.id, r.feed_id, r.job_id, r.trigger, r.requested_by, r.created_at, r.planned, r.finished_at,
   r.versions_deleted, r.bytes_freed, r.versions_skipped, j.status`;
+
+/** The columns of CandidateRow, from `upack_packages p JOIN upack_versions v` (both databases). */
+export const CANDIDATE_COLUMNS = `v.id, v.package_id, p.group_name, p.name, p.group_key, p.name_key, v.version, v.sort_key, v.size,
+            v.published_at, v.last_downloaded_at, v.downloads, v.is_cached, v.blob_sha256`;
+
+/** Each deployed version of a feed by `group_key/name_key/version_key`, with its latest deployment (both databases). */
+export const DEPLOYED_COLUMNS = "group_key || '/' || name_key || '/' || version_key AS key, max(deployed_at) AS at";
+
+type RunValues = [number, string, string, string, string | null];
+
+/** The columns of a run's INSERT (feed_id, trigger, requested_by, created_at, planned), in order (both databases). */
+export function runValues(run: NewRun): RunValues {
+  return [
+    run.feedId,
+    run.trigger,
+    run.requestedBy,
+    run.createdAt,
+    run.planned === undefined ? null : JSON.stringify(run.planned),
+  ];
+}
+
+/** A kept preview's items (retention_plans.items), or undefined when there is none (both databases). */
+export function plannedOf(items: string | undefined): PlannedDeletion[] | undefined {
+  return items === undefined ? undefined : (JSON.parse(items) as PlannedDeletion[]);
+}
 
 export function createRetentionRepository(db: Db): RetentionRepository {
   // The covering index upack_versions_retention answers this without reading the wide rows.
   const versions = db.prepare<[number], CandidateRow>(
-    `SELECT v.id, v.package_id, p.group_name, p.name, p.group_key, p.name_key, v.version, v.sort_key, v.size,
-            v.published_at, v.last_downloaded_at, v.downloads, v.is_cached, v.blob_sha256
+    `SELECT ${CANDIDATE_COLUMNS}
        FROM upack_packages p JOIN upack_versions v INDEXED BY upack_versions_retention ON v.package_id = p.id
       WHERE p.feed_id = ?`,
   );
   const deployments = db.prepare<[number], { key: string; at: string }>(
-    `SELECT group_key || '/' || name_key || '/' || version_key AS key, max(deployed_at) AS at
+    `SELECT ${DEPLOYED_COLUMNS}
        FROM package_deployments WHERE feed_id = ? GROUP BY group_key, name_key, version_key`,
   );
   const blobOf = db.prepare<[number], string>("SELECT blob_sha256 FROM upack_versions WHERE id = ?").pluck();
@@ -134,7 +167,7 @@ export function createRetentionRepository(db: Db): RetentionRepository {
     )
     .pluck();
   const prune = db.prepare<[string]>("DELETE FROM retention_plans WHERE created_at < ?");
-  const insertRun = db.prepare<[number, string, string, string, string | null], { id: number }>(
+  const insertRun = db.prepare<RunValues, { id: number }>(
     `INSERT INTO retention_runs (feed_id, trigger, requested_by, created_at, planned) VALUES (?, ?, ?, ?, ?)
      RETURNING id`,
   );
@@ -165,46 +198,47 @@ export function createRetentionRepository(db: Db): RetentionRepository {
   );
 
   return {
-    candidates(feedId) {
+    async candidates(feedId) {
       flushDownloadCounts(db);
       const deployed = new Map(deployments.all(feedId).map((row) => [row.key, row.at]));
       return versions.all(feedId).map((row) => toCandidate(row, deployed));
     },
-    currentBlob: (versionId) => blobOf.get(versionId),
-    savePlan(token, feedId, createdAt, items) {
+    async ifCurrentBlob(versionId, sha256, then) {
+      return blobOf.get(versionId) === sha256 ? then() : undefined;
+    },
+    async savePlan(token, feedId, createdAt, items) {
       insertPlan.run(token, feedId, createdAt, JSON.stringify(items));
     },
-    findPlan(token, feedId, notBefore) {
-      const items = planOf.get(token, feedId, notBefore);
-      return items === undefined ? undefined : (JSON.parse(items) as PlannedDeletion[]);
+    async findPlan(token, feedId, notBefore) {
+      return plannedOf(planOf.get(token, feedId, notBefore));
     },
-    prunePlans(before) {
+    async prunePlans(before) {
       prune.run(before);
     },
-    addRun(run) {
-      const planned = run.planned === undefined ? null : JSON.stringify(run.planned);
-      return (insertRun.get(run.feedId, run.trigger, run.requestedBy, run.createdAt, planned) as { id: number }).id;
+    async addRun(run) {
+      return (insertRun.get(...runValues(run)) as { id: number }).id;
     },
-    setRunJob(runId, jobId) {
+    async setRunJob(runId, jobId) {
       updateJob.run(jobId, runId);
     },
-    findRun(runId) {
+    async findRun(runId) {
       const row = runById.get(runId);
       return row && toRun(row);
     },
-    finishRun(runId, at, { deleted, bytes, skipped }) {
+    async finishRun(runId, at, { deleted, bytes, skipped }) {
       finish.run(at, deleted, bytes, skipped, runId);
     },
-    listRuns: (feedId, limit) => runsOf.all(feedId, limit).map(toRun),
-    hasActiveRun: (feedId) => active.get(feedId) !== undefined,
-    scheduleState: (feedId) => stateOf.get(feedId),
-    setScheduleState(feedId, schedule, since) {
+    listRuns: async (feedId, limit) => runsOf.all(feedId, limit).map(toRun),
+    hasActiveRun: async (feedId) => active.get(feedId) !== undefined,
+    scheduleState: async (feedId) => stateOf.get(feedId),
+    async setScheduleState(feedId, schedule, since) {
       upsertState.run(feedId, schedule, since);
     },
   };
 }
 
-function toCandidate(row: CandidateRow, deployed: ReadonlyMap<string, string>): RetentionCandidate {
+/** A version as the rules see it; `deployed`: the feed's deployments by DEPLOYED_COLUMNS' key (both databases). */
+export function toCandidate(row: CandidateRow, deployed: ReadonlyMap<string, string>): RetentionCandidate {
   const parsed = parseVersion(row.version);
   return {
     id: row.id,
@@ -224,7 +258,8 @@ function toCandidate(row: CandidateRow, deployed: ReadonlyMap<string, string>): 
   };
 }
 
-function toRun(row: RunRow): RetentionRun {
+/** A run as the service shows it (both databases). */
+export function toRun(row: RunRow): RetentionRun {
   return {
     id: row.id,
     feedId: row.feed_id,

@@ -40,15 +40,15 @@ export function createRetentionScheduler(deps: RetentionSchedulerDeps): Retentio
       const expression = feed.settings.retentionSchedule;
       if (expression === undefined || !feed.settings.retentionRulesEnabled) continue;
       if (feed.settings.retentionRules.length === 0) continue;
-      const state = repository.scheduleState(feed.id);
+      const state = await repository.scheduleState(feed.id);
       if (state === undefined || state.schedule !== expression) {
-        repository.setScheduleState(feed.id, expression, now.toISOString());
+        await repository.setScheduleState(feed.id, expression, now.toISOString());
         continue;
       }
       const next = parseRetentionSchedule(expression).nextAfter(new Date(state.since));
       if (next === undefined || next > now) continue;
-      repository.setScheduleState(feed.id, expression, now.toISOString());
-      if (repository.hasActiveRun(feed.id)) continue;
+      await repository.setScheduleState(feed.id, expression, now.toISOString());
+      if (await repository.hasActiveRun(feed.id)) continue;
       await service.requestRunOf(feed, { trigger: "schedule", requestedBy: SERVER_ACTOR });
     }
   }

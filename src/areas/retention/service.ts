@@ -92,7 +92,11 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
     const now = clock.now();
     let planned: PlannedDeletion[] | undefined;
     if (request.token !== undefined) {
-      planned = repository.findPlan(request.token, feed.id, new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString());
+      planned = await repository.findPlan(
+        request.token,
+        feed.id,
+        new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString(),
+      );
       if (planned === undefined) {
         throw invalid(
           "RETENTION_PREVIEW_UNKNOWN",
@@ -100,7 +104,7 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
         );
       }
     }
-    const runId = repository.addRun({
+    const runId = await repository.addRun({
       feedId: feed.id,
       trigger: request.trigger,
       requestedBy: request.requestedBy,
@@ -108,8 +112,8 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
       planned,
     });
     const jobId = await jobs.enqueue(RETENTION_JOB_KIND, { runId });
-    repository.setRunJob(runId, jobId);
-    const run = repository.findRun(runId);
+    await repository.setRunJob(runId, jobId);
+    const run = await repository.findRun(runId);
     if (run === undefined) throw new Error(`retention run ${runId} vanished`);
     return { run, jobId };
   }
@@ -118,7 +122,7 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
     async preview(feedName, options = {}) {
       const feed = await retainedFeed(feedName);
       const now = clock.now();
-      const { items, examined } = evaluate(feed, now);
+      const { items, examined } = await evaluate(feed, now);
       const preview = {
         feed,
         items,
@@ -129,8 +133,8 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
       };
       if (!options.keep) return preview;
       const token = randomBytes(16).toString("hex");
-      repository.prunePlans(new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString());
-      repository.savePlan(token, feed.id, now.toISOString(), items);
+      await repository.prunePlans(new Date(now.getTime() - PLAN_LIFETIME_MS).toISOString());
+      await repository.savePlan(token, feed.id, now.toISOString(), items);
       return { ...preview, token };
     },
 
@@ -141,12 +145,12 @@ export function createRetentionService(deps: RetentionServiceDeps): RetentionSer
 
     async listRuns(feedName, limit) {
       const feed = await retainedFeed(feedName);
-      return { feed, runs: repository.listRuns(feed.id, limit) };
+      return { feed, runs: await repository.listRuns(feed.id, limit) };
     },
 
     async getRun(feedName, runId) {
       const feed = await retainedFeed(feedName);
-      const run = repository.findRun(runId);
+      const run = await repository.findRun(runId);
       if (run === undefined || run.feedId !== feed.id) {
         throw notFound("RETENTION_RUN_NOT_FOUND", `There is no retention run ${runId} of feed ${feed.name}.`);
       }
@@ -164,7 +168,7 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
   const { repository, feeds, clock } = deps;
   return async (job: Job, context: JobContext): Promise<JobOutcome> => {
     const { runId } = job.payload as { runId: number };
-    const run = repository.findRun(runId);
+    const run = await repository.findRun(runId);
     if (run === undefined) {
       context.log("error", `Retention run ${runId} does not exist.`);
       return "failed";
@@ -176,7 +180,7 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
     }
     const kind: RetentionKind = retentionKindOf(feed, deps);
     const label = (item: PlannedDeletion) => kind.label(item);
-    const current = kind.evaluate(feed, clock.now()).items;
+    const current = (await kind.evaluate(feed, clock.now())).items;
     const { work, skipped } = run.planned === undefined ? { work: current, skipped: [] } : replay(run.planned, current);
     context.log("info", `Retention of ${feed.name}: ${work.length} ${kind.noun}(s) to delete${describeTrigger(run)}.`);
     for (const { item, why } of skipped) context.log("warn", `Skipped ${label(item)}: ${why}.`);
@@ -192,15 +196,16 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
       }
       if (index > 0) await sleep(Math.max(1, Math.ceil(lastDeleteMs * REST_RATIO)));
       const deleteStarted = performance.now();
-      // Checked right before the delete, in the same tick: the delete's transaction starts synchronously.
-      if (kind.currentBlob(item) !== item.sha256) {
+      // Checked right before the delete, which ifUnchanged starts in the same tick as its check (on
+      // SQLite: the delete's transaction starts synchronously, so nothing comes in between).
+      const removal = await kind.ifUnchanged(item, () => settled(kind.remove(feed, item, run)));
+      if (removal === undefined) {
         lateSkips++;
         context.log("warn", `Skipped ${label(item)}: it was deleted or overwritten meanwhile.`);
         continue;
       }
-      try {
-        await kind.remove(feed, item, run);
-      } catch (error) {
+      if (!removal.ok) {
+        const { error } = removal;
         lateSkips++;
         context.log("warn", `Skipped ${label(item)}: ${error instanceof Error ? error.message : String(error)}`);
         continue;
@@ -211,7 +216,7 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
       context.log("info", `Deleted ${label(item)} (rule ${item.rule}: ${item.reason}; ${item.bytes} bytes).`);
     }
     const skippedTotal = skipped.length + lateSkips;
-    repository.finishRun(run.id, clock.now().toISOString(), { deleted, bytes, skipped: skippedTotal });
+    await repository.finishRun(run.id, clock.now().toISOString(), { deleted, bytes, skipped: skippedTotal });
     context.log(
       "info",
       `Deleted ${deleted} ${kind.noun}(s), ${bytes} bytes freed` +
@@ -220,6 +225,17 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
     if (context.signal.aborted) return "failed";
     return skippedTotal > 0 ? "warned" : "succeeded";
   };
+}
+
+/**
+ * A delete's outcome as a value: its failure skips the item, while a failure of the check before it
+ * (ifUnchanged) fails the run.
+ */
+function settled(removal: Promise<void>): Promise<{ ok: true } | { ok: false; error: unknown }> {
+  return removal.then(
+    () => ({ ok: true }) as const,
+    (error: unknown) => ({ ok: false, error }) as const,
+  );
 }
 
 /** A planned run: the planned versions the rules still select with the same bytes; the others are skipped. */
