@@ -15,14 +15,6 @@ import {
 import { readVariableColumn } from "./variables-model.js";
 
 /**
- * ServersRepository on PostgreSQL (cluster mode), but for `findCredential`: that one is synchronous
- * at its interface, which no PostgreSQL read can be (docs/cluster-mode.md, what is left: 1). Once
- * it returns a Promise there, this implements the whole interface with
- * `SELECT id, name FROM credentials WHERE name_key = $1`.
- */
-export type PostgresServersRepository = Omit<ServersRepository, "findCredential">;
-
-/**
  * A server and everything its record shows, in one statement: one snapshot (READ COMMITTED reads
  * each statement in its own), where SQLite reads the row and then its roles, environments, items
  * and credential one by one.
@@ -46,7 +38,7 @@ interface RecordRow extends ServerRow {
 
 const key = (name: string) => name.toLowerCase();
 
-export function createPostgresServersRepository(db: PostgresDb, secrets: SecretBox): PostgresServersRepository {
+export function createPostgresServersRepository(db: PostgresDb, secrets: SecretBox): ServersRepository {
   const record = ({
     record_roles,
     record_environments,
@@ -187,6 +179,14 @@ export function createPostgresServersRepository(db: PostgresDb, secrets: SecretB
         [agentKeyHash, agentKeyHash === null ? null : now, key(name)],
       );
       return (result.rowCount ?? 0) > 0;
+    },
+    async findCredential(name) {
+      const [row] = await readRows<{ id: number; name: string }>(
+        db,
+        "SELECT id, name FROM credentials WHERE name_key = $1",
+        [key(name)],
+      );
+      return row;
     },
   };
 }

@@ -54,7 +54,7 @@ export interface ServersRepository {
   /** Sets (a hash) or revokes (null) an agent server's key; false when no agent server has that name. */
   setAgentKey(name: string, agentKeyHash: string | null, now: string): Promise<boolean>;
   /** A stored credential by name (the ssh helper's table; read here for the reference only). */
-  findCredential(name: string): { id: number; name: string } | undefined;
+  findCredential(name: string): Promise<{ id: number; name: string } | undefined>;
 }
 
 const key = (name: string) => name.toLowerCase();
@@ -206,6 +206,6 @@ export function createServersRepository(db: Db, secrets: SecretBox): ServersRepo
     setAgentKey: async (name, agentKeyHash, now) =>
       q.setAgentKeyByName.run({ nameKey: key(name), hash: agentKeyHash, now: agentKeyHash === null ? null : now })
         .changes > 0,
-    findCredential: (name) => q.credentialByName.get(key(name)),
+    findCredential: async (name) => q.credentialByName.get(key(name)),
   });
 }

@@ -227,7 +227,7 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
           : null;
       if (!credentialsName)
         throw invalid("CREDENTIALS_REQUIRED", "An ssh server needs 'credentialsName' (wharf credentials create).");
-      const credential = servers.findCredential(credentialsName);
+      const credential = await servers.findCredential(credentialsName);
       if (!credential)
         throw unprocessable("CREDENTIALS_NOT_FOUND", `The credentials '${credentialsName}' do not exist.`);
       credentialsId = credential.id;

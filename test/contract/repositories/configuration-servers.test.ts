@@ -4,12 +4,10 @@ import type { ServerRow } from "../../../src/areas/configuration/infrastructure-
 import {
   createServersRepository,
   type ServerRecord,
+  type ServersRepository,
   type ServerWrite,
 } from "../../../src/areas/configuration/servers-repository.js";
-import {
-  createPostgresServersRepository,
-  type PostgresServersRepository,
-} from "../../../src/areas/configuration/servers-repository-postgres.js";
+import { createPostgresServersRepository } from "../../../src/areas/configuration/servers-repository-postgres.js";
 import type { Variables } from "../../../src/areas/configuration/variables-model.js";
 import type { DesiredItem } from "../../../src/drift/model.js";
 import { openPostgres } from "../../../src/storage/postgres/connection.js";
@@ -72,14 +70,13 @@ const localRow = (id: number, name: string, fields: Partial<ServerRow> = {}): Se
   ...fields,
 });
 
-/** The servers' part of the interface, which both implementations have (findCredential is SQLite's only). */
-const repositoryOn = (database: TestDatabase): PostgresServersRepository =>
+const repositoryOn = (database: TestDatabase): ServersRepository =>
   database.kind === "sqlite"
     ? createServersRepository(database.sqlite, secrets)
     : createPostgresServersRepository(database.postgres, secrets);
 
 describeOnBothDatabases("Servers repository", (database) => {
-  let servers: PostgresServersRepository;
+  let servers: ServersRepository;
   const roles: Record<string, number> = {};
   const environments: Record<string, number> = {};
   let credentialId: number;
@@ -332,8 +329,8 @@ describeOnBothDatabases("Servers repository", (database) => {
 
   describe("two nodes on one PostgreSQL database", () => {
     let other: PostgresDb | undefined;
-    let a: PostgresServersRepository;
-    let b: PostgresServersRepository;
+    let a: ServersRepository;
+    let b: ServersRepository;
     beforeAll(() => {
       const db = database();
       if (db.kind !== "postgres") return;
