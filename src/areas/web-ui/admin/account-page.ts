@@ -69,7 +69,7 @@ export function registerAccountPage(app: FastifyInstance, { sessions, security }
     return sendPage(request, reply, ACCOUNT_VIEW, {
       title: "Your account",
       groups: user?.groups ?? [],
-      sessions: store.listOf(me.userId).map((s) => ({
+      sessions: (await store.listOf(me.userId)).map((s) => ({
         id: s.id,
         current: s.id === me.sessionId,
         userAgent: s.userAgent ?? "Unknown browser",

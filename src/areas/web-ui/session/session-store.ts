@@ -35,11 +35,11 @@ export interface UiSessionStore {
   /** A new session for the user: the token for the cookie (never stored; its hash is) and the row. */
   start(userId: number, origin: SignInOrigin): Promise<{ token: string; session: UiSession } | undefined>;
   /** The live session of a cookie's token; an expired one is deleted and undefined. */
-  find(token: string): UiSession | undefined;
+  find(token: string): Promise<UiSession | undefined>;
   /** Ends the session of a cookie's token (sign-out, or a sign-in replacing it). */
   end(token: string): Promise<void>;
   /** The user's live sessions, most recently seen first. */
-  listOf(userId: number): SessionSummary[];
+  listOf(userId: number): Promise<SessionSummary[]>;
   /** Ends one of the user's sessions (another user's id ends nothing); whether one ended. */
   endOne(userId: number, sessionId: number): Promise<boolean>;
   /** Ends every session of the user but `keepId` (this browser's); how many ended. */
@@ -57,7 +57,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 const MAX_USER_AGENT = 512;
 const MAX_ADDRESS = 64;
 
-interface SessionRow {
+export interface SessionRow {
   id: number;
   user_id: number;
   user_name: string;
@@ -68,24 +68,134 @@ interface SessionRow {
   expires_at: string;
 }
 
+export interface SummaryRow {
+  id: number;
+  created_at: string;
+  last_seen_at: string;
+  address: string | null;
+  user_agent: string | null;
+}
+
+export interface SignInUserRow {
+  name: string;
+  password_hash: string | null;
+}
+
+/** A session with its user, without the WHERE clause (both databases). */
+export const SESSION_SELECT = `SELECT s.id, s.user_id, u.name AS user_name, u.password_hash, s.password_stamp, s.csrf_secret,
+            s.last_seen_at, s.expires_at
+       FROM ui_sessions s JOIN users u ON u.id = s.user_id`;
+
+/** The account page's columns, without the WHERE clause (both databases). */
+export const SUMMARY_SELECT = "SELECT id, created_at, last_seen_at, address, user_agent FROM ui_sessions";
+
+/** The table and columns of a new session, in insertValues' order (both databases). */
+export const INSERT_SESSION_COLUMNS = `ui_sessions (token_hash, user_id, csrf_secret, password_stamp, created_at, last_seen_at, expires_at,
+                              address, user_agent)`;
+
+/** The configured idle and absolute lifetimes, in milliseconds (both databases). */
+export function sessionLifetimes(config: Pick<Config, "uiSessions">): { idleMs: number; absoluteMs: number } {
+  return {
+    idleMs: config.uiSessions.idleMinutes * 60_000,
+    absoluteMs: config.uiSessions.absoluteHours * 3_600_000,
+  };
+}
+
+/** Whether a session row is live at `now` (both databases). */
+export function isLive(row: SessionRow, now: number, idleMs: number): boolean {
+  // A password changed or removed since the sign-in ends the session; a deleted user took the row along.
+  if (row.password_hash === null || passwordStamp(row.password_hash) !== row.password_stamp) return false;
+  return Date.parse(row.expires_at) > now && now - Date.parse(row.last_seen_at) < idleMs;
+}
+
+/** Whether a live session's last_seen_at is due to be written at `now` (both databases). */
+export const touchDue = (row: SessionRow, now: number): boolean =>
+  now - Date.parse(row.last_seen_at) >= TOUCH_INTERVAL_MS;
+
+/** A live session row as the request that carries its cookie finds it (both databases). */
+export function sessionOf(row: SessionRow): UiSession {
+  return {
+    id: row.id,
+    principal: { type: "user", userId: row.user_id, userName: row.user_name, via: "password" },
+    csrfSecret: row.csrf_secret,
+    expiresAt: new Date(row.expires_at),
+  };
+}
+
+/** A row as the account page lists it (both databases). */
+export function summaryOf(row: SummaryRow): SessionSummary {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    lastSeenAt: row.last_seen_at,
+    address: row.address ?? undefined,
+    userAgent: row.user_agent ?? undefined,
+  };
+}
+
+/** What a sign-in makes before it writes anything (both databases). */
+export interface NewSession {
+  readonly token: string;
+  readonly csrfSecret: string;
+  readonly now: number;
+  readonly expiresAt: Date;
+}
+
+export function newSession(clock: Clock, absoluteMs: number): NewSession {
+  const token = randomBytes(32).toString("base64url");
+  const csrfSecret = randomBytes(24).toString("base64url");
+  const now = clock.now().getTime();
+  return { token, csrfSecret, now, expiresAt: new Date(now + absoluteMs) };
+}
+
+type InsertValues = [Buffer, number, string, string, string, string, string, string | null, string | null];
+
+/** The values of INSERT_SESSION_COLUMNS, in its order (both databases). */
+export function insertValues(
+  fresh: NewSession,
+  userId: number,
+  passwordHash: string,
+  origin: SignInOrigin,
+): InsertValues {
+  return [
+    tokenHash(fresh.token),
+    userId,
+    fresh.csrfSecret,
+    passwordStamp(passwordHash),
+    iso(fresh.now),
+    iso(fresh.now),
+    fresh.expiresAt.toISOString(),
+    origin.address?.slice(0, MAX_ADDRESS) ?? null,
+    origin.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
+  ];
+}
+
+/** What start answers once the row is written (both databases). */
+export function started(
+  fresh: NewSession,
+  userId: number,
+  userName: string,
+  id: number,
+): { token: string; session: UiSession } {
+  const principal = { type: "user", userId, userName, via: "password" } as const;
+  return {
+    token: fresh.token,
+    session: { id, principal, csrfSecret: fresh.csrfSecret, expiresAt: fresh.expiresAt },
+  };
+}
+
 export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps): UiSessionStore {
-  const idleMs = config.uiSessions.idleMinutes * 60_000;
-  const absoluteMs = config.uiSessions.absoluteHours * 3_600_000;
+  const { idleMs, absoluteMs } = sessionLifetimes(config);
   // Session writes change nothing any cache depends on: they leave the change version alone, so
   // that a sign-in does not make every cached key, grant and download be read again.
   const watch = changeWatchOf(db);
   const byToken = db.prepare<[Buffer], SessionRow>(
-    `SELECT s.id, s.user_id, u.name AS user_name, u.password_hash, s.password_stamp, s.csrf_secret,
-            s.last_seen_at, s.expires_at
-       FROM ui_sessions s JOIN users u ON u.id = s.user_id
+    `${SESSION_SELECT}
       WHERE s.token_hash = ?`,
   );
-  const userOf = db.prepare<[number], { name: string; password_hash: string | null }>(
-    "SELECT name, password_hash FROM users WHERE id = ?",
-  );
-  const insert = db.prepare<[Buffer, number, string, string, string, string, string, string | null, string | null]>(
-    `INSERT INTO ui_sessions (token_hash, user_id, csrf_secret, password_stamp, created_at, last_seen_at, expires_at,
-                              address, user_agent)
+  const userOf = db.prepare<[number], SignInUserRow>("SELECT name, password_hash FROM users WHERE id = ?");
+  const insert = db.prepare<InsertValues>(
+    `INSERT INTO ${INSERT_SESSION_COLUMNS}
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const purgeExpired = db.prepare<[string, string]>(
@@ -93,11 +203,8 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
   );
   const deleteById = db.prepare<[number]>("DELETE FROM ui_sessions WHERE id = ?");
   const deleteByHash = db.prepare<[Buffer]>("DELETE FROM ui_sessions WHERE token_hash = ?");
-  const ofUser = db.prepare<
-    [number, string, string],
-    { id: number; created_at: string; last_seen_at: string; address: string | null; user_agent: string | null }
-  >(
-    `SELECT id, created_at, last_seen_at, address, user_agent FROM ui_sessions
+  const ofUser = db.prepare<[number, string, string], SummaryRow>(
+    `${SUMMARY_SELECT}
       WHERE user_id = ? AND expires_at > ? AND last_seen_at > ? ORDER BY last_seen_at DESC, id DESC`,
   );
   // Bound to the user as well as the id: a forged id of someone else's session ends nothing.
@@ -105,18 +212,10 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
   const deleteOthers = db.prepare<[number, number]>("DELETE FROM ui_sessions WHERE user_id = ? AND id <> ?");
   const touch = db.prepare<[string, number]>("UPDATE ui_sessions SET last_seen_at = ? WHERE id = ?");
 
-  function isLive(row: SessionRow, now: number): boolean {
-    // A password changed or removed since the sign-in ends the session; a deleted user took the row along.
-    if (row.password_hash === null || passwordStamp(row.password_hash) !== row.password_stamp) return false;
-    return Date.parse(row.expires_at) > now && now - Date.parse(row.last_seen_at) < idleMs;
-  }
-
   return {
     async start(userId, origin) {
-      const token = randomBytes(32).toString("base64url");
-      const csrfSecret = randomBytes(24).toString("base64url");
-      const now = clock.now().getTime();
-      const expiresAt = new Date(now + absoluteMs);
+      const fresh = newSession(clock, absoluteMs);
+      const { now } = fresh;
       return retryWhileBusy(db, () =>
         watch.quietly(() =>
           db
@@ -124,58 +223,36 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
               const user = userOf.get(userId);
               if (!user?.password_hash) return undefined;
               purgeExpired.run(iso(now), iso(now - idleMs));
-              const { lastInsertRowid } = insert.run(
-                tokenHash(token),
-                userId,
-                csrfSecret,
-                passwordStamp(user.password_hash),
-                iso(now),
-                iso(now),
-                expiresAt.toISOString(),
-                origin.address?.slice(0, MAX_ADDRESS) ?? null,
-                origin.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
-              );
-              const principal = { type: "user", userId, userName: user.name, via: "password" } as const;
-              return { token, session: { id: Number(lastInsertRowid), principal, csrfSecret, expiresAt } };
+              const { lastInsertRowid } = insert.run(...insertValues(fresh, userId, user.password_hash, origin));
+              return started(fresh, userId, user.name, Number(lastInsertRowid));
             })
             .immediate(),
         ),
       );
     },
 
-    find(token) {
+    async find(token) {
       const row = byToken.get(tokenHash(token));
       if (row === undefined) return undefined;
       const now = clock.now().getTime();
-      if (!isLive(row, now)) {
+      if (!isLive(row, now, idleMs)) {
         unlessBusy(() => watch.quietly(() => deleteById.run(row.id)));
         return undefined;
       }
-      if (now - Date.parse(row.last_seen_at) >= TOUCH_INTERVAL_MS) {
+      if (touchDue(row, now)) {
         // Bookkeeping: skipped while another process holds the write lock, done by a later request.
         unlessBusy(() => watch.quietly(() => touch.run(iso(now), row.id)));
       }
-      return {
-        id: row.id,
-        principal: { type: "user", userId: row.user_id, userName: row.user_name, via: "password" },
-        csrfSecret: row.csrf_secret,
-        expiresAt: new Date(row.expires_at),
-      };
+      return sessionOf(row);
     },
 
     async end(token) {
       await retryWhileBusy(db, () => watch.quietly(() => deleteByHash.run(tokenHash(token))));
     },
 
-    listOf(userId) {
+    async listOf(userId) {
       const now = clock.now().getTime();
-      return ofUser.all(userId, iso(now), iso(now - idleMs)).map((row) => ({
-        id: row.id,
-        createdAt: row.created_at,
-        lastSeenAt: row.last_seen_at,
-        address: row.address ?? undefined,
-        userAgent: row.user_agent ?? undefined,
-      }));
+      return ofUser.all(userId, iso(now), iso(now - idleMs)).map(summaryOf);
     },
 
     async endOne(userId, sessionId) {
@@ -190,9 +267,10 @@ export function createUiSessionStore({ db, clock, config }: UiSessionStoreDeps):
   };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+export const iso = (ms: number) => new Date(ms).toISOString();
 
-function tokenHash(token: string): Buffer {
+/** What is stored of a cookie's token: its SHA-256 (both databases). */
+export function tokenHash(token: string): Buffer {
   return createHash("sha256").update(token).digest();
 }
 

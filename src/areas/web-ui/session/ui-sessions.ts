@@ -33,7 +33,7 @@ export function createUiSessions(deps: UiSessionStoreDeps): UiSessions {
     store,
     async principalOf(request: FastifyRequest): Promise<Principal | undefined> {
       const token = readCookie(request, SESSION_COOKIE);
-      const session = token === undefined ? undefined : store.find(token);
+      const session = token === undefined ? undefined : await store.find(token);
       request.session = { _csrf: session?.csrfSecret, id: session?.id };
       return session?.principal;
     },
