@@ -127,7 +127,8 @@ export interface JobRunner {
   cancel(id: number): Promise<boolean>;
 }
 
-interface JobRow {
+/** A row of `jobs` as both databases give it (PostgreSQL's bigints read as numbers). */
+export interface JobRow {
   id: number;
   kind: string;
   payload: string;
@@ -153,14 +154,20 @@ interface Running {
 }
 
 const MAX_LOG_MESSAGE = 64 * 1024;
-const MAX_WAKE_DELAY_MS = 60_000;
+export const MAX_WAKE_DELAY_MS = 60_000;
 /** How soon a runner that found another process holding the write lock looks for jobs again. */
 const BUSY_RETRY_MS = 250;
 const OUTCOMES: ReadonlySet<string> = new Set<JobOutcome>(["succeeded", "warned", "failed"]);
 export const INTERRUPTED_MESSAGE = "The Wharf process stopped while this job was executing; it did not finish.";
 
+/** Lines the runner itself writes in a job's log (on either database). */
+export const CANCELED_BEFORE_START_MESSAGE = "The job was canceled before it started.";
+export const CANCEL_REQUESTED_MESSAGE = "Cancel requested.";
+export const CANCELED_WHILE_EXECUTING_MESSAGE = "The job was canceled while it was executing.";
+export const CANCELED_NOWHERE_MESSAGE = "The job was canceled; it was not executing anywhere.";
+
 const date = (text: string | null) => (text === null ? undefined : new Date(text));
-const toJob = (row: JobRow): Job => ({
+export const toJob = (row: JobRow): Job => ({
   id: row.id,
   kind: row.kind,
   payload: JSON.parse(row.payload) as unknown,
@@ -175,6 +182,102 @@ const toJob = (row: JobRow): Job => ({
 
 const errorMessage = (error: unknown) =>
   error instanceof Error ? error.message || error.name : `Non-error value thrown: ${String(error)}`;
+
+/** A log message as stored: cut at 64 KiB. */
+export const truncateLogMessage = (message: string) =>
+  message.length > MAX_LOG_MESSAGE ? `${message.slice(0, MAX_LOG_MESSAGE)}… (truncated)` : message;
+
+/** handle()'s checks: before start() only, once per kind, a non-negative integer limit. */
+export function checkNewKind(
+  kind: string,
+  started: boolean,
+  handlers: ReadonlyMap<string, JobHandler>,
+  kindOptions: JobKindOptions,
+): void {
+  if (started) throw new Error(`The job kind "${kind}" is added after the job runner started.`);
+  if (handlers.has(kind)) throw new Error(`The job kind "${kind}" already has a handler.`);
+  const { concurrency } = kindOptions;
+  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 0)) {
+    throw new RangeError(`The concurrency of "${kind}" jobs must be a non-negative integer.`);
+  }
+}
+
+/** enqueue()'s checks; the payload as stored JSON and the start time as stored text. */
+export function checkNewJob(
+  handlers: ReadonlyMap<string, JobHandler>,
+  kind: string,
+  payload: unknown,
+  notBefore: Date | undefined,
+): { json: string; notBefore: string | null } {
+  if (!handlers.has(kind)) {
+    throw invalid("JOB_KIND_UNKNOWN", `There is no handler for jobs of kind "${kind}".`);
+  }
+  const json = JSON.stringify(payload) as string | undefined;
+  if (json === undefined) throw invalid("JOB_PAYLOAD_INVALID", "A job's payload must be a JSON value.");
+  if (notBefore !== undefined && Number.isNaN(notBefore.getTime())) {
+    throw invalid("JOB_NOT_BEFORE_INVALID", "A job's start time must be a valid date.");
+  }
+  return { json, notBefore: notBefore?.toISOString() ?? null };
+}
+
+/** Kinds whose own limit is reached by the given executing jobs: their due jobs wait, the others' do not. */
+export function saturatedKindsOf(
+  executing: Iterable<{ readonly kind: string }>,
+  kinds: ReadonlyMap<string, JobKindOptions>,
+): string[] {
+  const busy = new Map<string, number>();
+  for (const entry of executing) busy.set(entry.kind, (busy.get(entry.kind) ?? 0) + 1);
+  const full: string[] = [];
+  for (const [kind, { concurrency }] of kinds) {
+    if (concurrency !== undefined && (busy.get(kind) ?? 0) >= concurrency) full.push(kind);
+  }
+  return full;
+}
+
+/**
+ * Runs the job's handler: its outcome, or failed (with a line in the job's log saying why) when
+ * there is no handler, it throws or it resolves with something else.
+ */
+export async function runHandler(handler: JobHandler | undefined, job: Job, context: JobContext): Promise<JobOutcome> {
+  let outcome: JobOutcome = "failed";
+  try {
+    if (handler === undefined) {
+      context.log("error", `No handler is registered for jobs of kind "${job.kind}".`);
+    } else {
+      const result: unknown = await handler(job, context);
+      if (typeof result === "string" && OUTCOMES.has(result)) outcome = result as JobOutcome;
+      else context.log("error", `The job's handler returned ${JSON.stringify(result) ?? "nothing"}, not an outcome.`);
+    }
+  } catch (error) {
+    context.log("error", errorMessage(error));
+  }
+  return outcome;
+}
+
+/** The final status of a job whose handler settled, and the line that ends its log. */
+export function endingOf(outcome: JobOutcome, canceled: boolean): [JobOutcome, [JobLogLevel, string]] {
+  // A canceled job is failed even if its handler finished anyway: someone asked for it not to be.
+  const final = canceled ? "failed" : outcome;
+  const line: [JobLogLevel, string] = canceled
+    ? ["error", CANCELED_WHILE_EXECUTING_MESSAGE]
+    : [final === "failed" ? "error" : final === "warned" ? "warn" : "info", `The job ended: ${final}.`];
+  return [final, line];
+}
+
+/** Calls the runner's onFinished, then the kind's; their failures are logged, never thrown. */
+export async function notifyFinished(
+  job: Job,
+  callbacks: readonly (((job: Job) => void | Promise<void>) | undefined)[],
+  log: JobRunnerLogger,
+): Promise<void> {
+  for (const onFinished of callbacks) {
+    try {
+      await onFinished?.(job);
+    } catch (error) {
+      log.error({ jobId: job.id, err: error }, "a job's onFinished callback failed");
+    }
+  }
+}
 
 export function createJobRunner(options: JobRunnerOptions): JobRunner {
   const { db, clock, log } = options;
@@ -236,7 +339,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   });
   /** Never fails for a busy database: a deployment must not fail because its log could not be written yet. */
   const writeLog = (id: number, level: JobLogLevel, message: string) => {
-    const text = message.length > MAX_LOG_MESSAGE ? `${message.slice(0, MAX_LOG_MESSAGE)}… (truncated)` : message;
+    const text = truncateLogMessage(message);
     const lines: LogLine[] = [...(unwritten.get(id) ?? []), [level, text, now()]];
     try {
       addLines(id, lines);
@@ -260,27 +363,11 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     return row;
   };
 
-  const notify = async (row: JobRow) => {
-    const job = toJob(row);
-    for (const onFinished of [options.onFinished, kinds.get(row.kind)?.onFinished]) {
-      try {
-        await onFinished?.(job);
-      } catch (error) {
-        log.error({ jobId: row.id, err: error }, "a job's onFinished callback failed");
-      }
-    }
-  };
+  const notify = (row: JobRow) =>
+    notifyFinished(toJob(row), [options.onFinished, kinds.get(row.kind)?.onFinished], log);
 
   /** Kinds whose own limit is reached: their due jobs wait, the others' do not. */
-  const saturatedKinds = (): string => {
-    const busy = new Map<string, number>();
-    for (const entry of running.values()) busy.set(entry.kind, (busy.get(entry.kind) ?? 0) + 1);
-    const full: string[] = [];
-    for (const [kind, { concurrency }] of kinds) {
-      if (concurrency !== undefined && (busy.get(kind) ?? 0) >= concurrency) full.push(kind);
-    }
-    return JSON.stringify(full);
-  };
+  const saturatedKinds = (): string => JSON.stringify(saturatedKindsOf(running.values(), kinds));
 
   async function execute(job: Job, entry: Running): Promise<void> {
     const { controller } = entry;
@@ -292,26 +379,10 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
         writeLog(job.id, level, message);
       },
     };
-    let outcome: JobOutcome = "failed";
-    try {
-      const handler = handlers.get(job.kind);
-      if (handler === undefined) {
-        context.log("error", `No handler is registered for jobs of kind "${job.kind}".`);
-      } else {
-        const result: unknown = await handler(job, context);
-        if (typeof result === "string" && OUTCOMES.has(result)) outcome = result as JobOutcome;
-        else context.log("error", `The job's handler returned ${JSON.stringify(result) ?? "nothing"}, not an outcome.`);
-      }
-    } catch (error) {
-      context.log("error", errorMessage(error));
-    }
+    const outcome = await runHandler(handlers.get(job.kind), job, context);
     settled = true;
     if (entry.abandoned) return;
-    // A canceled job is failed even if its handler finished anyway: someone asked for it not to be.
-    const final = entry.canceled ? "failed" : outcome;
-    const line: [JobLogLevel, string] = entry.canceled
-      ? ["error", "The job was canceled while it was executing."]
-      : [final === "failed" ? "error" : final === "warned" ? "warn" : "info", `The job ended: ${final}.`];
+    const [final, line] = endingOf(outcome, entry.canceled);
     const row = await end(job.id, final, entry.canceled, line);
     if (row !== undefined) await notify(row);
   }
@@ -372,29 +443,14 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 
   return {
     handle(kind, handler, kindOptions = {}) {
-      if (state !== "new") throw new Error(`The job kind "${kind}" is added after the job runner started.`);
-      if (handlers.has(kind)) throw new Error(`The job kind "${kind}" already has a handler.`);
-      const { concurrency } = kindOptions;
-      if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 0)) {
-        throw new RangeError(`The concurrency of "${kind}" jobs must be a non-negative integer.`);
-      }
+      checkNewKind(kind, state !== "new", handlers, kindOptions);
       handlers.set(kind, handler);
       kinds.set(kind, kindOptions);
     },
 
     async enqueue(kind, payload, options = {}) {
-      if (!handlers.has(kind)) {
-        throw invalid("JOB_KIND_UNKNOWN", `There is no handler for jobs of kind "${kind}".`);
-      }
-      const json = JSON.stringify(payload) as string | undefined;
-      if (json === undefined) throw invalid("JOB_PAYLOAD_INVALID", "A job's payload must be a JSON value.");
-      const { notBefore } = options;
-      if (notBefore !== undefined && Number.isNaN(notBefore.getTime())) {
-        throw invalid("JOB_NOT_BEFORE_INVALID", "A job's start time must be a valid date.");
-      }
-      const row = (await retryWhileBusy(db, () =>
-        sql.insert.get(kind, json, now(), notBefore?.toISOString() ?? null),
-      )) as JobRow;
+      const { json, notBefore } = checkNewJob(handlers, kind, payload, options.notBefore);
+      const row = (await retryWhileBusy(db, () => sql.insert.get(kind, json, now(), notBefore))) as JobRow;
       queueMicrotask(pump);
       return row.id;
     },
@@ -453,7 +509,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
           db,
           db.transaction(() => {
             const updated = sql.cancelPending.get(at, at, id);
-            if (updated !== undefined) writeLog(id, "error", "The job was canceled before it started.");
+            if (updated !== undefined) writeLog(id, "error", CANCELED_BEFORE_START_MESSAGE);
             return updated;
           }),
         );
@@ -468,13 +524,13 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       if (entry === undefined || entry.abandoned) {
         // Executing but not under this runner's control: left by a dead process (this runner has
         // not started yet), or given up on by stop().
-        const ended = await end(id, "failed", true, ["error", "The job was canceled; it was not executing anywhere."]);
+        const ended = await end(id, "failed", true, ["error", CANCELED_NOWHERE_MESSAGE]);
         if (ended !== undefined) await notify(ended);
         return ended !== undefined;
       }
       if (!entry.canceled) {
         entry.canceled = true;
-        writeLog(id, "warn", "Cancel requested.");
+        writeLog(id, "warn", CANCEL_REQUESTED_MESSAGE);
         entry.controller.abort(new DomainError("conflict", "JOB_CANCELED", "The job was canceled."));
       }
       return true;
