@@ -47,7 +47,9 @@ const ids = (rows: ReadonlyArray<{ group_name: string; name: string }>) =>
 describe("packagesPage", () => {
   it("pages by name in the API's order, saying whether more follow", async () => {
     const whole = await createUpackQueryRepository(t.db).listPackages(feedId, undefined, 1000);
-    const pages = [0, 3, 6].map((offset) => browse.packagesPage(feedId, { order: "name", offset, limit: 3 }));
+    const pages = await Promise.all(
+      [0, 3, 6].map((offset) => browse.packagesPage(feedId, { order: "name", offset, limit: 3 })),
+    );
     expect(pages.flatMap((p) => ids(p.rows))).toEqual(ids(whole));
     expect(pages.map((p) => p.more)).toEqual([true, true, false]);
     expect(ids(pages[0]?.rows ?? [])).toEqual(["alpha", "bravo", "charlie"]);
@@ -55,8 +57,8 @@ describe("packagesPage", () => {
     expect(ids(pages[2]?.rows ?? [])).toEqual(["g/h/alpha"]);
   });
 
-  it("orders by the latest version's publication, newest first", () => {
-    const page = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 10 });
+  it("orders by the latest version's publication, newest first", async () => {
+    const page = await browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 10 });
     // many's latest version is 10.0.0-rc.1 (the highest, prereleases included), published on day 1 like
     // alpha: a tie is ordered by name.
     expect(ids(page.rows)).toEqual(["g/h/alpha", "bravo", "charlie", "echo", "alpha", "many", "delta"]);
@@ -64,14 +66,14 @@ describe("packagesPage", () => {
   });
 
   it("sees a new version at once in the last-updated order it keeps between writes", async () => {
-    const before = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
+    const before = await browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
     expect(ids(before.rows)).toEqual(["g/h/alpha", "bravo"]);
     await upack.addVersion(
       "main",
       { name: "delta", version: "1.1.0", manifest: { title: "delta title" } },
       { publishedAt: day(40) },
     );
-    const after = browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
+    const after = await browse.packagesPage(feedId, { order: "updated", offset: 0, limit: 2 });
     expect(ids(after.rows)).toEqual(["delta", "g/h/alpha"]);
     expect(after.rows[0]?.latest_version).toBe("1.1.0");
   });
@@ -79,12 +81,12 @@ describe("packagesPage", () => {
   it("searches as the API's search does, best match first, wildcards taken literally", async () => {
     const api = createUpackQueryRepository(t.db);
     for (const term of ["alpha", "a", "title", "charlie title", "%", "_"]) {
-      const page = browse.packagesPage(feedId, { termKey: term, order: "relevance", offset: 0, limit: 100 });
+      const page = await browse.packagesPage(feedId, { termKey: term, order: "relevance", offset: 0, limit: 100 });
       expect(ids(page.rows), term).toEqual(ids(await api.searchPackages(feedId, term, 100)));
     }
-    const second = browse.packagesPage(feedId, { termKey: "a", order: "relevance", offset: 2, limit: 2 });
+    const second = await browse.packagesPage(feedId, { termKey: "a", order: "relevance", offset: 2, limit: 2 });
     expect(ids(second.rows)).toEqual(ids(await api.searchPackages(feedId, "a", 100)).slice(2, 4));
-    const byName = browse.packagesPage(feedId, { termKey: "title", order: "name", offset: 0, limit: 100 });
+    const byName = await browse.packagesPage(feedId, { termKey: "title", order: "name", offset: 0, limit: 100 });
     expect(ids(byName.rows)).toEqual(["alpha", "bravo", "charlie", "delta", "echo"]);
   });
 });
@@ -116,62 +118,65 @@ describe("search's pre-filter on raw texts (a first search skips parsing manifes
     "%s: the same packages, in the same order, as the API's search",
     async (term) => {
       const api = createUpackQueryRepository(t.db);
-      const page = browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 });
+      const page = await browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 });
       expect(ids(page.rows)).toEqual(ids(await api.searchPackages(feed, term, 100)));
     },
   );
 
   it("follows manifest edits and new latest versions (migration 0016's triggers), and ranks an unknown text", async () => {
-    const found = (term: string) =>
-      ids(browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 }).rows);
+    const found = async (term: string) =>
+      ids((await browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 })).rows);
     const latestOf = (name: string) =>
       `(SELECT latest_version_id FROM upack_packages WHERE feed_id = ${feed} AND name_key = '${name}')`;
     t.db
       .prepare(`UPDATE upack_versions SET manifest = '{"title":"now a gizmo"}' WHERE id = ${latestOf("plain")}`)
       .run();
-    expect(found("gizmo")).toEqual(["plain"]);
+    expect(await found("gizmo")).toEqual(["plain"]);
     await upack.addVersion("texts", { name: "plain", version: "2.0.0", manifest: { title: "a doohickey" } });
-    expect(found("gizmo")).toEqual([]);
-    expect(found("doohickey")).toEqual(["plain"]);
+    expect(await found("gizmo")).toEqual([]);
+    expect(await found("doohickey")).toEqual(["plain"]);
     // A text not known (NULL: written before the column, or a manifest that is not JSON) is ranked.
     t.db.prepare("UPDATE upack_packages SET search_text = NULL WHERE feed_id = ? AND name_key = 'tagged'").run(feed);
-    expect(found("widgetry")).toEqual(["tagged"]);
+    expect(await found("widgetry")).toEqual(["tagged"]);
   });
 
-  it("finds texts hidden from the raw manifest by JSON escapes, and every kind of text", () => {
-    const found = (term: string) =>
-      ids(browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 }).rows);
-    expect(found("widget")).toEqual(["escaped", "described", "short", "tagged"]);
-    expect(found("secret widget")).toEqual(["escaped"]);
-    expect(found("été")).toEqual(["escaped"]);
-    expect(found('say "hi"')).toEqual(["quoted"]);
+  it("finds texts hidden from the raw manifest by JSON escapes, and every kind of text", async () => {
+    const found = async (term: string) =>
+      ids((await browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 })).rows);
+    expect(await found("widget")).toEqual(["escaped", "described", "short", "tagged"]);
+    expect(await found("secret widget")).toEqual(["escaped"]);
+    expect(await found("été")).toEqual(["escaped"]);
+    expect(await found('say "hi"')).toEqual(["quoted"]);
     // The escape sequence itself is not text of the manifest.
-    expect(found("\\u0057")).toEqual([]);
-    expect(found("zzz")).toEqual([]);
+    expect(await found("\\u0057")).toEqual([]);
+    expect(await found("zzz")).toEqual([]);
   });
 });
 
 describe("one package", () => {
-  it("pages versions newest first and counts them", () => {
-    expect(browse.findPackage(feedId, "", "many")).toMatchObject({ latest_version: "10.0.0-rc.1", version_count: 13 });
-    const first = browse.versionsPage(feedId, "", "many", 0, 5).map((v) => v.version);
+  it("pages versions newest first and counts them", async () => {
+    expect(await browse.findPackage(feedId, "", "many")).toMatchObject({
+      latest_version: "10.0.0-rc.1",
+      version_count: 13,
+    });
+    const first = (await browse.versionsPage(feedId, "", "many", 0, 5)).map((v) => v.version);
     expect(first).toEqual(["10.0.0-rc.1", "2.11.0", "2.10.0", "2.9.0", "2.8.0"]);
-    const last = browse.versionsPage(feedId, "", "many", 10, 5).map((v) => v.version);
+    const last = (await browse.versionsPage(feedId, "", "many", 10, 5)).map((v) => v.version);
     expect(last).toEqual(["2.2.0", "2.1.0", "2.0.0"]);
-    expect(browse.findPackage(feedId, "", "elsewhere")).toBeUndefined();
+    expect(await browse.findPackage(feedId, "", "elsewhere")).toBeUndefined();
   });
 
-  it("finds a version, the latest by default, with its digests and file list", () => {
-    const latest = browse.findVersion(feedId, "g/h", "alpha");
+  it("finds a version, the latest by default, with its digests and file list", async () => {
+    const latest = await browse.findVersion(feedId, "g/h", "alpha");
     expect(latest).toMatchObject({ version: "1.0.0", sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(browse.findVersion(feedId, "", "many", "2.3.0")?.version).toBe("2.3.0");
-    expect(browse.findVersion(feedId, "", "many", "9.9.9")).toBeUndefined();
-    const files = JSON.parse(browse.fileListOf(feedId, "", "many", "2.3.0") ?? "[]") as Array<{ name: string }>;
+    expect((await browse.findVersion(feedId, "", "many", "2.3.0"))?.version).toBe("2.3.0");
+    expect(await browse.findVersion(feedId, "", "many", "9.9.9")).toBeUndefined();
+    const files = JSON.parse((await browse.fileListOf(feedId, "", "many", "2.3.0")) ?? "[]") as Array<{ name: string }>;
     expect(files.map((file) => file.name)).toContain("package/readme.txt");
   });
 
-  it("tells which dependencies are packages of the feed", () => {
-    const found = browse.existing(feedId, [
+  it("tells which dependencies are packages of the feed", async () => {
+    const found = await browse.existing(feedId, [
       { groupKey: "g/h", nameKey: "alpha" },
       { groupKey: "", nameKey: "elsewhere" },
     ]);

@@ -303,26 +303,26 @@ describe("createAssembledCache (migration 0005)", () => {
     const cache = createAssembledCache(db, { now: () => new Date(now) });
     const info = { sha256: "a".repeat(64), sha1: "b".repeat(40), size: 42 };
 
-    expect(cache.find(1)).toBeUndefined();
-    expect(cache.save(1, info)).toEqual({
+    expect(await cache.find(1)).toBeUndefined();
+    expect(await cache.save(1, info)).toEqual({
       versionId: 1,
       blobSha256: info.sha256,
       sha1: info.sha1,
       size: 42,
       assembledAt: now,
     });
-    expect(cache.find(1)).toMatchObject({ blobSha256: info.sha256, size: 42 });
-    cache.save(1, { ...info, size: 43 });
-    expect(cache.find(1)?.size).toBe(43);
-    cache.save(2, info);
-    cache.save(3, info);
+    expect(await cache.find(1)).toMatchObject({ blobSha256: info.sha256, size: 42 });
+    await cache.save(1, { ...info, size: 43 });
+    expect((await cache.find(1))?.size).toBe(43);
+    await cache.save(2, info);
+    await cache.save(3, info);
 
     db.prepare("DELETE FROM upack_versions WHERE id = 1").run();
-    expect(cache.find(1)).toBeUndefined();
-    cache.forget(2);
-    expect(cache.find(2)).toBeUndefined();
-    expect(cache.forgetFeed(1)).toBe(1);
-    expect(cache.find(3)).toBeUndefined();
+    expect(await cache.find(1)).toBeUndefined();
+    await cache.forget(2);
+    expect(await cache.find(2)).toBeUndefined();
+    expect(await cache.forgetFeed(1)).toBe(1);
+    expect(await cache.find(3)).toBeUndefined();
     db.close();
   });
 });

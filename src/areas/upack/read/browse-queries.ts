@@ -59,29 +59,41 @@ export interface BrowsePackage {
 
 export interface UpackBrowseQueries {
   /** Up to `limit` packages from `offset`, and whether more follow. */
-  packagesPage(feedId: number, query: PackagePageQuery): { rows: BrowsePackageRow[]; more: boolean };
-  findPackage(feedId: number, groupKey: string, nameKey: string): BrowsePackage | undefined;
+  packagesPage(feedId: number, query: PackagePageQuery): Promise<{ rows: BrowsePackageRow[]; more: boolean }>;
+  findPackage(feedId: number, groupKey: string, nameKey: string): Promise<BrowsePackage | undefined>;
   /** Newest first, `limit` from `offset`. */
-  versionsPage(feedId: number, groupKey: string, nameKey: string, offset: number, limit: number): BrowseVersionRow[];
+  versionsPage(
+    feedId: number,
+    groupKey: string,
+    nameKey: string,
+    offset: number,
+    limit: number,
+  ): Promise<BrowseVersionRow[]>;
   /** `versionKey` undefined: the latest version. */
-  findVersion(feedId: number, groupKey: string, nameKey: string, versionKey?: string): BrowseVersionRow | undefined;
+  findVersion(
+    feedId: number,
+    groupKey: string,
+    nameKey: string,
+    versionKey?: string,
+  ): Promise<BrowseVersionRow | undefined>;
   /** The stored archive entry list (JSON `[{name, size, date}]`) of one version. */
-  fileListOf(feedId: number, groupKey: string, nameKey: string, versionKey: string): string | undefined;
+  fileListOf(feedId: number, groupKey: string, nameKey: string, versionKey: string): Promise<string | undefined>;
   /** Which of these (groupKey, nameKey) pairs are packages of the feed: for linking dependencies. */
-  existing(feedId: number, ids: ReadonlyArray<{ groupKey: string; nameKey: string }>): Set<string>;
+  existing(feedId: number, ids: ReadonlyArray<{ groupKey: string; nameKey: string }>): Promise<Set<string>>;
 }
 
 /** The key `existing` answers with for a package id. */
 export const packageIdKey = (groupKey: string, nameKey: string) => `${groupKey}\0${nameKey}`;
 
-const PACKAGE_COLUMNS = `p.group_name, p.name, v.version AS latest_version, v.manifest, p.downloads, v.published_at`;
-const LATEST = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
-const VERSION_COLUMNS = `v.version, v.manifest, v.downloads, v.published_at, v.published_by, v.size, v.sha1,
+/** Column lists, joins and orders of the reads below, the same on both databases (browse-queries-postgres.ts). */
+export const PACKAGE_COLUMNS = `p.group_name, p.name, v.version AS latest_version, v.manifest, p.downloads, v.published_at`;
+export const LATEST = "upack_packages p JOIN upack_versions v ON v.id = p.latest_version_id";
+export const VERSION_COLUMNS = `v.version, v.manifest, v.downloads, v.published_at, v.published_by, v.size, v.sha1,
   v.blob_sha256 AS sha256, v.is_cached, v.is_virtual`;
-const VERSIONS = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
+export const VERSIONS = "upack_packages p JOIN upack_versions v ON v.package_id = p.id";
 const ONE_PACKAGE = "p.feed_id = @feed AND p.group_key = @group AND p.name_key = @name";
 
-const ORDER_BY: Record<PackageOrder, string> = {
+export const ORDER_BY: Record<PackageOrder, string> = {
   name: "p.group_key, p.name_key",
   updated: "v.published_at DESC, p.group_key, p.name_key",
   relevance: "rank, p.name_key, p.group_key",
@@ -98,7 +110,7 @@ const ORDER_BY: Record<PackageOrder, string> = {
 const MAY_MATCH = `(p.name_key LIKE @infix ESCAPE '\\' OR p.search_text IS NULL OR p.search_text LIKE @infix ESCAPE '\\')`;
 
 /** Orders (a feed's by last update, a search's) kept at once: up to 800 KiB each at 100,000 packages. */
-const MAX_KEPT_ORDERS = 32;
+export const MAX_KEPT_ORDERS = 32;
 
 export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
   // By name: a page is chosen by id alone along the (feed_id, group_key, name_key) index (OFFSET
@@ -186,7 +198,7 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
   const withCounts = () => flushDownloadCounts(db);
 
   return {
-    packagesPage(feedId, query) {
+    async packagesPage(feedId, query) {
       withCounts();
       const termKey = query.termKey?.trim() ?? "";
       const window = { feed: feedId, limit: query.limit + 1, offset: query.offset };
@@ -197,23 +209,23 @@ export function createUpackBrowseQueries(db: Db): UpackBrowseQueries {
       const more = rows.length > query.limit;
       return { rows: more ? rows.slice(0, query.limit) : rows, more };
     },
-    findPackage(feedId, groupKey, nameKey) {
+    async findPackage(feedId, groupKey, nameKey) {
       withCounts();
       return packageOne.get({ feed: feedId, group: groupKey, name: nameKey });
     },
-    versionsPage(feedId, groupKey, nameKey, offset, limit) {
+    async versionsPage(feedId, groupKey, nameKey, offset, limit) {
       withCounts();
       return versions.all({ feed: feedId, group: groupKey, name: nameKey, limit, offset });
     },
-    findVersion(feedId, groupKey, nameKey, versionKey) {
+    async findVersion(feedId, groupKey, nameKey, versionKey) {
       withCounts();
       const one = { feed: feedId, group: groupKey, name: nameKey };
       return versionKey === undefined ? versionLatest.get(one) : versionOne.get({ ...one, version: versionKey });
     },
-    fileListOf(feedId, groupKey, nameKey, versionKey) {
+    async fileListOf(feedId, groupKey, nameKey, versionKey) {
       return fileList.get({ feed: feedId, group: groupKey, name: nameKey, version: versionKey });
     },
-    existing(feedId, ids) {
+    async existing(feedId, ids) {
       const found = new Set<string>();
       for (const { groupKey, nameKey } of ids) {
         if (exists.get({ feed: feedId, group: groupKey, name: nameKey }) !== undefined) {

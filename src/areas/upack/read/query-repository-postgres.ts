@@ -23,7 +23,7 @@ import {
  * tags are those of an array (what manifestToJson writes), as migration 0016's upack_search_texts
  * reads them on PostgreSQL.
  */
-const SEARCH_RANK = `CASE
+export const SEARCH_RANK = `CASE
   WHEN p.name_key = $2 THEN 0
   WHEN p.name_key ILIKE $3 ESCAPE '\\' THEN 1
   WHEN p.name_key ILIKE $4 ESCAPE '\\' THEN 2
@@ -40,7 +40,7 @@ END`;
  * Such a package is then ranked by its name alone, as migration 0016's search_text leaves it
  * unknown. Only a manifest with some \u escape pays for wharf_json_valid.
  */
-const MANIFEST = `CASE WHEN strpos(v.manifest, '\\u') = 0 OR wharf_json_valid(v.manifest) THEN v.manifest::jsonb END`;
+export const MANIFEST = `CASE WHEN strpos(v.manifest, '\\u') = 0 OR wharf_json_valid(v.manifest) THEN v.manifest::jsonb END`;
 
 // OFFSET 0 keeps the planner from inlining `m` into each of SEARCH_RANK's uses: the manifest is
 // then parsed once per package rather than up to five times (a search reads every package of the

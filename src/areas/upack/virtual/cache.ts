@@ -19,19 +19,24 @@ export interface AssembledPackage {
  * that matters.
  */
 export interface AssembledCache {
-  find(versionId: number): AssembledPackage | undefined;
-  save(versionId: number, info: BlobInfo): AssembledPackage;
+  find(versionId: number): Promise<AssembledPackage | undefined>;
+  /**
+   * Throws a foreign key violation (sqlite-errors.ts) when the version is gone. On SQLite the row
+   * is written before the call returns (the Promise only reports it), as every method here.
+   */
+  save(versionId: number, info: BlobInfo): Promise<AssembledPackage>;
   /** Forgets one version's assembly (its manifest was replaced). */
-  forget(versionId: number): void;
+  forget(versionId: number): Promise<void>;
   /**
    * Forgets every assembly of a feed: a package version was overwritten or deleted, and any
    * virtual package of the same feed may have been built from it (sources are looked up in the
    * same feed, docs/compat.md 1.6). Returns how many were forgotten.
    */
-  forgetFeed(feedId: number): number;
+  forgetFeed(feedId: number): Promise<number>;
 }
 
-interface Row {
+/** A row of upack_assembled (both databases). */
+export interface AssembledRow {
   version_id: number;
   blob_sha256: string;
   sha1: string;
@@ -39,8 +44,17 @@ interface Row {
   assembled_at: string;
 }
 
+/** A row as the cache answers it (both databases). */
+export const toPackage = (row: AssembledRow): AssembledPackage => ({
+  versionId: row.version_id,
+  blobSha256: row.blob_sha256,
+  sha1: row.sha1,
+  size: row.size,
+  assembledAt: row.assembled_at,
+});
+
 export function createAssembledCache(db: Db, clock: Clock = systemClock): AssembledCache {
-  const select = db.prepare<[number], Row>(
+  const select = db.prepare<[number], AssembledRow>(
     "SELECT version_id, blob_sha256, sha1, size, assembled_at FROM upack_assembled WHERE version_id = ?",
   );
   const upsert = db.prepare(
@@ -56,28 +70,21 @@ export function createAssembledCache(db: Db, clock: Clock = systemClock): Assemb
        SELECT 1 FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
         WHERE v.id = upack_assembled.version_id AND p.feed_id = ?)`,
   );
-  const toPackage = (row: Row): AssembledPackage => ({
-    versionId: row.version_id,
-    blobSha256: row.blob_sha256,
-    sha1: row.sha1,
-    size: row.size,
-    assembledAt: row.assembled_at,
-  });
 
   return {
-    find(versionId) {
+    async find(versionId) {
       const row = select.get(versionId);
       return row === undefined ? undefined : toPackage(row);
     },
-    save(versionId, info) {
+    async save(versionId, info) {
       const assembledAt = clock.now().toISOString();
       upsert.run(versionId, info.sha256, info.sha1, info.size, assembledAt);
       return { versionId, blobSha256: info.sha256, sha1: info.sha1, size: info.size, assembledAt };
     },
-    forget(versionId) {
+    async forget(versionId) {
       remove.run(versionId);
     },
-    forgetFeed(feedId) {
+    async forgetFeed(feedId) {
       return removeFeed.run(feedId).changes;
     },
   };

@@ -17,10 +17,18 @@ import type { Db } from "../../../storage/database.js";
 import { isForeignKeyViolation } from "../../../storage/sqlite-errors.js";
 import type { AssembleVirtual, StoredPackage, VirtualPackageVersion } from "../download/service.js";
 import type { UpackQueryRepository } from "../read/query-repository.js";
-import { type AssembledPackage, assembleVirtualPackage, createAssembledCache } from "./assembly.js";
+import {
+  type AssembledCache,
+  type AssembledPackage,
+  assembleVirtualPackage,
+  createAssembledCache,
+} from "./assembly.js";
 
 export interface VirtualDownloadsDeps {
-  readonly db: Db;
+  /** SQLite: the cache of assemblies is virtual/cache.ts's on it, unless `assembled` is given. */
+  readonly db?: Db;
+  /** The cache of assemblies (on PostgreSQL virtual/cache-postgres.ts's); by default SQLite's on `db`. */
+  readonly assembled?: AssembledCache;
   readonly repository: UpackQueryRepository;
   readonly blobs: BlobStore;
   /**
@@ -37,8 +45,11 @@ export interface VirtualDownloadsDeps {
 
 export interface VirtualDownloads {
   readonly assemble: AssembleVirtual;
-  /** Forgets every assembly of the feed; to be called after each committed upload, replacement or deletion. */
-  forgetFeed(feedId: number): void;
+  /**
+   * Forgets every assembly of the feed; to be called (and awaited) after each committed upload,
+   * replacement or deletion. No assembly that started before the call is cached after it.
+   */
+  forgetFeed(feedId: number): Promise<void>;
 }
 
 interface Running {
@@ -49,7 +60,7 @@ interface Running {
 
 export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownloads {
   const { repository } = deps;
-  const cache = createAssembledCache(deps.db, deps.clock);
+  const cache = cacheOf(deps);
   /**
    * Bumped by forgetFeed. An assembly that ran across a change may have read a package that has
    * since been replaced: it is served to the downloads that asked before the change, but neither
@@ -88,8 +99,8 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
         tmpDir: deps.tmpDir,
         modified: v.publishedAt,
       });
-      // Checked and saved in one synchronous step: no forgetFeed can slip in between.
-      const saved = generationOf(v.feed.id) === generation ? trySave(v.versionId, info) : undefined;
+      const saved =
+        generationOf(v.feed.id) === generation ? await trySave(v.feed.id, generation, v.versionId, info) : undefined;
       if (saved === undefined) return { sha256: info.sha256, size: info.size, lastModified: deps.clock.now() };
       return stored(saved, v.publishedAt);
     } finally {
@@ -98,22 +109,42 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
   }
 
   /**
+   * Saves the assembly of a feed at `generation`, which the caller has just checked is current.
    * Undefined when the version is gone (deleted by another process meanwhile): nothing to cache it
    * for; or when another process holds the write lock: served uncached rather than waited for.
+   *
+   * On SQLite the row is written within the call of `save`, in the tick of the caller's check: no
+   * forgetFeed can slip in between. On PostgreSQL it is written a round trip later, and a
+   * forgetFeed made meanwhile (its generation moved before its delete was sent) may have deleted
+   * before it: the row is then forgotten again once saved, so that no assembly built across a
+   * change stays cached.
    */
-  function trySave(versionId: number, info: BlobInfo): AssembledPackage | undefined {
+  async function trySave(
+    feedId: number,
+    generation: number,
+    versionId: number,
+    info: BlobInfo,
+  ): Promise<AssembledPackage | undefined> {
+    let saved: AssembledPackage;
     try {
-      return cache.save(versionId, info);
+      saved = await cache.save(versionId, info);
     } catch (error) {
       if (isBusy(error)) return undefined;
       if (isForeignKeyViolation(error)) return undefined;
       throw error;
     }
+    if (generationOf(feedId) !== generation) {
+      // On SQLite that forgetFeed ran after the save, and deleted the row itself.
+      await cache.forget(versionId).catch((error: unknown) => {
+        if (!isBusy(error)) throw error;
+      });
+    }
+    return saved;
   }
 
   return {
     async assemble(v) {
-      const hit = cache.find(v.versionId);
+      const hit = await cache.find(v.versionId);
       if (hit !== undefined) return stored(hit, v.publishedAt);
       const generation = generationOf(v.feed.id);
       const current = running.get(v.versionId);
@@ -125,11 +156,18 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
       return result;
     },
 
-    forgetFeed(feedId) {
+    async forgetFeed(feedId) {
+      // Moved before the delete is sent: a save that sees the old generation is sent before it.
       generations.set(feedId, generationOf(feedId) + 1);
-      cache.forgetFeed(feedId);
+      await cache.forgetFeed(feedId);
     },
   };
+}
+
+function cacheOf(deps: VirtualDownloadsDeps): AssembledCache {
+  if (deps.assembled !== undefined) return deps.assembled;
+  if (deps.db !== undefined) return createAssembledCache(deps.db, deps.clock);
+  throw new Error("virtual downloads need a database or a cache of assemblies");
 }
 
 /**

@@ -74,7 +74,7 @@ export interface SaveSessionDeps {
   readonly tempDir: string;
   readonly limits?: ArchiveLimits;
   /** Called after every commit in a feed: assembled virtual packages may have been built from it. */
-  readonly onFeedChanged?: (feedId: number) => void;
+  readonly onFeedChanged?: (feedId: number) => Promise<void>;
 }
 
 export function openSaveSession(deps: SaveSessionDeps): SaveSession {
@@ -141,7 +141,7 @@ export function openSaveSession(deps: SaveSessionDeps): SaveSession {
       const outcomes = await deps.repository.saveVersions(rows, { replace, cause });
       for (const row of rows) committed.add(row.blobSha256);
       for (const outcome of outcomes) if (outcome.replacedBlob !== undefined) replaced.push(outcome.replacedBlob);
-      deps.onFeedChanged?.(target.feedId);
+      await deps.onFeedChanged?.(target.feedId);
       return rows.map((row, index) => ({
         group: row.group,
         name: row.name,

@@ -36,7 +36,7 @@ export interface UpackWriteServiceDeps {
    * Called after every committed upload, replacement or deletion in a feed: assembled virtual
    * packages of that feed may have been built from what changed (virtual/download.ts).
    */
-  readonly onFeedChanged?: (feedId: number) => void;
+  readonly onFeedChanged?: (feedId: number) => Promise<void>;
 }
 
 export interface UploadCommand extends SaveTarget {
@@ -252,7 +252,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         const id = `${path.group ? `${path.group}/` : ""}${path.name} ${version}`;
         throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);
       }
-      deps.onFeedChanged?.(feedId);
+      await deps.onFeedChanged?.(feedId);
       await keepers
         .keeperFor(feedId)
         .discardIfUnused(removed.blobSha256)

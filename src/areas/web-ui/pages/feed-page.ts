@@ -84,7 +84,7 @@ export function registerFeedPage(app: FastifyInstance, { feeds, upack, connector
     const order = orderOf(queryText(request.query, "sort"), q !== "");
     const page = pageNumber(queryText(request.query, "page"));
     const { rows, more } = listed
-      ? upack.browse.packagesPage(feed.id, {
+      ? await upack.browse.packagesPage(feed.id, {
           termKey: q.toLowerCase(),
           order,
           offset: (page - 1) * PAGE_SIZE,

@@ -20,6 +20,13 @@ export interface FeedTotals {
   readonly bytes: number;
 }
 
+/** A row of the totals' read (both databases). */
+export interface FeedTotalsRow {
+  readonly feed_id: number;
+  readonly items: number;
+  readonly bytes: number;
+}
+
 /**
  * Every feed's totals in one grouped read: packages that have a version and the summed size of
  * their versions (universal and romp feeds), files and their summed size (asset directories). The
@@ -27,8 +34,8 @@ export interface FeedTotals {
  * once). Kept until the next write anywhere (ChangeWatch): the list is read far more often than
  * packages are published, and a first read costs one pass over the versions.
  */
-export function createFeedTotals(db: Db): () => ReadonlyMap<number, FeedTotals> {
-  const totals = db.prepare<[], { feed_id: number; items: number; bytes: number }>(
+export function createFeedTotals(db: Db): () => Promise<ReadonlyMap<number, FeedTotals>> {
+  const totals = db.prepare<[], FeedTotalsRow>(
     `SELECT p.feed_id, COUNT(DISTINCT CASE WHEN p.latest_version_id IS NOT NULL THEN p.id END) AS items,
        COALESCE(SUM(v.size), 0) AS bytes
      FROM upack_packages p JOIN upack_versions v ON v.package_id = p.id GROUP BY p.feed_id
@@ -37,7 +44,7 @@ export function createFeedTotals(db: Db): () => ReadonlyMap<number, FeedTotals> 
   );
   const watch = changeWatchOf(db);
   let kept: { version: string; byFeed: ReadonlyMap<number, FeedTotals> } | undefined;
-  return () => {
+  return async () => {
     const version = watch.version();
     if (kept?.version !== version) {
       const byFeed = new Map(totals.all().map((row) => [row.feed_id, { items: row.items, bytes: row.bytes }]));
@@ -57,7 +64,7 @@ export function registerFeedsPage(app: FastifyInstance, { feeds, db }: WebUiDeps
   const feedTotals = createFeedTotals(db);
   app.get("/feeds", BROWSE_PAGE, async (request, reply) => {
     const visible = await feedsVisibleTo(feeds, (need) => request.can(need));
-    const totals = visible.length === 0 ? new Map<number, FeedTotals>() : feedTotals();
+    const totals = visible.length === 0 ? new Map<number, FeedTotals>() : await feedTotals();
     return sendPage(request, reply, FEEDS_VIEW, {
       title: "Feeds",
       feeds: visible.map((feed) => {

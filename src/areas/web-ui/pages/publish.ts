@@ -61,7 +61,7 @@ export async function registerPublishRoutes(app: FastifyInstance, { feeds, upack
       // The API's path `<group...>/<name>/<version>`: a missing version is the service's 400.
       const tail = [...(group === "" ? [] : [group]), params.name, version].join("/");
       await upack.write.deleteVersion(feed.id, tail, { actor: actorOf(request.principal) });
-      const left = upack.browse.findPackage(feed.id, group.toLowerCase(), params.name.toLowerCase());
+      const left = await upack.browse.findPackage(feed.id, group.toLowerCase(), params.name.toLowerCase());
       return reply.redirect(left ? packagePageUrl(feed.name, group, params.name) : feedPageUrl(feed.name), 303);
     },
   );
