@@ -266,8 +266,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Unfinished feed moves resume in the background: a store that is down must not delay the start.
   // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.)
   app.addHook("onReady", (done) => {
-    moves.resumeUnfinished();
-    done();
+    moves.resumeUnfinished().then(() => done(), done);
   });
   app.addHook("onClose", (_instance, done) => {
     stopGc();

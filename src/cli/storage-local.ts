@@ -33,13 +33,13 @@ export async function localMoveApi(config: Config, feedName: string): Promise<Mo
         return changed.move !== undefined;
       },
       async retry() {
-        const state = moves.find(feed.id)?.state;
+        const state = (await moves.find(feed.id))?.state;
         // Left unfinished by a server that stopped: it goes on here.
-        if (state === "copying" || state === "deleting") moves.resumeUnfinished(feed.id);
-        else moves.retry(feed.id);
+        if (state === "copying" || state === "deleting") await moves.resumeUnfinished(feed.id);
+        else await moves.retry(feed.id);
       },
       async state() {
-        const row = moves.find(feed.id);
+        const row = await moves.find(feed.id);
         return row === undefined ? undefined : presentMove(feed.name, row);
       },
       async close() {

@@ -40,33 +40,33 @@ export interface MoveProgress {
 
 /** SQL of `feed_store_moves` and of the blobs a feed's rows reference (upack versions, assembled packages, asset files). */
 export interface FeedStoreMoveRepository {
-  find(feedId: number): MoveRow | undefined;
+  find(feedId: number): Promise<MoveRow | undefined>;
   /** Feeds whose move was under way when the process stopped. */
-  unfinished(): number[];
+  unfinished(): Promise<number[]>;
   /** Starts (or restarts) the feed's move: any earlier row is replaced. */
-  begin(feedId: number, from: string, to: string, totals: { blobs: number; bytes: number }, now: string): void;
+  begin(feedId: number, from: string, to: string, totals: { blobs: number; bytes: number }, now: string): Promise<void>;
   /** Records progress; false when the row is gone (the feed was deleted). */
-  progress(feedId: number, progress: MoveProgress, now: string): boolean;
+  progress(feedId: number, progress: MoveProgress, now: string): Promise<boolean>;
   /** Enters the deleting phase with its cursor reset. */
-  startDeleting(feedId: number, now: string): boolean;
-  finish(feedId: number, now: string): void;
-  fail(feedId: number, phase: MovePhase, error: string, now: string): void;
+  startDeleting(feedId: number, now: string): Promise<boolean>;
+  finish(feedId: number, now: string): Promise<void>;
+  fail(feedId: number, phase: MovePhase, error: string, now: string): Promise<void>;
   /** A failed move resumes in the phase it stopped in. */
-  resume(feedId: number, now: string): void;
+  resume(feedId: number, now: string): Promise<void>;
   /** How many distinct blobs the feed's rows reference and their bytes. */
-  totals(feedId: number): { blobs: number; bytes: number };
+  totals(feedId: number): Promise<{ blobs: number; bytes: number }>;
   /**
    * Every blob of the feed, in address order. One query for the whole feed: a page at a time would
    * scan the feed's rows again for each page (about half a second per page at 100,000 files).
    */
-  blobsOf(feedId: number): FeedBlob[];
+  blobsOf(feedId: number): Promise<FeedBlob[]>;
   /** Whether a row of this feed references the blob. */
-  referencedBy(feedId: number, sha256: string): boolean;
+  referencedBy(feedId: number, sha256: string): Promise<boolean>;
   /** Whether a row of a feed other than this one references the blob. */
-  referencedElsewhere(feedId: number, sha256: string): boolean;
+  referencedElsewhere(feedId: number, sha256: string): Promise<boolean>;
 }
 
-interface Row {
+export interface MoveTableRow {
   feed_id: number;
   from_store: string;
   to_store: string;
@@ -84,7 +84,7 @@ interface Row {
 }
 
 /** Every (feed, blob, size) a row keeps: the tables the `blob_references` view lists (migration 0006). */
-const FEED_BLOBS = `
+export const FEED_BLOBS = `
   SELECT p.feed_id AS feed_id, v.blob_sha256 AS sha256, v.size AS size
     FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
   UNION ALL
@@ -94,7 +94,7 @@ const FEED_BLOBS = `
   SELECT feed_id, blob_sha256, size FROM asset_items WHERE blob_sha256 IS NOT NULL`;
 
 export function createFeedStoreMoveRepository(db: Db): FeedStoreMoveRepository {
-  const select = db.prepare<[number], Row>("SELECT * FROM feed_store_moves WHERE feed_id = ?");
+  const select = db.prepare<[number], MoveTableRow>("SELECT * FROM feed_store_moves WHERE feed_id = ?");
   const selectUnfinished = db.prepare<[], { feed_id: number }>(
     "SELECT feed_id FROM feed_store_moves WHERE state IN ('copying', 'deleting') ORDER BY feed_id",
   );
@@ -142,41 +142,42 @@ export function createFeedStoreMoveRepository(db: Db): FeedStoreMoveRepository {
   );
 
   return {
-    find(feedId) {
+    async find(feedId) {
       const row = select.get(feedId);
       return row === undefined ? undefined : toMove(row);
     },
-    unfinished: () => selectUnfinished.all().map((row) => row.feed_id),
-    begin(feedId, from, to, totals, now) {
+    unfinished: async () => selectUnfinished.all().map((row) => row.feed_id),
+    async begin(feedId, from, to, totals, now) {
       upsert.run(feedId, from, to, totals.blobs, totals.bytes, now, now);
     },
-    progress(feedId, p, now) {
+    async progress(feedId, p, now) {
       return (
         updateProgress.run(p.cursor, p.blobsDone, p.bytesDone, p.blobsTotal, p.bytesTotal, now, feedId).changes > 0
       );
     },
-    startDeleting: (feedId, now) => updateDeleting.run(now, feedId).changes > 0,
-    finish(feedId, now) {
+    startDeleting: async (feedId, now) => updateDeleting.run(now, feedId).changes > 0,
+    async finish(feedId, now) {
       updateDone.run(now, now, feedId);
     },
-    fail(feedId, phase, error, now) {
+    async fail(feedId, phase, error, now) {
       updateFailed.run(phase, error, now, feedId);
     },
-    resume(feedId, now) {
+    async resume(feedId, now) {
       updateResumed.run(now, feedId);
     },
-    totals(feedId) {
+    async totals(feedId) {
       const row = selectTotals.get(feedId);
       return { blobs: row?.blobs ?? 0, bytes: row?.bytes ?? 0 };
     },
-    blobsOf: (feedId) => selectBlobs.all(feedId),
-    referencedBy: (feedId, sha256) => selectReferenced.get(feedId, sha256) !== undefined,
-    referencedElsewhere: (feedId, sha256) =>
+    blobsOf: async (feedId) => selectBlobs.all(feedId),
+    referencedBy: async (feedId, sha256) => selectReferenced.get(feedId, sha256) !== undefined,
+    referencedElsewhere: async (feedId, sha256) =>
       selectElsewhere.get(sha256, feedId, sha256, feedId, sha256, feedId) !== undefined,
   };
 }
 
-function toMove(row: Row): MoveRow {
+/** A row as the mover reads it (both databases). */
+export function toMove(row: MoveTableRow): MoveRow {
   return {
     feedId: row.feed_id,
     fromStore: row.from_store,

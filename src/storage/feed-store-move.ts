@@ -32,7 +32,7 @@ export type { MoveRow, MoveState } from "./feed-store-move-repository.js";
  */
 export interface FeedStoreMoves {
   /** The feed's latest move; undefined when it never moved. */
-  find(feedId: number): MoveRow | undefined;
+  find(feedId: number): Promise<MoveRow | undefined>;
   /**
    * Applies `change` (the feed's new storage setting) and, when it changed the feed's store, the
    * feed has blobs and `move` is not false, moves them there in the background (false = new
@@ -44,9 +44,9 @@ export interface FeedStoreMoves {
    * Resumes the feed's failed move where it stopped; with no failed move, moves every blob of the
    * feed into its current store (e.g. after a "new uploads only" change). 409 MOVE_RUNNING while one runs.
    */
-  retry(feedId: number): MoveRow;
+  retry(feedId: number): Promise<MoveRow>;
   /** Resumes the moves (or the feed's move) a stopped process left under way; called once at start-up. */
-  resumeUnfinished(feedId?: number): void;
+  resumeUnfinished(feedId?: number): Promise<void>;
   /** Lets running moves stop after their current blob (their rows keep them for the next start). */
   stop(): Promise<void>;
 }
@@ -86,8 +86,8 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
   const changing = new Set<number>();
   let stopping = false;
 
-  const isUnderWay = (feedId: number) => {
-    const state = repo.find(feedId)?.state;
+  const isUnderWay = async (feedId: number) => {
+    const state = (await repo.find(feedId))?.state;
     return running.has(feedId) || state === "copying" || state === "deleting";
   };
 
@@ -100,20 +100,24 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     running.set(feedId, run);
   }
 
-  function begin(feedId: number, from: string, to: string, totals = repo.totals(feedId)): MoveRow {
-    repo.begin(feedId, from, to, totals, now());
+  // The row is read before the launch: the move writes it only after its first blob, so this is
+  // the row as it was read right after the launch while the repository was synchronous.
+  async function begin(feedId: number, from: string, to: string, totals?: { blobs: number; bytes: number }) {
+    await repo.begin(feedId, from, to, totals ?? (await repo.totals(feedId)), now());
+    const row = (await repo.find(feedId)) as MoveRow;
     launch(feedId);
-    return repo.find(feedId) as MoveRow;
+    return row;
   }
 
-  function resumeFailed(feedId: number): MoveRow {
-    repo.resume(feedId, now());
+  async function resumeFailed(feedId: number): Promise<MoveRow> {
+    await repo.resume(feedId, now());
+    const row = (await repo.find(feedId)) as MoveRow;
     launch(feedId);
-    return repo.find(feedId) as MoveRow;
+    return row;
   }
 
   async function moveBlobs(feedId: number): Promise<void> {
-    let row = repo.find(feedId);
+    let row = await repo.find(feedId);
     if (row === undefined || (row.state !== "copying" && row.state !== "deleting")) return;
     let phase: MovePhase = row.state;
     try {
@@ -125,15 +129,15 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
         if (!(await walk(row, phase, (blob) => holdIn(target, feedId, blob.sha256).then((release) => release())))) {
           return;
         }
-        if (!repo.startDeleting(feedId, now())) return;
+        if (!(await repo.startDeleting(feedId, now()))) return;
         phase = "deleting";
-        row = repo.find(feedId) as MoveRow;
+        row = (await repo.find(feedId)) as MoveRow;
       }
       if (!(await walk(row, phase, (blob) => dropOldCopies(target, feedId, blob.sha256)))) return;
-      repo.finish(feedId, now());
+      await repo.finish(feedId, now());
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      repo.fail(feedId, phase, message, now());
+      await repo.fail(feedId, phase, message, now());
       deps.log?.warn({ feedId, phase, error: message }, "moving a feed's blobs to its new store failed");
     }
   }
@@ -150,7 +154,7 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     let done = 0;
     // The blobs as the phase (re)starts: one uploaded since goes to the new store anyway, and one
     // an upload begun before the switch left in the old store stays readable there.
-    const blobs = repo.blobsOf(feedId);
+    const blobs = await repo.blobsOf(feedId);
     for (let i = firstAfter(blobs, progress.cursor); i < blobs.length; i++) {
       const blob = blobs[i] as FeedBlob;
       if (stopping) return false;
@@ -158,18 +162,18 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
         await step(blob);
       } catch (error) {
         // A failed move shows how far it got (and a retry resumes there).
-        repo.progress(feedId, progress, now());
+        await repo.progress(feedId, progress, now());
         throw error;
       }
       progress = phase === "copying" ? counted(progress, blob) : { ...progress, cursor: blob.sha256 };
       await deps.hooks?.afterBlob?.(feedId, phase, ++done);
       if (++unsaved >= SAVE_EVERY_BLOBS || Date.now() - savedAt >= SAVE_EVERY_MS) {
-        if (!repo.progress(feedId, progress, now())) return false;
+        if (!(await repo.progress(feedId, progress, now()))) return false;
         unsaved = 0;
         savedAt = Date.now();
       }
     }
-    return repo.progress(feedId, progress, now());
+    return await repo.progress(feedId, progress, now());
   }
 
   /**
@@ -181,7 +185,7 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
       return await target.keeper.hold(sha256);
     } catch (error) {
       if (!(error instanceof DomainError && error.code === "UPLOAD_RACED")) throw error;
-      if (!repo.referencedBy(feedId, sha256)) return () => undefined;
+      if (!(await repo.referencedBy(feedId, sha256))) return () => undefined;
       throw new DomainError(
         "unavailable",
         "MOVE_SOURCE_MISSING",
@@ -198,7 +202,7 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
   async function dropOldCopies(target: StoreEntry, feedId: number, sha256: string): Promise<void> {
     const release = await holdIn(target, feedId, sha256);
     try {
-      const elsewhere = async () => repo.referencedElsewhere(feedId, sha256);
+      const elsewhere = () => repo.referencedElsewhere(feedId, sha256);
       const kept = new Set([target.key, stores.forFeed(feedId).key]);
       for (const entry of stores.all()) {
         if (!kept.has(entry.key)) await entry.keeper.discardIfUnused(sha256, elsewhere);
@@ -212,38 +216,48 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     find: (feedId) => repo.find(feedId),
 
     async changeStore(feedId, move, change) {
-      if (changing.has(feedId) || isUnderWay(feedId)) throw moveRunning();
+      // Claimed before the row is read: a second change or retry of the feed meanwhile is refused,
+      // as when the read took no turn of the event loop.
+      if (changing.has(feedId)) throw moveRunning();
       changing.add(feedId);
       try {
+        if (await isUnderWay(feedId)) throw moveRunning();
         const from = stores.forFeed(feedId).key;
         const result = await change();
         const to = stores.forFeed(feedId).key;
         if (move === false) return { result };
-        const previous = repo.find(feedId);
+        const previous = await repo.find(feedId);
         if (to === from) {
           // Posting the setting of a failed move again retries it.
           const retried = previous?.state === "failed" && previous.toStore === to;
-          return retried ? { result, move: resumeFailed(feedId) } : { result };
+          return retried ? { result, move: await resumeFailed(feedId) } : { result };
         }
-        const totals = repo.totals(feedId);
+        const totals = await repo.totals(feedId);
         if (totals.blobs === 0) return { result };
-        return { result, move: begin(feedId, from, to, totals) };
+        return { result, move: await begin(feedId, from, to, totals) };
       } finally {
         changing.delete(feedId);
       }
     },
 
-    retry(feedId) {
-      if (changing.has(feedId) || isUnderWay(feedId)) throw moveRunning();
-      const previous = repo.find(feedId);
-      const current = stores.forFeed(feedId).key;
-      if (previous?.state === "failed" && previous.toStore === current) return resumeFailed(feedId);
-      return begin(feedId, previous?.toStore ?? current, current);
+    async retry(feedId) {
+      // Claimed as in changeStore, until the move is launched (then `running` refuses a second one).
+      if (changing.has(feedId)) throw moveRunning();
+      changing.add(feedId);
+      try {
+        if (await isUnderWay(feedId)) throw moveRunning();
+        const previous = await repo.find(feedId);
+        const current = stores.forFeed(feedId).key;
+        if (previous?.state === "failed" && previous.toStore === current) return await resumeFailed(feedId);
+        return await begin(feedId, previous?.toStore ?? current, current);
+      } finally {
+        changing.delete(feedId);
+      }
     },
 
-    resumeUnfinished(only) {
+    async resumeUnfinished(only) {
       if (stopping) return;
-      for (const feedId of repo.unfinished()) if (only === undefined || only === feedId) launch(feedId);
+      for (const feedId of await repo.unfinished()) if (only === undefined || only === feedId) launch(feedId);
     },
 
     async stop() {

@@ -20,17 +20,8 @@ export function resealStorageCredentials(db: Db, secrets: SecretBox): StorageRes
   const updateFeed = db.prepare<[string, number]>("UPDATE feeds SET settings = ? WHERE id = ?");
   const stores = db.prepare<[], { key: string; config: string }>("SELECT key, config FROM blob_stores");
   const updateStore = db.prepare<[string, string]>("UPDATE blob_stores SET config = ? WHERE key = ?");
-  const unreadable: string[] = [];
+  const { reseal, unreadable } = resealing(secrets);
   let resealed = 0;
-  const reseal = (label: string, config: StorageConfig): StorageConfig | undefined => {
-    try {
-      return resealStorageSecrets(config, secrets);
-    } catch (error) {
-      if (!(error instanceof SecretUnreadableError)) throw error;
-      unreadable.push(label);
-      return undefined;
-    }
-  };
   db.transaction(() => {
     for (const row of feeds.all()) {
       const settings = JSON.parse(row.settings) as { storage: StorageConfig };
@@ -47,4 +38,25 @@ export function resealStorageCredentials(db: Db, secrets: SecretBox): StorageRes
     }
   })();
   return { resealed, unreadable };
+}
+
+/**
+ * Reseals one configuration (both databases): undefined when it needs nothing, or when no key
+ * opens it (then its label joins `unreadable`).
+ */
+export function resealing(secrets: SecretBox): {
+  reseal: (label: string, config: StorageConfig) => StorageConfig | undefined;
+  unreadable: string[];
+} {
+  const unreadable: string[] = [];
+  const reseal = (label: string, config: StorageConfig): StorageConfig | undefined => {
+    try {
+      return resealStorageSecrets(config, secrets);
+    } catch (error) {
+      if (!(error instanceof SecretUnreadableError)) throw error;
+      unreadable.push(label);
+      return undefined;
+    }
+  };
+  return { reseal, unreadable };
 }

@@ -20,9 +20,9 @@ export interface AssetDownloadTimes {
 
 /** A file downloaded again within this long of its last stamp is not stamped again. */
 export const STAMP_INTERVAL_MS = 60_000;
-const FLUSH_INTERVAL_MS = 1_000;
+export const FLUSH_INTERVAL_MS = 1_000;
 /** Files whose last stamp is remembered; beyond it the memory starts over (at worst one more write each). */
-const MAX_REMEMBERED = 50_000;
+export const MAX_REMEMBERED = 50_000;
 
 const recorders = new WeakMap<Db, AssetDownloadTimes>();
 
@@ -64,19 +64,31 @@ function createAssetDownloadTimes(db: Db): AssetDownloadTimes {
     },
     merge: (pending, next) => (next.at > pending.at ? next : pending),
   });
-  /** By `${feedId}/${key}`: the instant (ms) of the file's last stamp. */
-  const stamped = new Map<string, number>();
+  const due = stampsDue();
 
   return {
     record(feedId, key, at) {
-      const id = `${feedId}/${key}`;
-      const ms = at.getTime();
-      const last = stamped.get(id);
-      if (last !== undefined && ms - last < STAMP_INTERVAL_MS && ms >= last) return;
-      if (stamped.size >= MAX_REMEMBERED) stamped.clear();
-      stamped.set(id, ms);
-      batches.add(id, { feedId, key, at: at.toISOString() });
+      const id = due(feedId, key, at);
+      if (id !== undefined) batches.add(id, { feedId, key, at: at.toISOString() });
     },
     flush: batches.flush,
+  };
+}
+
+/**
+ * Which downloads are stamped (both databases): `due` answers the file's `${feedId}/${key}` when
+ * the download is to be stamped, undefined when the file was stamped less than a minute before.
+ */
+export function stampsDue(): (feedId: number, key: string, at: Date) => string | undefined {
+  /** By `${feedId}/${key}`: the instant (ms) of the file's last stamp. */
+  const stamped = new Map<string, number>();
+  return (feedId, key, at) => {
+    const id = `${feedId}/${key}`;
+    const ms = at.getTime();
+    const last = stamped.get(id);
+    if (last !== undefined && ms - last < STAMP_INTERVAL_MS && ms >= last) return undefined;
+    if (stamped.size >= MAX_REMEMBERED) stamped.clear();
+    stamped.set(id, ms);
+    return id;
   };
 }

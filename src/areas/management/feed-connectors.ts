@@ -18,6 +18,11 @@ export interface FeedConnectorRows {
   replace(feedId: number, names: readonly string[]): void;
 }
 
+/** A name no connector has (both databases: repository-postgres.ts replaces the rows as `replace` does). */
+export function connectorNotFound(name: string): DomainError {
+  return new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
+}
+
 export function createFeedConnectorRows(db: Db): FeedConnectorRows {
   const namesOfFeed = db
     .prepare<[number], string>(
@@ -51,9 +56,7 @@ export function createFeedConnectorRows(db: Db): FeedConnectorRows {
       names.forEach((name, position) => {
         const id = connectorId.get(name.toLowerCase());
         // The feed service checked first; this is the backstop for a connector deleted meanwhile.
-        if (id === undefined) {
-          throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
-        }
+        if (id === undefined) throw connectorNotFound(name);
         insertRow.run(feedId, position, id);
       });
     },

@@ -1,6 +1,7 @@
 import type pg from "pg";
-import { conflict, DomainError, notFound } from "../../domain/errors.js";
+import { conflict, notFound } from "../../domain/errors.js";
 import { inTransaction, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
+import { connectorNotFound } from "./feed-connectors.js";
 import { encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
 import {
   constraintFailure,
@@ -106,9 +107,7 @@ async function replaceConnectors(client: pg.PoolClient, feedId: number, names: r
   const ids = names.map((name, i) => {
     const id = idOf.get(keys[i] as string);
     // The feed service checked first; this is the backstop for a connector deleted meanwhile.
-    if (id === undefined) {
-      throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
-    }
+    if (id === undefined) throw connectorNotFound(name);
     return id;
   });
   await client.query("DELETE FROM feed_connectors WHERE feed_id = $1", [feedId]);

@@ -82,7 +82,7 @@ export const storageMoveRoutes: FastifyPluginAsync<{ feeds: FeedService; moves: 
     config: { access: { need: needOnRequestFeed("Feeds_ViewFeed", (request) => feedOf(request.query)) } },
     handler: async (request, reply) => {
       const feed = await feeds.getFeed(requiredFeed(request.query));
-      const row = moves.find(feed.id);
+      const row = await moves.find(feed.id);
       if (row === undefined) throw notFound("MOVE_NOT_FOUND", `The feed '${feed.name}' has never moved stores.`);
       return sendJson(reply, 200, moveStateSchema, presentMove(feed.name, row), wantsIndent(request.query));
     },
@@ -103,7 +103,7 @@ export const storageMoveRoutes: FastifyPluginAsync<{ feeds: FeedService; moves: 
     config: { access: { need: needOnRequestFeed("Admin_ManageFeed", (request) => feedOf(request.query)) } },
     handler: async (request, reply) => {
       const feed = await feeds.getFeed(requiredFeed(request.query));
-      const row = moves.retry(feed.id);
+      const row = await moves.retry(feed.id);
       return sendJson(reply, 200, moveStateSchema, presentMove(feed.name, row), wantsIndent(request.query));
     },
   });

@@ -9,12 +9,16 @@ import type { AssetCandidate } from "./evaluate-assets.js";
  */
 export interface AssetRetentionRows {
   /** Every file of the directory, in path order, with what the rules look at (due download stamps written first). */
-  candidates(feedId: number): AssetCandidate[];
-  /** The file's current blob, or undefined when it is gone: a run's last check before a delete. */
-  currentBlob(itemId: number): string | undefined;
+  candidates(feedId: number): Promise<AssetCandidate[]>;
+  /**
+   * A run's last check before a delete: calls `then` when the file's current blob is still
+   * `sha256` (neither deleted nor overwritten), in the same tick as the check on SQLite, and answers
+   * what it answers; undefined, without calling it, otherwise (RetentionKind.ifUnchanged).
+   */
+  ifCurrentBlob<T>(itemId: number, sha256: string, then: () => Promise<T>): Promise<T | undefined>;
 }
 
-type FileRow = [
+export type FileRow = [
   id: number,
   path: string,
   size: number,
@@ -35,17 +39,17 @@ export function createAssetRetentionRows(db: Db): AssetRetentionRows {
     .prepare<[number], string>("SELECT blob_sha256 FROM asset_items WHERE id = ? AND is_folder = 0")
     .pluck();
   return {
-    candidates(feedId) {
+    async candidates(feedId) {
       flushAssetDownloadTimes(db);
-      return files.all(feedId).map(([id, path, size, modifiedAt, lastDownloadedAt, sha256]) => ({
-        id,
-        path,
-        bytes: size,
-        modifiedAt,
-        lastDownloadedAt: lastDownloadedAt ?? undefined,
-        sha256,
-      }));
+      return files.all(feedId).map(toCandidate);
     },
-    currentBlob: (itemId) => blobOf.get(itemId),
+    async ifCurrentBlob(itemId, sha256, then) {
+      return blobOf.get(itemId) === sha256 ? then() : undefined;
+    },
   };
+}
+
+/** A file row as retention's rules read it (both databases). */
+export function toCandidate([id, path, size, modifiedAt, lastDownloadedAt, sha256]: FileRow): AssetCandidate {
+  return { id, path, bytes: size, modifiedAt, lastDownloadedAt: lastDownloadedAt ?? undefined, sha256 };
 }

@@ -71,13 +71,11 @@ function assetKind({ assets, assetRows }: RetentionKindsDeps): RetentionKind {
   return {
     noun: "file",
     async evaluate(feed, now) {
-      const candidates = assetRows.candidates(feed.id);
+      const candidates = await assetRows.candidates(feed.id);
       const items = evaluateAssetRetention(candidates, feed.settings.retentionRules, now).map(toPlannedFile);
       return { items, examined: candidates.length };
     },
-    async ifUnchanged(item, then) {
-      return assetRows.currentBlob(item.id) === item.sha256 ? then() : undefined;
-    },
+    ifUnchanged: (item, then) => assetRows.ifCurrentBlob(item.id, item.sha256, then),
     async remove(feed, item) {
       // The file alone: its folders stay, as after a DELETE of the file (docs/compat.md 4.2).
       await assets.delete(feed, parseAssetPath(item.path ?? item.name), { recursive: false, filesOnly: true });

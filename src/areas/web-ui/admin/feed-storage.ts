@@ -35,7 +35,7 @@ export async function feedStorageView({ feeds, moves }: WebUiDeps, feed: Feed) {
   const storage: StorageConfig = await feeds.getStorage(feed.name);
   const types = feeds.storageTypes();
   const current = types.find((type) => type.id === storage.id);
-  const move = moves.find(feed.id);
+  const move = await moves.find(feed.id);
   return {
     storage: {
       id: storage.id,
@@ -114,7 +114,7 @@ export function registerFeedStorageAction(app: FastifyInstance, { feeds, moves }
     if (feed === undefined) return reply;
     const done = await orRefused(
       reply,
-      async () => moves.retry(feed.id),
+      () => moves.retry(feed.id),
       (message) => page.showFeed(request, reply, feed, { storageMessage: message }),
     );
     if (done === undefined) return reply;
