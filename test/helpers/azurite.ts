@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "./free-port.js";
 
 /**
  * Azurite's blob service (Microsoft's emulator, the `azurite` devDependency) on 127.0.0.1 and a
@@ -67,19 +67,6 @@ export async function startAzurite(): Promise<AzuriteServer> {
       `DefaultEndpointsProtocol=http;AccountName=${AZURITE_ACCOUNT};AccountKey=${accountKey};BlobEndpoint=${blobEndpoint};`,
     stop,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 /** Polls until azurite answers any HTTP request (an unsigned one gets a 4xx: that is an answer). */

@@ -19,6 +19,12 @@ export type TestDatabase =
 /** Runs one statement written with `?` placeholders on either database; its rows. */
 type Exec = (sql: string, params?: readonly unknown[]) => Promise<Record<string, unknown>[]>;
 
+/** The value a look-up must have found, for the test's next step: a test's failure where it is missing. */
+export function present<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error("expected a value");
+  return value;
+}
+
 const toDollars = (sql: string) => {
   let n = 0;
   return sql.replace(/\?/g, () => `$${++n}`);

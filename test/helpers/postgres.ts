@@ -2,11 +2,11 @@ import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { freePort } from "./free-port.js";
 
 /**
  * A private PostgreSQL cluster (Debian's postgresql server package) on 127.0.0.1, in a temporary
@@ -36,17 +36,6 @@ function postgresBinDir(): string | undefined {
 }
 
 export const postgresInstalled = () => postgresBinDir() !== undefined;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /** initdb and postgres refuse to run as root: as root, they run as Debian's `postgres` user. */
 function asServerUser(command: string, args: string[]): [string, string[]] {

@@ -2,10 +2,10 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./free-port.js";
 
 /**
  * A real OpenSSH server for the SSH transport's tests (issue 13 section 5): Debian's sshd on
@@ -181,18 +181,6 @@ async function passwdEntry(name: string): Promise<Account | undefined> {
 
 async function keygen(file: string): Promise<void> {
   await run(SSH_KEYGEN, ["-q", "-t", "ed25519", "-N", "", "-C", "wharf-test", "-f", file]);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no free port");
-  return address.port;
 }
 
 async function listen(

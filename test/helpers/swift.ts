@@ -2,9 +2,9 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { S3Client } from "@aws-sdk/client-s3";
 import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "./free-port.js";
 
 /**
  * A real OpenStack Swift (Debian's swift-proxy/-account/-container/-object) with the s3api and
@@ -24,17 +24,6 @@ export interface SwiftS3 {
 const PYTHON = "/usr/bin/python3";
 const BIN = "/usr/bin";
 export const swiftInstalled = () => existsSync(path.join(BIN, "swift-proxy-server")) && existsSync(PYTHON);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 function serverConf(kind: "account" | "container" | "object", port: number, dir: string, user: string) {
   return `[DEFAULT]

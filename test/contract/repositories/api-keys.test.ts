@@ -3,6 +3,7 @@ import { createApiKeyRepository, type NewApiKey } from "../../../src/areas/secur
 import { createPostgresApiKeyRepository } from "../../../src/areas/security/api-key-repository-postgres.js";
 import type { ApiKeyRepository } from "../../../src/areas/security/api-key-repository.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { insertFeed, insertUser } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const key = (hash: string, fields: Partial<NewApiKey> = {}): NewApiKey => ({
@@ -33,14 +34,8 @@ describeOnBothDatabases("API key repository", (database) => {
   beforeAll(async () => {
     keys = repositoryOn(database());
     const { exec } = database();
-    [{ id: userId }] = (await exec(
-      "INSERT INTO users (name, name_key, created_at) VALUES ('Ann', 'ann', ?) RETURNING id",
-      [CREATED],
-    )) as [{ id: number }];
-    [{ id: feedId }] = (await exec(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES ('main', 'universal', 'k1', '{}', ?, ?) RETURNING id",
-      [CREATED, CREATED],
-    )) as [{ id: number }];
+    userId = await insertUser(exec, "Ann", CREATED);
+    feedId = await insertFeed(exec, "main", CREATED);
   });
 
   it("stores each kind of key and shows it as the API does", async () => {

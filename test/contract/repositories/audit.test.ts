@@ -8,8 +8,8 @@ import {
 } from "../../../src/areas/audit/repository.js";
 import { createPostgresAuditRepository } from "../../../src/areas/audit/repository-postgres.js";
 import { changeWatchOf } from "../../../src/storage/change-watch.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock, whileHeld } from "../../helpers/postgres-races.js";
 
 const repositoryOn = (database: TestDatabase, options: AuditRepositoryOptions = {}): AuditRepository =>
   database.kind === "sqlite"
@@ -61,22 +61,8 @@ const FIRST: AuditEntry[] = [
   }),
 ];
 
-/** Waits (up to 5 s) until `count` sessions of the database wait for a lock. */
-async function untilWaitingOnLocks(pool: pg.Pool, count: number): Promise<void> {
-  const waiting = async () =>
-    Number(
-      (
-        await pool.query<{ n: number }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      ).rows[0]?.n,
-    );
-  for (let tries = 0; tries < 500 && (await waiting()) < count; tries++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describeOnBothDatabases("Audit repository", (database) => {
+  const otherNode = otherNodesForBlock(database);
   let audit: AuditRepository;
   /** FIRST as stored, newest first. */
   let stored: AuditRecord[];
@@ -236,86 +222,66 @@ describeOnBothDatabases("Audit repository", (database) => {
   it("two nodes pruning at once delete each record once and leave the later cutoff (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const url = db.postgres.pool.options.connectionString as string;
-    const pools = [0, 1, 2].map((i) => openPostgres(url, { applicationName: `wharf test, node ${i}` }));
     const olderThan = async (at: string) =>
       Number((await db.exec("SELECT count(*) AS n FROM audit_records WHERE at < ?", [at]))[0]?.n);
-    try {
-      const [holder, one, two] = pools as [pg.Pool, pg.Pool, pg.Pool];
-      const nodeOne = createPostgresAuditRepository({ pool: one, committed: () => {} }, { unsynced: true });
-      const nodeTwo = createPostgresAuditRepository({ pool: two, committed: () => {} }, { unsynced: true });
-      const old = (year: number) =>
-        Array.from({ length: 20 }, (_, i) =>
-          entry(`${year}-01-${String(i + 1).padStart(2, "0")}T00:00:00.000Z`, { requestId: `old-${year}-${i}` }),
-        );
-      await nodeOne.insert(old(2021));
-      await nodeTwo.insert(old(2022));
-      // Same cutoff, both at once: what lies before it goes, once.
-      const going = await olderThan("2022-01-01T00:00:00.000Z");
-      expect(going).toBeGreaterThanOrEqual(20);
-      const total = await count();
-      const same = await Promise.all([
-        nodeOne.prune("2022-01-01T00:00:00.000Z"),
-        nodeTwo.prune("2022-01-01T00:00:00.000Z"),
-      ]);
-      expect(same[0] + same[1]).toBe(going);
-      expect(await count()).toBe(total - going);
+    const holder = otherNode().pool;
+    const nodeOne = createPostgresAuditRepository(otherNode(), { unsynced: true });
+    const nodeTwo = createPostgresAuditRepository(otherNode(), { unsynced: true });
+    const old = (year: number) =>
+      Array.from({ length: 20 }, (_, i) =>
+        entry(`${year}-01-${String(i + 1).padStart(2, "0")}T00:00:00.000Z`, { requestId: `old-${year}-${i}` }),
+      );
+    await nodeOne.insert(old(2021));
+    await nodeTwo.insert(old(2022));
+    // Same cutoff, both at once: what lies before it goes, once.
+    const going = await olderThan("2022-01-01T00:00:00.000Z");
+    expect(going).toBeGreaterThanOrEqual(20);
+    const total = await count();
+    const same = await Promise.all([
+      nodeOne.prune("2022-01-01T00:00:00.000Z"),
+      nodeTwo.prune("2022-01-01T00:00:00.000Z"),
+    ]);
+    expect(same[0] + same[1]).toBe(going);
+    expect(await count()).toBe(total - going);
 
-      // Both wait on the cutoff's row, then race: whichever goes first (early or late cutoff, on
-      // either node), the later cutoff stays and what lies before it goes, once.
-      for (const order of [0, 1]) {
-        const year = 2023 + order;
-        await nodeOne.insert(old(year));
-        const early = `${year}-01-10T12:00:00.000Z`;
-        const late = `${year + 1}-01-01T00:00:00.000Z`;
-        const had = await count();
-        const gone = await olderThan(late);
-        const client = await holder.connect();
-        try {
-          await client.query("BEGIN");
-          await client.query("SELECT * FROM audit_retention WHERE id = 1 FOR UPDATE");
-          const racing =
-            order === 0
-              ? Promise.all([nodeOne.prune(early), nodeTwo.prune(late)])
-              : Promise.all([nodeOne.prune(late), nodeTwo.prune(early)]);
-          await untilWaitingOnLocks(holder, 2);
-          await client.query("COMMIT");
-          const counts = await racing;
-          expect(counts[0] + counts[1]).toBe(gone);
-        } finally {
-          client.release();
-        }
-        expect(await cutoff()).toBe(late);
-        expect(await count()).toBe(had - gone);
-        expect(await olderThan(late)).toBe(0);
-      }
-    } finally {
-      await Promise.all(pools.map((pool) => pool.end()));
+    // Both wait on the cutoff's row, then race: whichever goes first (early or late cutoff, on
+    // either node), the later cutoff stays and what lies before it goes, once.
+    for (const order of [0, 1]) {
+      const year = 2023 + order;
+      await nodeOne.insert(old(year));
+      const early = `${year}-01-10T12:00:00.000Z`;
+      const late = `${year + 1}-01-01T00:00:00.000Z`;
+      const had = await count();
+      const gone = await olderThan(late);
+      const counts = await whileHeld(holder, {
+        hold: (client) => client.query("SELECT * FROM audit_retention WHERE id = 1 FOR UPDATE"),
+        race: () =>
+          order === 0
+            ? Promise.all([nodeOne.prune(early), nodeTwo.prune(late)])
+            : Promise.all([nodeOne.prune(late), nodeTwo.prune(early)]),
+        waiters: 2,
+      });
+      expect(counts[0] + counts[1]).toBe(gone);
+      expect(await cutoff()).toBe(late);
+      expect(await count()).toBe(had - gone);
+      expect(await olderThan(late)).toBe(0);
     }
   });
 
   it("two nodes' batches at once are all stored, each numbered in its own order (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const url = db.postgres.pool.options.connectionString as string;
-    const pools = [0, 1].map((i) => openPostgres(url, { applicationName: `wharf test, node ${i}` }));
-    try {
-      const nodes = pools.map((pool) =>
-        createPostgresAuditRepository({ pool, committed: () => {} }, { unsynced: true }),
+    const nodes = [otherNode(), otherNode()].map((node) => createPostgresAuditRepository(node, { unsynced: true }));
+    const batch = (node: number) =>
+      Array.from({ length: 200 }, (_, i) =>
+        entry(`2030-01-01T00:00:00.${String(i).padStart(3, "0")}Z`, { requestId: `node-${node}-${i}` }),
       );
-      const batch = (node: number) =>
-        Array.from({ length: 200 }, (_, i) =>
-          entry(`2030-01-01T00:00:00.${String(i).padStart(3, "0")}Z`, { requestId: `node-${node}-${i}` }),
-        );
-      await Promise.all(nodes.map((node, i) => node.insert(batch(i))));
-      const records = await audit.page({ from: "2030-01-01T00:00:00.000Z" }, 1000);
-      expect(records).toHaveLength(400);
-      for (const node of [0, 1]) {
-        const mine = records.filter((record) => record.requestId.startsWith(`node-${node}-`)).reverse();
-        expect(mine.map((record) => record.requestId)).toEqual(batch(node).map((e) => e.requestId));
-      }
-    } finally {
-      await Promise.all(pools.map((pool) => pool.end()));
+    await Promise.all(nodes.map((node, i) => node.insert(batch(i))));
+    const records = await audit.page({ from: "2030-01-01T00:00:00.000Z" }, 1000);
+    expect(records).toHaveLength(400);
+    for (const node of [0, 1]) {
+      const mine = records.filter((record) => record.requestId.startsWith(`node-${node}-`)).reverse();
+      expect(mine.map((record) => record.requestId)).toEqual(batch(node).map((e) => e.requestId));
     }
   });
 });

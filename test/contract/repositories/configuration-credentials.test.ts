@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   type Credential,
   type CredentialsRepository,
@@ -8,9 +7,9 @@ import {
   createCredentialsRepository,
 } from "../../../src/areas/configuration/credentials-repository.js";
 import { createPostgresCredentialsRepository } from "../../../src/areas/configuration/credentials-repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
-import type { PostgresDb } from "../../../src/storage/postgres/database.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { itOnPostgres, otherNodesForBlock, untilWaitingOnLocks, whileHeld } from "../../helpers/postgres-races.js";
+import { insertServer } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -27,24 +26,6 @@ const repositoryOn = (database: TestDatabase): CredentialsRepository =>
   database.kind === "sqlite"
     ? createCredentialsRepository(database.sqlite)
     : createPostgresCredentialsRepository(database.postgres);
-
-/** A second node on the same PostgreSQL database: its own pool. */
-const otherNode = (db: PostgresDb): PostgresDb => ({
-  pool: openPostgres(db.pool.options.connectionString as string, { applicationName: "wharf test other node" }),
-  committed: () => undefined,
-});
-
-/** Until `count` statements of this database wait for a lock. */
-async function lockWaiters(pool: pg.Pool, count: number): Promise<void> {
-  for (let attempt = 0; attempt < 1000; attempt++) {
-    const { rows } = await pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    );
-    if ((rows[0]?.n ?? 0) >= count) return;
-    await sleep(5);
-  }
-  throw new Error(`${count} statements never waited for a lock`);
-}
 
 describeOnBothDatabases("Credentials repository", (database) => {
   let credentials: CredentialsRepository;
@@ -152,23 +133,15 @@ describeOnBothDatabases("Credentials repository", (database) => {
   it("refuses to delete a credential servers use, naming up to ten of them by name", async () => {
     const { exec } = database();
     const zed = ids.get("Zed");
-    await exec(
-      `INSERT INTO servers (name, name_key, server_type, host_name, port, credentials_id, root_path, created_at, modified_at)
-       VALUES ('web2', 'web2', 'ssh', 'h', 22, ?, '/srv', ?, ?), ('Web1', 'web1', 'ssh', 'h', 22, ?, '/srv', ?, ?)`,
-      [zed, CREATED, CREATED, zed, CREATED, CREATED],
-    );
+    const usingZed = { type: "ssh", credentialsId: zed ?? -1 } as const;
+    await insertServer(exec, "web2", CREATED, usingZed);
+    await insertServer(exec, "Web1", CREATED, usingZed);
     await expect(credentials.delete("zed")).rejects.toMatchObject({
       kind: "conflict",
       code: "CREDENTIAL_IN_USE",
       message: "The credential 'Zed' is used by servers Web1, web2: change or delete those servers first.",
     });
-    for (let n = 3; n <= 11; n++) {
-      await exec(
-        `INSERT INTO servers (name, name_key, server_type, host_name, port, credentials_id, root_path, created_at, modified_at)
-         VALUES (?, ?, 'ssh', 'h', 22, ?, '/srv', ?, ?)`,
-        [`web${n}`, `web${n}`, zed, CREATED, CREATED],
-      );
-    }
+    for (let n = 3; n <= 11; n++) await insertServer(exec, `web${n}`, CREATED, usingZed);
     await expect(credentials.delete("Zed")).rejects.toMatchObject({
       code: "CREDENTIAL_IN_USE",
       message:
@@ -230,26 +203,21 @@ describeOnBothDatabases("Credentials repository", (database) => {
   });
 
   describe("two nodes on one PostgreSQL database", () => {
-    let other: PostgresDb | undefined;
+    const otherNode = otherNodesForBlock(database);
+    const onPostgres = itOnPostgres(database);
     let a: CredentialsRepository;
     let b: CredentialsRepository;
     let pool: pg.Pool;
     beforeAll(() => {
       const db = database();
       if (db.kind !== "postgres") return;
-      other = otherNode(db.postgres);
       a = createPostgresCredentialsRepository(db.postgres);
-      b = createPostgresCredentialsRepository(other);
+      b = createPostgresCredentialsRepository(otherNode());
       pool = db.postgres.pool;
     });
-    afterAll(async () => {
-      await other?.pool.end();
-    });
-    const onPostgres = (name: string, test: () => Promise<void>) =>
-      it(name, async (context) => {
-        if (other === undefined) context.skip();
-        await test();
-      });
+    /** What the third session holds: the credential's row. */
+    const rowOf = (id: number) => (holder: pg.PoolClient) =>
+      holder.query("SELECT id FROM credentials WHERE id = $1 FOR UPDATE", [id]);
 
     onPostgres("two nodes creating one name: one wins, the other gets CREDENTIAL_NAME_TAKEN", async () => {
       for (let round = 0; round < 5; round++) {
@@ -266,11 +234,11 @@ describeOnBothDatabases("Credentials repository", (database) => {
     onPostgres("two nodes updating one credential: each change sees the other's result, none is lost", async () => {
       const target = await a.insert(credential("shared"), CREATED);
       // A third session holds the row, so that both updates have started before either can write.
-      await whileRowHeld(pool, target.id, async () => {
-        const appendOne = (current: Credential) => ({ userName: `${current.userName}+` });
-        const updates = Promise.all([a.update("shared", appendOne, LATER), b.update("shared", appendOne, LATER)]);
-        await lockWaiters(pool, 2);
-        return { done: updates };
+      const appendOne = (current: Credential) => ({ userName: `${current.userName}+` });
+      await whileHeld(pool, {
+        hold: rowOf(target.id),
+        race: () => Promise.all([a.update("shared", appendOne, LATER), b.update("shared", appendOne, LATER)]),
+        waiters: 2,
       });
       expect((await a.findByName("shared"))?.userName).toBe("deploy++");
     });
@@ -303,37 +271,18 @@ describeOnBothDatabases("Credentials repository", (database) => {
 
     onPostgres("a reseal never writes over a secret another node updated after it started", async () => {
       const target = await a.insert(credential("rotated", { sealedSecret: "old" }), CREATED);
-      await whileRowHeld(pool, target.id, async () => {
+      await whileHeld(pool, {
+        hold: rowOf(target.id),
         // The update queues first, the reseal behind it: the reseal must reseal the update's secret.
-        const update = b.update("rotated", () => ({ sealedSecret: "new" }), LATER);
-        await lockWaiters(pool, 1);
-        const reseal = a.resealSecrets((name, secret) => (name === "rotated" ? `resealed ${secret}` : undefined));
-        await lockWaiters(pool, 2);
-        return { done: Promise.all([update, reseal]) };
+        race: async () => {
+          const update = b.update("rotated", () => ({ sealedSecret: "new" }), LATER);
+          await untilWaitingOnLocks(pool, 1);
+          const reseal = a.resealSecrets((name, secret) => (name === "rotated" ? `resealed ${secret}` : undefined));
+          return Promise.all([update, reseal]);
+        },
+        waiters: 2,
       });
       expect((await a.sealed(target.id))?.secret).toBe("resealed new");
     });
   });
 });
-
-/**
- * Runs `writers` while a third session holds the credential's row, and lets go of it once they
- * wait for it (`writers` resolves, after lockWaiters, to their completion).
- */
-async function whileRowHeld(
-  pool: pg.Pool,
-  id: number,
-  writers: () => Promise<{ done: Promise<unknown> }>,
-): Promise<void> {
-  const holder = await pool.connect();
-  let started: { done: Promise<unknown> };
-  try {
-    await holder.query("BEGIN");
-    await holder.query("SELECT id FROM credentials WHERE id = $1 FOR UPDATE", [id]);
-    started = await writers();
-  } finally {
-    await holder.query("COMMIT");
-    holder.release();
-  }
-  await started.done;
-}

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   createRolesRepository,
   type RoleRecord,
@@ -11,10 +11,11 @@ import { createPostgresServersRepository } from "../../../src/areas/configuratio
 import type { Variables } from "../../../src/areas/configuration/variables-model.js";
 import type { DesiredItem } from "../../../src/drift/model.js";
 import { DomainError } from "../../../src/domain/errors.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import type { PostgresDb } from "../../../src/storage/postgres/database.js";
 import { createSecretBox, generateSecretKey, parseSecretKey, type SecretKey } from "../../../src/storage/secrets.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { itOnPostgres, otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertServer } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -166,16 +167,8 @@ describeOnBothDatabases("Roles repository", (database) => {
 
   it("refuses to delete a role servers list or roles depend on (ROLE_IN_USE, naming them)", async () => {
     const { exec } = database();
-    const [{ id: serverId }] = (await exec(
-      `INSERT INTO servers (name, name_key, server_type, root_path, created_at, modified_at)
-       VALUES ('Srv2', 'srv2', 'local', '/srv', ?, ?) RETURNING id`,
-      [CREATED, CREATED],
-    )) as [{ id: number }];
-    const [{ id: otherServerId }] = (await exec(
-      `INSERT INTO servers (name, name_key, server_type, root_path, created_at, modified_at)
-       VALUES ('srv1', 'srv1', 'local', '/srv', ?, ?) RETURNING id`,
-      [CREATED, CREATED],
-    )) as [{ id: number }];
+    const serverId = await insertServer(exec, "Srv2", CREATED, { type: "local" });
+    const otherServerId = await insertServer(exec, "srv1", CREATED, { type: "local" });
     await exec("INSERT INTO server_roles (server_id, role_id, position) VALUES (?, ?, 0), (?, ?, 0)", [
       serverId,
       idOf("Db"),
@@ -223,27 +216,18 @@ describeOnBothDatabases("Roles repository", (database) => {
   });
 
   describe("two nodes on one PostgreSQL database", () => {
-    let other: PostgresDb | undefined;
+    const otherNode = otherNodesForBlock(database);
+    const onPostgres = itOnPostgres(database);
+    let other: PostgresDb;
     let a: RolesRepository;
     let b: RolesRepository;
     beforeAll(() => {
       const db = database();
       if (db.kind !== "postgres") return;
-      other = {
-        pool: openPostgres(db.postgres.pool.options.connectionString as string, { applicationName: "wharf test b" }),
-        committed: () => undefined,
-      };
+      other = otherNode();
       a = createPostgresRolesRepository(db.postgres, secrets);
       b = createPostgresRolesRepository(other, secrets);
     });
-    afterAll(async () => {
-      await other?.pool.end();
-    });
-    const onPostgres = (name: string, test: () => Promise<void>) =>
-      it(name, async (context) => {
-        if (other === undefined) context.skip();
-        await test();
-      });
 
     onPostgres("two nodes creating one name: one wins, the other gets ROLE_EXISTS", async () => {
       for (let round = 0; round < 5; round++) {
@@ -288,7 +272,7 @@ describeOnBothDatabases("Roles repository", (database) => {
       "a role deleted while another node gives it to a server: refused on one side, never dropped from the server",
       async () => {
         const db = (database() as { postgres: PostgresDb }).postgres;
-        const serversB = createPostgresServersRepository(other as PostgresDb, secrets);
+        const serversB = createPostgresServersRepository(other, secrets);
         const local = (name: string, roleIds: number[]): ServerWrite => ({
           name,
           type: "local",

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createPostgresCredentialsRepository } from "../../../src/areas/configuration/credentials-repository-postgres.js";
 import type { ServerRow } from "../../../src/areas/configuration/infrastructure-repository.js";
 import {
@@ -10,10 +10,10 @@ import {
 import { createPostgresServersRepository } from "../../../src/areas/configuration/servers-repository-postgres.js";
 import type { Variables } from "../../../src/areas/configuration/variables-model.js";
 import type { DesiredItem } from "../../../src/drift/model.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import type { PostgresDb } from "../../../src/storage/postgres/database.js";
 import { createSecretBox, generateSecretKey, parseSecretKey, type SecretKey } from "../../../src/storage/secrets.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { itOnPostgres, otherNodesForBlock } from "../../helpers/postgres-races.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -328,27 +328,16 @@ describeOnBothDatabases("Servers repository", (database) => {
   });
 
   describe("two nodes on one PostgreSQL database", () => {
-    let other: PostgresDb | undefined;
+    const otherNode = otherNodesForBlock(database);
+    const onPostgres = itOnPostgres(database);
     let a: ServersRepository;
     let b: ServersRepository;
     beforeAll(() => {
       const db = database();
       if (db.kind !== "postgres") return;
-      other = {
-        pool: openPostgres(db.postgres.pool.options.connectionString as string, { applicationName: "wharf test b" }),
-        committed: () => undefined,
-      };
       a = createPostgresServersRepository(db.postgres, secrets);
-      b = createPostgresServersRepository(other, secrets);
+      b = createPostgresServersRepository(otherNode(), secrets);
     });
-    afterAll(async () => {
-      await other?.pool.end();
-    });
-    const onPostgres = (name: string, test: () => Promise<void>) =>
-      it(name, async (context) => {
-        if (other === undefined) context.skip();
-        await test();
-      });
 
     onPostgres("two nodes creating one name: one wins, the other gets SERVER_EXISTS", async () => {
       for (let round = 0; round < 5; round++) {

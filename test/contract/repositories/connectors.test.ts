@@ -6,9 +6,10 @@ import { createPostgresMetadataCacheRepository } from "../../../src/areas/connec
 import { CONNECTOR_DEFAULTS, type Connector, type ConnectorDraft } from "../../../src/areas/connectors/model.js";
 import { type ConnectorRepository, createConnectorRepository } from "../../../src/areas/connectors/repository.js";
 import { createPostgresConnectorRepository } from "../../../src/areas/connectors/repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { isForeignKeyViolation } from "../../../src/storage/sqlite-errors.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, otherNodesForBlock, whileHeld } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -46,37 +47,6 @@ const cacheOn = (database: TestDatabase): MetadataCacheRepository =>
     : createPostgresMetadataCacheRepository(database.postgres);
 
 type Postgres = Extract<TestDatabase, { kind: "postgres" }>;
-const urlOf = (database: Postgres) => database.postgres.pool.options.connectionString as string;
-
-/** A second node: its own pool on the same database, and repositories on it. */
-function secondNode(database: Postgres) {
-  const pool = openPostgres(urlOf(database), { applicationName: "wharf test node 2" });
-  const db = { pool, committed: () => {} };
-  return {
-    pool,
-    connectors: createPostgresConnectorRepository(db),
-    cache: createPostgresMetadataCacheRepository(db),
-  };
-}
-
-/** A client outside the repositories, to hold locks and uncommitted rows while they work. */
-async function outsider(database: Postgres): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: urlOf(database) });
-  await client.connect();
-  return client;
-}
-
-/** Resolves once `count` backends of this database wait for a lock. */
-async function untilWaiting(database: Postgres, count: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const [row] = await database.exec(
-      "SELECT count(*) AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    );
-    if (Number(row?.waiting) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`fewer than ${count} backends ever waited for a lock`);
-}
 
 describeOnBothDatabases("Connector repositories", (database) => {
   describe("connectors", () => {
@@ -290,10 +260,7 @@ describeOnBothDatabases("Connector repositories", (database) => {
     it("deletes a connector once, with its cached answers and its place in feeds", async () => {
       const { exec } = database();
       const doomed = await connectors.insert(draft("doomed"), CREATED);
-      const [{ id: feedId }] = (await exec(
-        "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES ('f', 'universal', 'k-f', '{}', ?, ?) RETURNING id",
-        [CREATED, CREATED],
-      )) as [{ id: number }];
+      const feedId = await insertFeed(exec, "f", CREATED);
       await exec("INSERT INTO feed_connectors (feed_id, position, connector_id) VALUES (?, 0, ?)", [feedId, doomed.id]);
       await cache.store(doomed.id, "packages", answer(200, CREATED), 10);
       expect(await connectors.deleteById(doomed.id)).toBe(true);
@@ -321,26 +288,24 @@ describeOnBothDatabases("Connector repositories", (database) => {
   });
 
   describe("connectors on two nodes (PostgreSQL)", () => {
+    const otherNode = otherNodesForBlock(database);
     let connectors: ConnectorRepository;
-    let other: ReturnType<typeof secondNode> | undefined;
-    const postgres = () => database() as Postgres;
+    let other: ConnectorRepository;
+    const pool = () => (database() as Postgres).postgres.pool;
 
     beforeAll(() => {
       if (database().kind !== "postgres") return;
       connectors = connectorsOn(database());
-      other = secondNode(postgres());
-      return async () => {
-        await other?.pool.end();
-      };
+      other = createPostgresConnectorRepository(otherNode());
     });
 
     it("two nodes creating connectors of one name at once: exactly one gets it, the other a conflict", async () => {
-      if (other === undefined) return;
+      if (database().kind !== "postgres") return;
       for (let round = 0; round < 5; round++) {
         const name = `race-${round}`;
         const results = await Promise.allSettled([
           connectors.insert(draft(name), CREATED),
-          other.connectors.insert(draft(name.toUpperCase()), CREATED),
+          other.insert(draft(name.toUpperCase()), CREATED),
         ]);
         expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
         expect(results.find((r) => r.status === "rejected")?.reason).toMatchObject({
@@ -351,93 +316,78 @@ describeOnBothDatabases("Connector repositories", (database) => {
     });
 
     it("a name taken by a writer that commits after the check: the check's conflict, no driver error", async () => {
-      if (other === undefined) return;
-      const holder = await outsider(postgres());
-      try {
-        const renamed = await connectors.insert(draft("to-rename"), CREATED);
-        await holder.query("BEGIN");
-        await holder.query(
-          `INSERT INTO connectors (name, name_key, url, feed_type, settings, created_at, modified_at)
-           VALUES ('Held', 'held', 'https://example.com/upack/held', 'universal', '{}', $1, $1)`,
-          [CREATED],
-        );
-        const settled = Promise.allSettled([
-          connectors.insert(draft("HELD"), CREATED),
-          other.connectors.update(renamed.id, (current) => ({ ...current, name: "held" }), LATER),
-        ]);
-        await untilWaiting(postgres(), 2);
-        await holder.query("COMMIT");
-        const refusal = {
-          kind: "conflict",
-          code: "CONNECTOR_NAME_TAKEN",
-          message: "a connector named 'Held' already exists",
-        };
-        expect(await settled).toMatchObject([
-          { status: "rejected", reason: refusal },
-          { status: "rejected", reason: refusal },
-        ]);
-        expect((await connectors.findById(renamed.id))?.name).toBe("to-rename");
-      } finally {
-        await holder.end();
-      }
+      if (database().kind !== "postgres") return;
+      const renamed = await connectors.insert(draft("to-rename"), CREATED);
+      const settled = await whileHeld(pool(), {
+        hold: (holder) =>
+          holder.query(
+            `INSERT INTO connectors (name, name_key, url, feed_type, settings, created_at, modified_at)
+             VALUES ('Held', 'held', 'https://example.com/upack/held', 'universal', '{}', $1, $1)`,
+            [CREATED],
+          ),
+        race: () =>
+          Promise.allSettled([
+            connectors.insert(draft("HELD"), CREATED),
+            other.update(renamed.id, (current) => ({ ...current, name: "held" }), LATER),
+          ]),
+        waiters: 2,
+      });
+      const refusal = {
+        kind: "conflict",
+        code: "CONNECTOR_NAME_TAKEN",
+        message: "a connector named 'Held' already exists",
+      };
+      expect(settled).toMatchObject([
+        { status: "rejected", reason: refusal },
+        { status: "rejected", reason: refusal },
+      ]);
+      expect((await connectors.findById(renamed.id))?.name).toBe("to-rename");
     });
 
     it("two nodes updating one connector at once: neither loses the other's change", async () => {
-      if (other === undefined) return;
-      const holder = await outsider(postgres());
-      try {
-        const shared = await connectors.insert(draft("shared"), CREATED);
-        await holder.query("BEGIN");
-        await holder.query("SELECT 1 FROM connectors WHERE id = $1 FOR UPDATE", [shared.id]);
-        const settled = Promise.allSettled([
-          connectors.update(shared.id, (current) => ({ ...current, timeoutSeconds: 11 }), LATER),
-          other.connectors.update(shared.id, (current) => ({ ...current, filters: ["Acme.*"] }), LATER),
-        ]);
-        await untilWaiting(postgres(), 2);
-        await holder.query("COMMIT");
-        expect((await settled).map((result) => result.status)).toEqual(["fulfilled", "fulfilled"]);
-        expect(await connectors.findById(shared.id)).toMatchObject({ timeoutSeconds: 11, filters: ["Acme.*"] });
-      } finally {
-        await holder.end();
-      }
+      if (database().kind !== "postgres") return;
+      const shared = await connectors.insert(draft("shared"), CREATED);
+      const settled = await whileHeld(pool(), {
+        hold: (holder) => holder.query("SELECT 1 FROM connectors WHERE id = $1 FOR UPDATE", [shared.id]),
+        race: () =>
+          Promise.allSettled([
+            connectors.update(shared.id, (current) => ({ ...current, timeoutSeconds: 11 }), LATER),
+            other.update(shared.id, (current) => ({ ...current, filters: ["Acme.*"] }), LATER),
+          ]),
+        waiters: 2,
+      });
+      expect(settled.map((result) => result.status)).toEqual(["fulfilled", "fulfilled"]);
+      expect(await connectors.findById(shared.id)).toMatchObject({ timeoutSeconds: 11, filters: ["Acme.*"] });
     });
 
     it("a check that ends while the upstream is being changed records nothing", async () => {
-      if (other === undefined) return;
-      const holder = await outsider(postgres());
-      try {
-        const checked = await connectors.insert(draft("checked"), CREATED);
-        await holder.query("BEGIN");
-        await holder.query("UPDATE connectors SET url = 'https://example.com/upack/moved' WHERE id = $1", [checked.id]);
-        const healthy = { state: "healthy", errorMessage: undefined, lastChecked: LATER } as const;
-        const settled = Promise.allSettled([other.connectors.recordHealth(checked, healthy)]);
-        await untilWaiting(postgres(), 1);
-        await holder.query("COMMIT");
-        const moved = { ...checked, url: "https://example.com/upack/moved", health: UNKNOWN };
-        expect(await settled).toEqual([{ status: "fulfilled", value: moved }]);
-        expect(await other.connectors.findById(checked.id)).toEqual(moved);
-      } finally {
-        await holder.end();
-      }
+      if (database().kind !== "postgres") return;
+      const checked = await connectors.insert(draft("checked"), CREATED);
+      const healthy = { state: "healthy", errorMessage: undefined, lastChecked: LATER } as const;
+      const settled = await whileHeld(pool(), {
+        hold: (holder) =>
+          holder.query("UPDATE connectors SET url = 'https://example.com/upack/moved' WHERE id = $1", [checked.id]),
+        race: () => Promise.allSettled([other.recordHealth(checked, healthy)]),
+        waiters: 1,
+      });
+      const moved = { ...checked, url: "https://example.com/upack/moved", health: UNKNOWN };
+      expect(settled).toEqual([{ status: "fulfilled", value: moved }]);
+      expect(await other.findById(checked.id)).toEqual(moved);
     });
 
     it("resealing keeps a password another writer changed meanwhile, and does not count it", async () => {
-      if (other === undefined) return;
-      const holder = await outsider(postgres());
-      try {
-        const sealed = await connectors.insert(draft("sealed", { password: "plain" }), CREATED);
-        await holder.query("BEGIN");
-        await holder.query("UPDATE connectors SET password = 'v1:newer' WHERE id = $1", [sealed.id]);
-        const settled = Promise.allSettled([
-          connectors.resealPasswords((_, stored) => (stored === "plain" ? "v1:resealed" : undefined)),
-        ]);
-        await untilWaiting(postgres(), 1);
-        await holder.query("COMMIT");
-        expect(await settled).toEqual([{ status: "fulfilled", value: 0 }]);
-        expect((await connectors.findById(sealed.id))?.password).toBe("v1:newer");
-      } finally {
-        await holder.end();
-      }
+      if (database().kind !== "postgres") return;
+      const sealed = await connectors.insert(draft("sealed", { password: "plain" }), CREATED);
+      const settled = await whileHeld(pool(), {
+        hold: (holder) => holder.query("UPDATE connectors SET password = 'v1:newer' WHERE id = $1", [sealed.id]),
+        race: () =>
+          Promise.allSettled([
+            connectors.resealPasswords((_, stored) => (stored === "plain" ? "v1:resealed" : undefined)),
+          ]),
+        waiters: 1,
+      });
+      expect(settled).toEqual([{ status: "fulfilled", value: 0 }]);
+      expect((await connectors.findById(sealed.id))?.password).toBe("v1:newer");
     });
   });
 
@@ -521,12 +471,11 @@ describeOnBothDatabases("Connector repositories", (database) => {
     it("two nodes storing for one connector at once keep the bound (PostgreSQL)", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      const other = secondNode(db);
-      try {
+      await onOtherNode(db, createPostgresMetadataCacheRepository, async (other) => {
         const [, two] = connectorIds as [number, number];
         await Promise.all(
           Array.from({ length: 20 }, (_, i) =>
-            (i % 2 === 0 ? cache : other.cache).store(
+            (i % 2 === 0 ? cache : other).store(
               two,
               `k${i}`,
               answer(200, `2026-11-29T12:00:${String(i).padStart(2, "0")}.000Z`),
@@ -539,9 +488,7 @@ describeOnBothDatabases("Connector repositories", (database) => {
         ])) as [{ count: number }];
         expect(count).toBeGreaterThan(0);
         expect(count).toBeLessThanOrEqual(3);
-      } finally {
-        await other.pool.end();
-      }
+      });
     });
 
     it("skips a write, at once and without an error, while another writer holds what it needs (PostgreSQL)", async () => {
@@ -549,7 +496,8 @@ describeOnBothDatabases("Connector repositories", (database) => {
       if (db.kind !== "postgres") return;
       const [one] = connectorIds as [number];
       await cache.store(one, "kept", answer(200, CREATED), 10);
-      const holder = await outsider(db);
+      const holder = new pg.Client({ connectionString: db.postgres.pool.options.connectionString as string });
+      await holder.connect();
       try {
         // A connector being updated (its row locked): the store is skipped.
         await holder.query("BEGIN");

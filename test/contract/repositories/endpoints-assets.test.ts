@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createPostgresAssetRepository } from "../../../src/areas/endpoints/repository-postgres.js";
 import {
   type AssetItem,
@@ -10,8 +9,9 @@ import {
 } from "../../../src/areas/endpoints/repository.js";
 import { type AssetPath, parseAssetPath } from "../../../src/domain/asset-path.js";
 import { INHERIT } from "../../../src/domain/cache-header.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = "2026-11-29T10:00:00.000Z";
 const T1 = "2026-11-29T11:00:00.000Z";
@@ -75,14 +75,7 @@ describeOnBothDatabases("Asset directory repository", (database) => {
   beforeAll(async () => {
     assets = repositoryOn(database());
     let n = 0;
-    newFeed = async () => {
-      n += 1;
-      const [row] = (await database().exec(
-        "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'asset', ?, '{}', ?, ?) RETURNING id",
-        [`assets${n}`, `k${n}`, T0, T0],
-      )) as [{ id: number }];
-      return row.id;
-    };
+    newFeed = () => insertFeed(database().exec, `assets${++n}`, T0, "asset");
     feedId = await newFeed();
     otherFeedId = await newFeed();
   });
@@ -337,16 +330,10 @@ describeOnBothDatabases("Asset directory repository", (database) => {
   describe("races between nodes (PostgreSQL)", () => {
     /** Repositories each on a pool of its own, as the nodes of a cluster; none on SQLite, whose writers take turns. */
     let nodes: AssetRepository[] = [];
-    const pools: pg.Pool[] = [];
+    const otherNode = otherNodesForBlock(database);
     beforeAll(() => {
-      const db = database();
-      if (db.kind !== "postgres") return;
-      const url = db.postgres.pool.options.connectionString ?? "";
-      for (let i = 0; i < 6; i += 1) pools.push(openPostgres(url, { applicationName: `node ${i}` }));
-      nodes = pools.map((pool) => createPostgresAssetRepository({ pool, committed: () => {} }));
-    });
-    afterAll(async () => {
-      await Promise.all(pools.map((pool) => pool.end()));
+      if (database().kind !== "postgres") return;
+      nodes = Array.from({ length: 6 }, () => createPostgresAssetRepository(otherNode()));
     });
 
     it("lets one of many concurrent creates of one file win; the others get ASSET_EXISTS", async () => {

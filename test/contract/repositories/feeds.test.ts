@@ -1,10 +1,9 @@
-import pg from "pg";
 import { beforeAll, expect, it } from "vitest";
 import { defaultSettings, type Feed, type FeedDraft } from "../../../src/areas/management/feed-settings.js";
 import { createFeedRepository, type FeedRepository } from "../../../src/areas/management/repository.js";
 import { createPostgresFeedRepository } from "../../../src/areas/management/repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, whileHeld } from "../../helpers/postgres-races.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -19,35 +18,6 @@ const draft = (name: string, fields: Partial<FeedDraft> = {}): FeedDraft => ({
 
 const repositoryOn = (database: TestDatabase): FeedRepository =>
   database.kind === "sqlite" ? createFeedRepository(database.sqlite) : createPostgresFeedRepository(database.postgres);
-
-type Postgres = Extract<TestDatabase, { kind: "postgres" }>;
-
-/** A second node: its own pool on the same database, and a repository on it. */
-function secondNode(database: Postgres): { pool: pg.Pool; feeds: FeedRepository } {
-  const pool = openPostgres(database.postgres.pool.options.connectionString as string, {
-    applicationName: "wharf test node 2",
-  });
-  return { pool, feeds: createPostgresFeedRepository({ pool, committed: () => {} }) };
-}
-
-/** A client outside the repositories, to hold locks and uncommitted rows while they work. */
-async function outsider(database: Postgres): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: database.postgres.pool.options.connectionString as string });
-  await client.connect();
-  return client;
-}
-
-/** Resolves once `count` backends of this database wait for a lock. */
-async function untilWaiting(database: Postgres, count: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const [row] = await database.exec(
-      "SELECT count(*) AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    );
-    if (Number(row?.waiting) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`fewer than ${count} backends ever waited for a lock`);
-}
 
 describeOnBothDatabases("Feed repository", (database) => {
   let feeds: FeedRepository;
@@ -314,102 +284,90 @@ describeOnBothDatabases("Feed repository", (database) => {
   it("two nodes creating feeds of one name at once: exactly one gets it, the other a conflict (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const other = secondNode(db);
-    try {
+    await onOtherNode(db, createPostgresFeedRepository, async (other) => {
       for (let round = 0; round < 5; round++) {
         const name = `race-${round}`;
         const results = await Promise.allSettled([
           feeds.insert(draft(name, { alternateNames: [`${name}-a`, `${name}-b`] }), `key-${name}-1`, CREATED),
-          other.feeds.insert(draft(name.toUpperCase(), { alternateNames: [`${name}-b`] }), `key-${name}-2`, CREATED),
+          other.insert(draft(name.toUpperCase(), { alternateNames: [`${name}-b`] }), `key-${name}-2`, CREATED),
         ]);
         expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
         const [refused] = results.filter((r) => r.status === "rejected");
         expect(refused?.reason).toMatchObject({ kind: "conflict", code: "FEED_NAME_TAKEN" });
         expect((await feeds.list()).filter((feed) => feed.name.toLowerCase() === name)).toHaveLength(1);
       }
-    } finally {
-      await other.pool.end();
-    }
+    });
   });
 
   it("a name taken by a writer that commits after the check: the check's conflict, no driver error (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const holder = await outsider(db);
-    try {
-      await holder.query("BEGIN");
-      const [held] = (
-        await holder.query<{ id: number }>(
-          `INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at)
-           VALUES ('Held', 'universal', 'key-held', '{}', $1, $1) RETURNING id`,
-          [CREATED],
-        )
-      ).rows;
-      await holder.query(
-        "INSERT INTO feed_names (name_key, feed_id, is_primary, name) VALUES ('held', $1, 1, 'Held')",
-        [held?.id],
-      );
-      const settled = Promise.allSettled([
-        feeds.insert(draft("fresh-2", { alternateNames: ["HELD"] }), "key-fresh-2", CREATED),
-      ]);
-      await untilWaiting(db, 1);
-      await holder.query("COMMIT");
-      expect(await settled).toMatchObject([
-        {
-          status: "rejected",
-          reason: { kind: "conflict", code: "FEED_NAME_TAKEN", message: "a feed named 'Held' already exists" },
-        },
-      ]);
-      expect(await feeds.findScope("fresh-2")).toBeUndefined();
-    } finally {
-      await holder.end();
-    }
+    const settled = await whileHeld(db.postgres.pool, {
+      hold: async (holder) => {
+        const [held] = (
+          await holder.query<{ id: number }>(
+            `INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at)
+             VALUES ('Held', 'universal', 'key-held', '{}', $1, $1) RETURNING id`,
+            [CREATED],
+          )
+        ).rows;
+        await holder.query(
+          "INSERT INTO feed_names (name_key, feed_id, is_primary, name) VALUES ('held', $1, 1, 'Held')",
+          [held?.id],
+        );
+      },
+      race: () =>
+        Promise.allSettled([feeds.insert(draft("fresh-2", { alternateNames: ["HELD"] }), "key-fresh-2", CREATED)]),
+      waiters: 1,
+    });
+    expect(settled).toMatchObject([
+      {
+        status: "rejected",
+        reason: { kind: "conflict", code: "FEED_NAME_TAKEN", message: "a feed named 'Held' already exists" },
+      },
+    ]);
+    expect(await feeds.findScope("fresh-2")).toBeUndefined();
   });
 
   it("two nodes updating one feed at once: neither loses the other's change (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const other = secondNode(db);
-    const holder = await outsider(db);
-    try {
+    await onOtherNode(db, createPostgresFeedRepository, async (other) => {
       const feed = await feeds.insert(draft("shared"), "key-shared", CREATED);
       // Both updates start while the row is held, so that both would read the same state without their lock.
-      await holder.query("BEGIN");
-      await holder.query("SELECT 1 FROM feeds WHERE id = $1 FOR UPDATE", [feed.id]);
-      const settled = Promise.allSettled([
-        feeds.update(
-          feed.id,
-          (current) => ({ ...current, settings: { ...current.settings, description: "described" } }),
-          LATER,
-        ),
-        other.feeds.update(
-          feed.id,
-          (current) => ({ ...current, alternateNames: [...current.alternateNames, "shared-alias"] }),
-          LATER,
-        ),
-      ]);
-      await untilWaiting(db, 2);
-      await holder.query("COMMIT");
-      expect((await settled).map((result) => result.status)).toEqual(["fulfilled", "fulfilled"]);
+      const settled = await whileHeld(db.postgres.pool, {
+        hold: (holder) => holder.query("SELECT 1 FROM feeds WHERE id = $1 FOR UPDATE", [feed.id]),
+        race: () =>
+          Promise.allSettled([
+            feeds.update(
+              feed.id,
+              (current) => ({ ...current, settings: { ...current.settings, description: "described" } }),
+              LATER,
+            ),
+            other.update(
+              feed.id,
+              (current) => ({ ...current, alternateNames: [...current.alternateNames, "shared-alias"] }),
+              LATER,
+            ),
+          ]),
+        waiters: 2,
+      });
+      expect(settled.map((result) => result.status)).toEqual(["fulfilled", "fulfilled"]);
       const stored = await feeds.findByName("shared-alias");
       expect(stored?.settings.description).toBe("described");
       expect(stored?.alternateNames).toEqual(["shared-alias"]);
-    } finally {
-      await holder.end();
-      await other.pool.end();
-    }
+    });
   });
 
   it("two nodes renaming two feeds to one name at once: one conflict, no driver error (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const other = secondNode(db);
-    try {
+    await onOtherNode(db, createPostgresFeedRepository, async (other) => {
       const a = await feeds.insert(draft("rename-a"), "key-rename-a", CREATED);
       const b = await feeds.insert(draft("rename-b"), "key-rename-b", CREATED);
       const results = await Promise.allSettled([
         feeds.update(a.id, (current) => ({ ...current, name: "renamed" }), LATER),
-        other.feeds.update(b.id, (current) => ({ ...current, name: "Renamed" }), LATER),
+        other.update(b.id, (current) => ({ ...current, name: "Renamed" }), LATER),
       ]);
       expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
       expect(results.find((r) => r.status === "rejected")?.reason).toMatchObject({
@@ -417,9 +375,7 @@ describeOnBothDatabases("Feed repository", (database) => {
         code: "FEED_NAME_TAKEN",
       });
       expect((await feeds.list()).filter((feed) => feed.name.toLowerCase() === "renamed")).toHaveLength(1);
-    } finally {
-      await other.pool.end();
-    }
+    });
   });
 
   it("a connector deleted while a feed is bound to it: CONNECTOR_NOT_FOUND, no driver error (PostgreSQL)", async () => {
@@ -430,41 +386,31 @@ describeOnBothDatabases("Feed repository", (database) => {
        VALUES ('fleeting', 'fleeting', 'https://example.com/upack/f', 'universal', '{}', ?, ?) RETURNING id`,
       [CREATED, CREATED],
     )) as [{ id: number }];
-    const holder = await outsider(db);
-    try {
-      await holder.query("BEGIN");
-      await holder.query("DELETE FROM connectors WHERE id = $1", [id]);
-      const settled = Promise.allSettled([
-        feeds.insert(
-          draft("bound", { settings: { ...defaultSettings(), connectors: ["fleeting"] } }),
-          "key-bound",
-          CREATED,
-        ),
-      ]);
-      await untilWaiting(db, 1);
-      await holder.query("COMMIT");
-      expect(await settled).toMatchObject([
-        { status: "rejected", reason: { kind: "unprocessable", code: "CONNECTOR_NOT_FOUND" } },
-      ]);
-      expect(await feeds.findScope("bound")).toBeUndefined();
-    } finally {
-      await holder.end();
-    }
+    const settled = await whileHeld(db.postgres.pool, {
+      hold: (holder) => holder.query("DELETE FROM connectors WHERE id = $1", [id]),
+      race: () =>
+        Promise.allSettled([
+          feeds.insert(
+            draft("bound", { settings: { ...defaultSettings(), connectors: ["fleeting"] } }),
+            "key-bound",
+            CREATED,
+          ),
+        ]),
+      waiters: 1,
+    });
+    expect(settled).toMatchObject([
+      { status: "rejected", reason: { kind: "unprocessable", code: "CONNECTOR_NOT_FOUND" } },
+    ]);
+    expect(await feeds.findScope("bound")).toBeUndefined();
   });
 
   it("two nodes deleting one feed at once: one deletes it (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const other = secondNode(db);
-    try {
+    await onOtherNode(db, createPostgresFeedRepository, async (other) => {
       await feeds.insert(draft("twice-deleted"), "key-twice-deleted", CREATED);
-      const results = await Promise.all([
-        feeds.deleteByName("twice-deleted"),
-        other.feeds.deleteByName("twice-deleted"),
-      ]);
+      const results = await Promise.all([feeds.deleteByName("twice-deleted"), other.deleteByName("twice-deleted")]);
       expect(results.sort()).toEqual([false, true]);
-    } finally {
-      await other.pool.end();
-    }
+    });
   });
 });

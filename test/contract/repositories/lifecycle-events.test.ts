@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { beforeAll, expect, it } from "vitest";
 import { bodyOf } from "../../../src/areas/webhooks/dispatcher.js";
 import { createWebhookRepository, type WebhookRepository } from "../../../src/areas/webhooks/repository.js";
@@ -10,9 +9,9 @@ import {
   type StoredEvent,
 } from "../../../src/lifecycle/events.js";
 import { createPostgresEventOutbox } from "../../../src/lifecycle/events-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
-import type { PostgresDb } from "../../../src/storage/postgres/database.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, whileHeld } from "../../helpers/postgres-races.js";
+import { insertApplication, insertFeed, insertRelease } from "../../helpers/seed-rows.js";
 
 const T0 = new Date("2026-11-29T10:00:00.000Z");
 const at = (hours: number) => new Date(T0.getTime() + hours * 3_600_000);
@@ -26,25 +25,6 @@ const webhooksOn = (database: TestDatabase): WebhookRepository =>
   database.kind === "sqlite"
     ? createWebhookRepository(database.sqlite)
     : createPostgresWebhookRepository(database.postgres);
-
-/** A second node on the same PostgreSQL database: its own pool. */
-const otherNode = (db: PostgresDb): PostgresDb => ({
-  pool: openPostgres(db.pool.options.connectionString as string, { applicationName: "wharf test other node" }),
-  committed: () => undefined,
-});
-
-/** Until `count` statements of this database wait for a lock. */
-async function lockWaiters(pool: pg.Pool, count: number): Promise<void> {
-  for (let attempt = 0; attempt < 1000; attempt++) {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if ((rows[0]?.n ?? 0) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`fewer than ${count} statements ever waited for a lock`);
-}
 
 interface EventFields {
   readonly type?: string;
@@ -94,10 +74,7 @@ describeOnBothDatabases("lifecycle event outbox", (database) => {
 
   beforeAll(async () => {
     outbox = outboxOn(database());
-    [{ id: feedId }] = (await database().exec(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES ('main', 'universal', 'k1', '{}', ?, ?) RETURNING id",
-      [T0.toISOString(), T0.toISOString()],
-    )) as [{ id: number }];
+    feedId = await insertFeed(database().exec, "main", T0.toISOString());
   });
 
   it("hands out nothing from an empty outbox", async () => {
@@ -122,16 +99,14 @@ describeOnBothDatabases("lifecycle event outbox", (database) => {
       data: '{"fromFeed":"main"}',
     });
     // A delivery event made by the database's own trigger: no feed, no package, the database's clock.
-    const [{ id: applicationId }] = (await database().exec(
-      `INSERT INTO applications (name, name_key, release_usage, build_number_scheme, created_at)
-       VALUES ('Shop', 'shop', 'optional', 'sequential', ?) RETURNING id`,
-      [T0.toISOString()],
-    )) as [{ id: number }];
-    await database().exec(
-      `INSERT INTO releases (application_id, number, number_key, name, sequence, status, created_by, created_on)
-       VALUES (?, '1.0', '1.0', '1.0', 1, 'active', 'Bob', ?)`,
-      [applicationId, T0.toISOString()],
-    );
+    const applicationId = await insertApplication(database().exec, "Shop", T0.toISOString());
+    await insertRelease(database().exec, {
+      applicationId,
+      number: "1.0",
+      sequence: 1,
+      createdBy: "Bob",
+      createdOn: T0.toISOString(),
+    });
 
     const before = commits();
     const events = await outbox.pending(10);
@@ -304,24 +279,15 @@ describeOnBothDatabases("lifecycle event outbox", (database) => {
     const ids: number[] = [];
     for (let n = 0; n < 20; n++) ids.push(await append({ dispatchedAt: at(-1).toISOString() }));
     const pending = await append();
-    const other = otherNode(db.postgres);
-    const holder = await db.postgres.pool.connect();
-    try {
+    await onOtherNode(db, createPostgresEventOutbox, async (otherOutbox) => {
       // A third session holds the first row, so that both deletes have started before either can finish.
-      await holder.query("BEGIN");
-      await holder.query("SELECT id FROM lifecycle_events WHERE id = $1 FOR UPDATE", [ids[0]]);
-      const prunes = Promise.all([
-        outbox.pruneDispatched(at(0)),
-        createPostgresEventOutbox(other).pruneDispatched(at(0)),
-      ]);
-      await lockWaiters(db.postgres.pool, 2);
-      await holder.query("COMMIT");
-      const counts = await prunes;
+      const counts = await whileHeld(db.postgres.pool, {
+        hold: (holder) => holder.query("SELECT id FROM lifecycle_events WHERE id = $1 FOR UPDATE", [ids[0]]),
+        race: () => Promise.all([outbox.pruneDispatched(at(0)), otherOutbox.pruneDispatched(at(0))]),
+        waiters: 2,
+      });
       expect(counts[0] + counts[1]).toBe(20);
       expect((await db.exec("SELECT id FROM lifecycle_events")).map((row) => row.id)).toEqual([pending]);
-    } finally {
-      holder.release();
-      await other.pool.end();
-    }
+    });
   });
 });

@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import {
   createPackageDeploymentRepository,
   deploymentCountKey,
@@ -8,9 +7,10 @@ import {
   type StoredDeployment,
 } from "../../../src/areas/package-deployment/repository.js";
 import { createPostgresPackageDeploymentRepository } from "../../../src/areas/package-deployment/repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { isForeignKeyViolation } from "../../../src/storage/sqlite-errors.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = "2026-11-29T10:00:00.000Z";
 const iso = (minutes: number) => new Date(Date.parse(T0) + minutes * 60_000).toISOString();
@@ -46,15 +46,8 @@ describeOnBothDatabases("package deployment repository", (database) => {
 
   beforeAll(async () => {
     deployments = repositoryOn(database());
-    const feed = async (name: string) =>
-      (
-        (await database().exec(
-          "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
-          [name, `k-${name}`, T0, T0],
-        )) as [{ id: number }]
-      )[0].id;
-    feedId = await feed("main");
-    otherFeedId = await feed("other");
+    feedId = await insertFeed(database().exec, "main", T0);
+    otherFeedId = await insertFeed(database().exec, "other", T0);
   });
 
   let stored: StoredDeployment[] = [];
@@ -158,21 +151,12 @@ describeOnBothDatabases("package deployment repository", (database) => {
     expect(db.commits()).toBe(before + 1);
   });
 
-  const pools: pg.Pool[] = [];
-  afterAll(async () => {
-    await Promise.all(pools.map((pool) => pool.end()));
-  });
+  const otherNode = otherNodesForBlock(database);
 
   it("keeps every record and its event when two nodes record at once (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
-    const nodes = [0, 1].map(() => {
-      const pool = openPostgres(db.postgres.pool.options.connectionString as string, {
-        applicationName: "wharf test node",
-      });
-      pools.push(pool);
-      return createPostgresPackageDeploymentRepository({ pool, committed: () => {} });
-    });
+    const nodes = [otherNode(), otherNode()].map((node) => createPostgresPackageDeploymentRepository(node));
     const before = (await events()).length;
     const made = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

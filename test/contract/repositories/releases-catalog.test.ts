@@ -1,13 +1,11 @@
-import { setTimeout as sleep } from "node:timers/promises";
-import type pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type CatalogRepository, createCatalogRepository } from "../../../src/areas/releases/catalog-repository.js";
 import { createPostgresCatalogRepository } from "../../../src/areas/releases/catalog-repository-postgres.js";
 import type { ApplicationDraft, EnvironmentDraft, PipelineDraft } from "../../../src/areas/releases/model.js";
 import type { PlanStep } from "../../../src/areas/releases/plan-steps.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
-import type { PostgresDb } from "../../../src/storage/postgres/database.js";
-import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { describeOnBothDatabases, present, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, outcomes, untilWaitingOnLocks, whileHeld } from "../../helpers/postgres-races.js";
+import { insertRelease } from "../../helpers/seed-rows.js";
 
 const NOW = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -38,48 +36,6 @@ const repositoryOn = (database: TestDatabase): CatalogRepository =>
   database.kind === "sqlite"
     ? createCatalogRepository(database.sqlite)
     : createPostgresCatalogRepository(database.postgres);
-
-/** A second node: its own pool on the same PostgreSQL database, and its own repository. */
-async function onSecondNode<T>(database: TestDatabase, use: (catalog: CatalogRepository) => Promise<T>): Promise<T> {
-  if (database.kind !== "postgres") throw new Error("PostgreSQL only");
-  const pool = openPostgres(database.postgres.pool.options.connectionString as string, {
-    applicationName: "wharf test, second node",
-  });
-  const db: PostgresDb = { pool, committed: () => {} };
-  try {
-    return await use(createPostgresCatalogRepository(db));
-  } finally {
-    await pool.end();
-  }
-}
-
-/** Waits (up to 5 s) until `count` sessions of the database wait for a lock. */
-async function untilWaitingOnLocks(pool: pg.Pool, count: number): Promise<void> {
-  const waiting = async () =>
-    Number(
-      (
-        await pool.query<{ n: number }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      ).rows[0]?.n,
-    );
-  for (let tries = 0; tries < 500 && (await waiting()) < count; tries++) await sleep(10);
-}
-
-/** The value, which the test knows is there. */
-function present<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
-
-/** What each of several concurrent calls ended with: the value, or the error's kind and code. */
-async function outcomes<T>(calls: Promise<T>[]): Promise<({ value: T } | { kind: unknown; code: unknown })[]> {
-  return (await Promise.allSettled(calls)).map((settled) =>
-    settled.status === "fulfilled"
-      ? { value: settled.value }
-      : { kind: (settled.reason as { kind?: unknown }).kind, code: (settled.reason as { code?: unknown }).code },
-  );
-}
 
 describeOnBothDatabases("Releases catalog repository", (database) => {
   let catalog: CatalogRepository;
@@ -346,11 +302,14 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
       const { exec } = database();
       const hotfix = present(await catalog.findPipeline("hotfix"));
       const app = present(await catalog.findApplication("alpha"));
-      await exec(
-        `INSERT INTO releases (application_id, number, number_key, name, sequence, pipeline_id, status, created_by, created_on)
-         VALUES (?, '1.0', '1.0', '1.0', 1, ?, 'active', 'Ann', ?)`,
-        [app.id, hotfix.id, NOW],
-      );
+      await insertRelease(exec, {
+        applicationId: app.id,
+        number: "1.0",
+        sequence: 1,
+        pipelineId: hotfix.id,
+        createdBy: "Ann",
+        createdOn: NOW,
+      });
       await expect(catalog.deletePipeline("HotFix")).rejects.toMatchObject({
         kind: "conflict",
         code: "PIPELINE_IN_USE",
@@ -381,7 +340,7 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
     it("two creates of one name: one wins, the other gets the name conflict", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresCatalogRepository, async (other) => {
         const apps = await outcomes([
           catalog.insertApplication(application("Race"), NOW),
           other.insertApplication(application("RACE"), NOW),
@@ -414,7 +373,7 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
     it("concurrent updates of one pipeline: the stages are one update's, never a mix", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresCatalogRepository, async (other) => {
         const { id } = present(await catalog.findPipeline("race"));
         const left = [{ name: "L1" }, { name: "L2" }, { name: "L3" }];
         const right = [{ name: "R1" }, { name: "R2" }];
@@ -433,7 +392,7 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
       const db = database();
       if (db.kind !== "postgres") return;
       const { pool } = db.postgres;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresCatalogRepository, async (other) => {
         for (let round = 0; round < 3; round++) {
           await catalog.insertEnvironment(environment(`parent${round}`));
           // A third session inserts the same name, uncommitted: the create waits on the unique key
@@ -475,7 +434,7 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
       const db = database();
       if (db.kind !== "postgres") return;
       const { pool } = db.postgres;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresCatalogRepository, async (other) => {
         const a = await catalog.insertEnvironment(environment("EnvA"));
         const b = await catalog.insertEnvironment(environment("EnvB"));
         for (let round = 0; round < 4; round++) {
@@ -483,21 +442,16 @@ describeOnBothDatabases("Releases catalog repository", (database) => {
           const [aBefore, bBefore] = round === 0 ? ["EnvA", "EnvB"] : [`EnvA${round - 1}`, `EnvB${round - 1}`];
           // A third session holds both rows until both updates wait: each would otherwise look its
           // parent up, then wait to rename its own row while the other holds it as a parent.
-          const blocker = await pool.connect();
-          let results;
-          try {
-            await blocker.query("BEGIN");
-            await blocker.query("SELECT id FROM environments WHERE id IN ($1, $2) FOR KEY SHARE", [a.id, b.id]);
-            const racing = outcomes([
-              catalog.updateEnvironment(a.id, environment(aName, { parentName: bBefore })),
-              other.updateEnvironment(b.id, environment(bName, { parentName: aBefore })),
-            ]);
-            await untilWaitingOnLocks(pool, 2);
-            await blocker.query("COMMIT");
-            results = await racing;
-          } finally {
-            blocker.release();
-          }
+          const results = await whileHeld(pool, {
+            hold: (holder) =>
+              holder.query("SELECT id FROM environments WHERE id IN ($1, $2) FOR KEY SHARE", [a.id, b.id]),
+            race: () =>
+              outcomes([
+                catalog.updateEnvironment(a.id, environment(aName, { parentName: bBefore })),
+                other.updateEnvironment(b.id, environment(bName, { parentName: aBefore })),
+              ]),
+            waiters: 2,
+          });
           // The second to go looks for its parent under the name the first changed.
           expect(results.filter((r) => "value" in r)).toHaveLength(1);
           expect(results.filter((r) => !("value" in r))).toEqual([{ kind: "unprocessable", code: "PARENT_NOT_FOUND" }]);

@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
-import type pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ChangeScript, ChangeScriptDraft } from "../../../src/areas/releases/change-script-model.js";
 import {
@@ -8,8 +6,9 @@ import {
 } from "../../../src/areas/releases/change-script-repository.js";
 import { createPostgresChangeScriptRepository } from "../../../src/areas/releases/change-script-repository-postgres.js";
 import type { Actor } from "../../../src/areas/releases/release-repository.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, outcomes, whileHeld } from "../../helpers/postgres-races.js";
+import { insertApplication, insertRelease } from "../../helpers/seed-rows.js";
 
 const NOW = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -22,44 +21,6 @@ const repositoryOn = (database: TestDatabase): ChangeScriptRepository =>
     ? createChangeScriptRepository(database.sqlite)
     : createPostgresChangeScriptRepository(database.postgres);
 
-/** A second node: its own pool on the same PostgreSQL database, and its own repository. */
-async function onSecondNode<T>(
-  database: TestDatabase,
-  use: (scripts: ChangeScriptRepository) => Promise<T>,
-): Promise<T> {
-  if (database.kind !== "postgres") throw new Error("PostgreSQL only");
-  const pool = openPostgres(database.postgres.pool.options.connectionString as string, {
-    applicationName: "wharf test, second node",
-  });
-  try {
-    return await use(createPostgresChangeScriptRepository({ pool, committed: () => {} }));
-  } finally {
-    await pool.end();
-  }
-}
-
-/** Waits (up to 5 s) until `count` sessions of the database wait for a lock. */
-async function untilWaitingOnLocks(pool: pg.Pool, count: number): Promise<void> {
-  const waiting = async () =>
-    Number(
-      (
-        await pool.query<{ n: number }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      ).rows[0]?.n,
-    );
-  for (let tries = 0; tries < 500 && (await waiting()) < count; tries++) await sleep(10);
-}
-
-/** What each of several concurrent calls ended with: the value, or the error's kind and code. */
-async function outcomes<T>(calls: Promise<T>[]): Promise<({ value: T } | { kind: unknown; code: unknown })[]> {
-  return (await Promise.allSettled(calls)).map((settled) =>
-    settled.status === "fulfilled"
-      ? { value: settled.value }
-      : { kind: (settled.reason as { kind?: unknown }).kind, code: (settled.reason as { code?: unknown }).code },
-  );
-}
-
 describeOnBothDatabases("Change script repository", (database) => {
   let scripts: ChangeScriptRepository;
   let shop: number;
@@ -67,26 +28,16 @@ describeOnBothDatabases("Change script repository", (database) => {
   /** Release ids by number; "3.0" has the higher sequence though created before "2.0". */
   const release: Record<string, number> = {};
 
-  const newApp = async (name: string) =>
-    Number(
-      (
-        await database().exec(
-          `INSERT INTO applications (name, name_key, release_usage, build_number_scheme, created_at)
-           VALUES (?, ?, 'optional', 'sequential', ?) RETURNING id`,
-          [name, name.toLowerCase(), NOW],
-        )
-      )[0]?.id,
-    );
-  const newRelease = async (applicationId: number, number: string, sequence: number) =>
-    Number(
-      (
-        await database().exec(
-          `INSERT INTO releases (application_id, number, number_key, name, sequence, status, created_by, created_on)
-           VALUES (?, ?, ?, ?, ?, 'active', 'Ann', ?) RETURNING id`,
-          [applicationId, number, number.toLowerCase(), `Release ${number}`, sequence, NOW],
-        )
-      )[0]?.id,
-    );
+  const newApp = (name: string) => insertApplication(database().exec, name, NOW);
+  const newRelease = (applicationId: number, number: string, sequence: number) =>
+    insertRelease(database().exec, {
+      applicationId,
+      number,
+      sequence,
+      name: `Release ${number}`,
+      createdBy: "Ann",
+      createdOn: NOW,
+    });
   const draft = (fields: Partial<ChangeScriptDraft> & { name: string }): ChangeScriptDraft => ({
     applicationId: shop,
     releaseNumber: "1.0",
@@ -245,25 +196,19 @@ describeOnBothDatabases("Change script repository", (database) => {
       const db = database();
       if (db.kind !== "postgres") return;
       const { pool } = db.postgres;
-      await onSecondNode(db, async (second) => {
+      await onOtherNode(db, createPostgresChangeScriptRepository, async (second) => {
         for (let round = 0; round < 3; round++) {
           // A third session holds the release's row until both saves wait: without a lock of their
           // own, both would find no script of that name, and the second insert would fail.
-          const blocker = await pool.connect();
-          let results;
-          try {
-            await blocker.query("BEGIN");
-            await blocker.query("SELECT id FROM releases WHERE id = $1 FOR UPDATE", [release["1.0"]]);
-            const racing = outcomes([
-              scripts.save(draft({ name: `Racy${round}`, text: "first" }), ANN),
-              second.save(draft({ name: `RACY${round}`, text: "second" }), BOB),
-            ]);
-            await untilWaitingOnLocks(pool, 2);
-            await blocker.query("COMMIT");
-            results = await racing;
-          } finally {
-            blocker.release();
-          }
+          const results = await whileHeld(pool, {
+            hold: (holder) => holder.query("SELECT id FROM releases WHERE id = $1 FOR UPDATE", [release["1.0"]]),
+            race: () =>
+              outcomes([
+                scripts.save(draft({ name: `Racy${round}`, text: "first" }), ANN),
+                second.save(draft({ name: `RACY${round}`, text: "second" }), BOB),
+              ]),
+            waiters: 2,
+          });
           expect(results.filter((r) => !("value" in r))).toEqual([]);
           const saved = results.flatMap((r) => ("value" in r ? [r.value] : []));
           expect(new Set(saved.map((s: ChangeScript) => s.id)).size).toBe(1);
@@ -279,7 +224,7 @@ describeOnBothDatabases("Change script repository", (database) => {
     it("two scripts renamed onto one name at once: one wins, the other gets CHANGE_SCRIPT_EXISTS", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (second) => {
+      await onOtherNode(db, createPostgresChangeScriptRepository, async (second) => {
         const a = await scripts.save(draft({ name: "Left", releaseNumber: "2.0" }), ANN);
         const b = await scripts.save(draft({ name: "Right", releaseNumber: "3.0" }), ANN);
         const results = await outcomes([
@@ -295,25 +240,19 @@ describeOnBothDatabases("Change script repository", (database) => {
       const db = database();
       if (db.kind !== "postgres") return;
       const { pool } = db.postgres;
-      await onSecondNode(db, async (second) => {
+      await onOtherNode(db, createPostgresChangeScriptRepository, async (second) => {
         for (let round = 0; round < 4; round++) {
           const script = await scripts.save(draft({ name: `Toggled${round}`, active: true }), ANN);
           // A third session holds the script's row until both saves wait for it.
-          const blocker = await pool.connect();
-          let results;
-          try {
-            await blocker.query("BEGIN");
-            await blocker.query("SELECT id FROM change_scripts WHERE id = $1 FOR UPDATE", [script.id]);
-            const racing = outcomes([
-              scripts.save(draft({ scriptId: script.id, name: script.name, active: false }), BOB),
-              second.save(draft({ scriptId: script.id, name: script.name, releaseNumber: "2.0" }), BOB),
-            ]);
-            await untilWaitingOnLocks(pool, 2);
-            await blocker.query("COMMIT");
-            results = await racing;
-          } finally {
-            blocker.release();
-          }
+          const results = await whileHeld(pool, {
+            hold: (holder) => holder.query("SELECT id FROM change_scripts WHERE id = $1 FOR UPDATE", [script.id]),
+            race: () =>
+              outcomes([
+                scripts.save(draft({ scriptId: script.id, name: script.name, active: false }), BOB),
+                second.save(draft({ scriptId: script.id, name: script.name, releaseNumber: "2.0" }), BOB),
+              ]),
+            waiters: 2,
+          });
           expect(results.filter((r) => !("value" in r))).toEqual([]);
           expect((await scripts.find(script.id))?.active).toBe(false);
         }

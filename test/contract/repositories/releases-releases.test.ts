@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
-import type pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type CatalogRepository, createCatalogRepository } from "../../../src/areas/releases/catalog-repository.js";
 import { createPostgresCatalogRepository } from "../../../src/areas/releases/catalog-repository-postgres.js";
@@ -20,8 +18,8 @@ import {
   type StageEntry,
 } from "../../../src/areas/releases/release-repository.js";
 import { createPostgresReleaseRepository } from "../../../src/areas/releases/release-repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
-import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { describeOnBothDatabases, present, type TestDatabase } from "../../helpers/both-databases.js";
+import { onOtherNode, outcomes, whileHeld } from "../../helpers/postgres-races.js";
 
 const NOW = "2026-11-29T10:00:00.000Z";
 const LATER = "2026-11-29T11:00:00.000Z";
@@ -36,47 +34,6 @@ const repositoriesOn = (database: TestDatabase): { releases: ReleaseRepository; 
         releases: createPostgresReleaseRepository(database.postgres),
         catalog: createPostgresCatalogRepository(database.postgres),
       };
-
-/** A second node: its own pool on the same PostgreSQL database, and its own repository. */
-async function onSecondNode<T>(database: TestDatabase, use: (releases: ReleaseRepository) => Promise<T>): Promise<T> {
-  if (database.kind !== "postgres") throw new Error("PostgreSQL only");
-  const pool = openPostgres(database.postgres.pool.options.connectionString as string, {
-    applicationName: "wharf test, second node",
-  });
-  try {
-    return await use(createPostgresReleaseRepository({ pool, committed: () => {} }));
-  } finally {
-    await pool.end();
-  }
-}
-
-/** Waits (up to 5 s) until `count` sessions of the database wait for a lock. */
-async function untilWaitingOnLocks(pool: pg.Pool, count: number): Promise<void> {
-  const waiting = async () =>
-    Number(
-      (
-        await pool.query<{ n: number }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      ).rows[0]?.n,
-    );
-  for (let tries = 0; tries < 500 && (await waiting()) < count; tries++) await sleep(10);
-}
-
-/** The value, which the test knows is there. */
-function present<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
-
-/** What each of several concurrent calls ended with: the value, or the error's kind and code. */
-async function outcomes<T>(calls: Promise<T>[]): Promise<({ value: T } | { kind: unknown; code: unknown })[]> {
-  return (await Promise.allSettled(calls)).map((settled) =>
-    settled.status === "fulfilled"
-      ? { value: settled.value }
-      : { kind: (settled.reason as { kind?: unknown }).kind, code: (settled.reason as { code?: unknown }).code },
-  );
-}
 
 const values = <T>(results: ({ value: T } | object)[]): T[] =>
   results.flatMap((r) => ("value" in r ? [r.value as T] : []));
@@ -694,7 +651,7 @@ describeOnBothDatabases("Release repository", (database) => {
     it("releases created at once are numbered in sequence; one number taken twice is one RELEASE_EXISTS", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresReleaseRepository, async (other) => {
         const app = await newApp();
         const results = await outcomes(
           Array.from({ length: 8 }, (_, i) =>
@@ -721,7 +678,7 @@ describeOnBothDatabases("Release repository", (database) => {
     it("builds created at once are numbered in sequence; one number taken twice is one BUILD_EXISTS", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresReleaseRepository, async (other) => {
         const app = await newApp();
         const release = await newRelease(app, "1.0");
         const results = await outcomes(
@@ -746,7 +703,7 @@ describeOnBothDatabases("Release repository", (database) => {
     it("pipeline-less builds created at once leave exactly one active, the newest", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresReleaseRepository, async (other) => {
         const app = await newApp();
         const results = await outcomes(
           Array.from({ length: 6 }, (_, i) =>
@@ -763,7 +720,7 @@ describeOnBothDatabases("Release repository", (database) => {
       const db = database();
       if (db.kind !== "postgres") return;
       const { pool } = db.postgres;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresReleaseRepository, async (other) => {
         for (let round = 0; round < 6; round++) {
           const app = await newApp();
           const release = await newRelease(app, "1.0", { pipelineId: flow.id });
@@ -773,22 +730,17 @@ describeOnBothDatabases("Release repository", (database) => {
           // A third session holds the build's row until both writers wait: without one order of
           // locks, the cancel would hold the release and wait for the build, the finish hold the
           // build and wait for the release (a deadlock, half of the time).
-          const blocker = await pool.connect();
-          try {
-            await blocker.query("BEGIN");
-            await blocker.query("SELECT id FROM builds WHERE id = $1 FOR UPDATE", [build.id]);
-            const racing = outcomes<unknown>([
-              round % 2 ? releases.cancelRelease(release.id, undefined, BOB) : releases.rejectBuild(build.id, BOB),
-              other.finishDeployment(prod.id, "succeeded", "", true, LATER),
-            ]);
-            await untilWaitingOnLocks(pool, 2);
-            await blocker.query("COMMIT");
-            const results = await racing;
-            expect(results.filter((r) => !("value" in r))).toEqual([]);
-            expect(results[1]).toEqual({ value: true });
-          } finally {
-            blocker.release();
-          }
+          const results = await whileHeld(pool, {
+            hold: (holder) => holder.query("SELECT id FROM builds WHERE id = $1 FOR UPDATE", [build.id]),
+            race: () =>
+              outcomes<unknown>([
+                round % 2 ? releases.cancelRelease(release.id, undefined, BOB) : releases.rejectBuild(build.id, BOB),
+                other.finishDeployment(prod.id, "succeeded", "", true, LATER),
+              ]),
+            waiters: 2,
+          });
+          expect(results.filter((r) => !("value" in r))).toEqual([]);
+          expect(results[1]).toEqual({ value: true });
           // Finished first: the build was deployed and stays so. Rejected first: it stays rejected.
           expect(["deployed", "rejected"]).toContain((await releases.findBuild(build.id))?.status);
           expect((await releases.findDeployment(prod.id))?.status).toBe("succeeded");
@@ -799,7 +751,7 @@ describeOnBothDatabases("Release repository", (database) => {
     it("the same deployment assigned, started or finished twice at once: exactly one succeeds", async () => {
       const db = database();
       if (db.kind !== "postgres") return;
-      await onSecondNode(db, async (other) => {
+      await onOtherNode(db, createPostgresReleaseRepository, async (other) => {
         const app = await newApp();
         const release = await newRelease(app, "1.0", { pipelineId: flow.id });
         const { deployment } = await buildIn(release);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import {
   createRetentionRepository,
   type PlannedDeletion,
@@ -11,9 +11,10 @@ import { postgresDownloadCounterOf } from "../../../src/areas/upack/read/downloa
 import { downloadCounterOf } from "../../../src/areas/upack/download/counts.js";
 import { versionSortKey } from "../../../src/domain/upack-version-sort.js";
 import { parseVersion } from "../../../src/domain/upack-version.js";
-import { openPostgres, type PostgresPool } from "../../../src/storage/postgres/connection.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../../src/storage/sqlite-errors.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = "2026-11-29T10:00:00.000Z";
 const HOUR_BEFORE = "2026-11-29T09:00:00.000Z";
@@ -57,15 +58,7 @@ describeOnBothDatabases("Retention repository", (database) => {
 
   const one = async (sql: string, params: readonly unknown[] = []) =>
     (await database().exec(sql, params))[0] as Record<string, number>;
-  const newFeed = async () => {
-    feedNumber++;
-    return (
-      await one(
-        "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
-        [`feed${feedNumber}`, `k${feedNumber}`, T0, T0],
-      )
-    ).id as number;
-  };
+  const newFeed = () => insertFeed(database().exec, `feed${++feedNumber}`, T0);
   const newPackage = async (feedId: number, group: string, name: string) =>
     (
       await one(
@@ -436,18 +429,9 @@ describeOnBothDatabases("Retention repository", (database) => {
   });
 
   // Two nodes: each its own pool on the same database.
-  let otherPool: PostgresPool | undefined;
-  const otherNode = (): RetentionRepository | undefined => {
-    const db = database();
-    if (db.kind !== "postgres") return undefined;
-    otherPool ??= openPostgres(db.postgres.pool.options.connectionString as string, {
-      applicationName: "wharf test, second node",
-    });
-    return createPostgresRetentionRepository({ pool: otherPool, committed: () => undefined });
-  };
-  afterAll(async () => {
-    await otherPool?.end();
-  });
+  const openOtherNode = otherNodesForBlock(database);
+  const otherNode = (): RetentionRepository | undefined =>
+    database().kind === "postgres" ? createPostgresRetentionRepository(openOtherNode()) : undefined;
 
   it("two nodes setting a feed's schedule state at once: both succeed, one whole state stays (PostgreSQL)", async () => {
     const other = otherNode();

@@ -5,6 +5,7 @@ import { createPostgresAuthRepository } from "../../../src/areas/security/auth-r
 import type { Grant } from "../../../src/domain/access.js";
 import { PostgresChangeWatch } from "../../../src/storage/postgres/change-feed.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { insertFeed, insertGroup, insertUser } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const USED = "2026-11-29T11:00:00.000Z";
@@ -46,17 +47,11 @@ describeOnBothDatabases("Authentication repository", (database) => {
       watch.onChange((table) => heard.push(table));
       auth = createPostgresAuthRepository(db.postgres, watch);
     }
-    const ann = await insertId(
-      "INSERT INTO users (name, name_key, password_hash, created_at) VALUES ('Ann', 'ann', 'scrypt$hash', ?)",
-      [CREATED],
-    );
-    const bob = await insertId("INSERT INTO users (name, name_key, created_at) VALUES ('Bob', 'bob', ?)", [CREATED]);
-    const ops = await insertId("INSERT INTO groups (name, name_key) VALUES ('Ops', 'ops')");
+    const ann = await insertUser(db.exec, "Ann", CREATED, "scrypt$hash");
+    const bob = await insertUser(db.exec, "Bob", CREATED);
+    const ops = await insertGroup(db.exec, "Ops");
     await database().exec("INSERT INTO group_members (group_id, user_id) VALUES (?, ?)", [ops, ann]);
-    const feed = await insertId(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES ('main', 'universal', 'k1', '{}', ?, ?)",
-      [CREATED, CREATED],
-    );
+    const feed = await insertFeed(db.exec, "main", CREATED);
     const system = await insertId(
       `INSERT INTO api_keys (key_hash, key_type, display_name, system_apis, logging, created_at)
        VALUES ('hash-system', 'System', 'CI', '["feeds","security"]', 'Request', ?)`,

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import {
   createPermissionRepository,
   type NewPermission,
@@ -6,8 +6,9 @@ import {
   type PermissionRepository,
 } from "../../../src/areas/security/permission-repository.js";
 import { createPostgresPermissionRepository } from "../../../src/areas/security/permission-repository-postgres.js";
-import { openPostgres, type PostgresPool } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed, insertGroup, insertUser } from "../../helpers/seed-rows.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const BUILT_IN = ["Administer", "Manage Feeds", "Publish Packages", "View & Download Packages"];
@@ -26,14 +27,12 @@ const repositoryOn = (database: TestDatabase): PermissionRepository =>
 
 describeOnBothDatabases("Permission repository", (database) => {
   let access: PermissionRepository;
-  let otherPool: PostgresPool | undefined;
+  const openOtherNode = otherNodesForBlock(database);
   let otherNode: PermissionRepository;
   let userId: number;
   let groupId: number;
   let feedId: number;
   let viewTaskId: number;
-  const insertId = async (sql: string, params: readonly unknown[] = []) =>
-    ((await database().exec(`${sql} RETURNING id`, params)) as [{ id: number }])[0].id;
   const permission = (fields: Partial<NewPermission>): NewPermission => ({
     principal: { type: "anonymous" },
     taskId: viewTaskId,
@@ -46,22 +45,11 @@ describeOnBothDatabases("Permission repository", (database) => {
   beforeAll(async () => {
     const db = database();
     access = repositoryOn(db);
-    if (db.kind === "postgres") {
-      otherPool = openPostgres(db.postgres.pool.options.connectionString as string, {
-        applicationName: "wharf test, second node",
-      });
-      otherNode = createPostgresPermissionRepository({ pool: otherPool, committed: () => {} });
-    }
-    userId = await insertId("INSERT INTO users (name, name_key, created_at) VALUES ('Ann', 'ann', ?)", [CREATED]);
-    groupId = await insertId("INSERT INTO groups (name, name_key) VALUES ('Ops', 'ops')");
-    feedId = await insertId(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES ('main', 'universal', 'k1', '{}', ?, ?)",
-      [CREATED, CREATED],
-    );
+    if (db.kind === "postgres") otherNode = createPostgresPermissionRepository(openOtherNode());
+    userId = await insertUser(db.exec, "Ann", CREATED);
+    groupId = await insertGroup(db.exec, "Ops");
+    feedId = await insertFeed(db.exec, "main", CREATED);
     viewTaskId = (await access.findTask("view & download packages"))?.id ?? 0;
-  });
-  afterAll(async () => {
-    await otherPool?.end();
   });
 
   it("lists built-in tasks first, then custom ones, each by name case-insensitively", async () => {

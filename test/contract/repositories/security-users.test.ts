@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import {
   createUserRepository,
   type NewUser,
   type UserRepository,
 } from "../../../src/areas/security/user-repository.js";
 import { createPostgresUserRepository } from "../../../src/areas/security/user-repository-postgres.js";
-import { openPostgres, type PostgresPool } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
 
 const CREATED = "2026-11-29T10:00:00.000Z";
 const newUser = (name: string, fields: Partial<NewUser> = {}): NewUser => ({
@@ -25,7 +25,7 @@ const repositoryOn = (database: TestDatabase): UserRepository =>
 describeOnBothDatabases("User repository", (database) => {
   let users: UserRepository;
   /** On PostgreSQL, a second node: the same database through a pool of its own. */
-  let otherPool: PostgresPool | undefined;
+  const openOtherNode = otherNodesForBlock(database);
   let otherNode: UserRepository;
   const count = async (sql: string, params: readonly unknown[] = []) =>
     Number((await database().exec(sql, params))[0]?.["n"]);
@@ -44,14 +44,7 @@ describeOnBothDatabases("User repository", (database) => {
   beforeAll(() => {
     const db = database();
     users = repositoryOn(db);
-    if (db.kind === "postgres") {
-      const url = db.postgres.pool.options.connectionString as string;
-      otherPool = openPostgres(url, { applicationName: "wharf test, second node" });
-      otherNode = createPostgresUserRepository({ pool: otherPool, committed: () => {} });
-    }
-  });
-  afterAll(async () => {
-    await otherPool?.end();
+    if (db.kind === "postgres") otherNode = createPostgresUserRepository(openOtherNode());
   });
 
   it("creates groups and users with their memberships, and answers them ordered by name, case-insensitively", async () => {

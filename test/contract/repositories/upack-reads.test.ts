@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   createPackagesApiRepository,
   type PackagesApiRepository,
@@ -18,9 +17,9 @@ import {
 import { createPostgresUpackWriteRepository } from "../../../src/areas/upack/repository-postgres.js";
 import { versionSortKey } from "../../../src/domain/upack-version-sort.js";
 import { parseVersion } from "../../../src/domain/upack-version.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
-import type { PostgresDb } from "../../../src/storage/postgres/database.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = "2026-11-29T10:00:00.000Z";
 const DOWNLOADED = "2026-11-30T08:00:00.000Z";
@@ -90,13 +89,7 @@ describeOnBothDatabases("Universal package reads", (database) => {
   const versionIds = new Map<string, number>();
   const packageIds = new Map<string, number>();
 
-  async function newFeed(name = `feed${++feeds}`): Promise<number> {
-    const [row] = (await database().exec(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
-      [name, `key-${name}`, T0, T0],
-    )) as [{ id: number }];
-    return row.id;
-  }
+  const newFeed = (name = `feed${++feeds}`) => insertFeed(database().exec, name, T0);
 
   async function save(...versions: NewVersion[]): Promise<void> {
     const outcomes = await write.saveVersions(versions, { replace: false, cause: UPLOAD });
@@ -406,22 +399,16 @@ describeOnBothDatabases("Universal package reads", (database) => {
     describe("races between nodes (PostgreSQL)", () => {
       /** Each on a pool of its own, as the nodes of a cluster, each with its own download counter. */
       let nodes: Array<{ write: UpackWriteRepository; query: UpackQueryRepository }> = [];
-      const pools: pg.Pool[] = [];
+      const otherNode = otherNodesForBlock(database);
       beforeAll(() => {
-        const db = database();
-        if (db.kind !== "postgres") return;
-        const url = db.postgres.pool.options.connectionString ?? "";
-        for (let i = 0; i < 4; i += 1) pools.push(openPostgres(url, { applicationName: `node ${i}` }));
-        nodes = pools.map((pool) => {
-          const node: PostgresDb = { pool, committed: () => {} };
+        if (database().kind !== "postgres") return;
+        nodes = Array.from({ length: 4 }, () => {
+          const node = otherNode();
           return {
             write: createPostgresUpackWriteRepository(node, clock),
             query: createPostgresUpackQueryRepository(node, { version: () => "0" }, clock),
           };
         });
-      });
-      afterAll(async () => {
-        await Promise.all(pools.map((pool) => pool.end()));
       });
 
       it("loses no count and never deadlocks while the counted versions are replaced (PostgreSQL)", async () => {

@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   createUpackWriteRepository,
   type NewVersion,
@@ -8,8 +7,9 @@ import {
 import { createPostgresUpackWriteRepository } from "../../../src/areas/upack/repository-postgres.js";
 import { versionSortKey } from "../../../src/domain/upack-version-sort.js";
 import { parseVersion } from "../../../src/domain/upack-version.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = "2026-11-29T10:00:00.000Z";
 const clock = { now: () => new Date(T0) };
@@ -57,13 +57,7 @@ describeOnBothDatabases("Universal package write repository", (database) => {
   let repository: UpackWriteRepository;
   let feeds = 0;
 
-  async function newFeed(name = `feed${++feeds}`): Promise<number> {
-    const [row] = (await database().exec(
-      "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
-      [name, `key-${name}`, T0, T0],
-    )) as [{ id: number }];
-    return row.id;
-  }
+  const newFeed = (name = `feed${++feeds}`) => insertFeed(database().exec, name, T0);
 
   /** Every package of the feed with its versions, as stored. */
   async function stored(feedId: number): Promise<StoredPackage[]> {
@@ -357,16 +351,10 @@ describeOnBothDatabases("Universal package write repository", (database) => {
   describe("races between nodes (PostgreSQL)", () => {
     /** Repositories each on a pool of its own, as the nodes of a cluster; none on SQLite, whose writers take turns. */
     let nodes: UpackWriteRepository[] = [];
-    const pools: pg.Pool[] = [];
+    const otherNode = otherNodesForBlock(database);
     beforeAll(() => {
-      const db = database();
-      if (db.kind !== "postgres") return;
-      const url = db.postgres.pool.options.connectionString ?? "";
-      for (let i = 0; i < 6; i += 1) pools.push(openPostgres(url, { applicationName: `node ${i}` }));
-      nodes = pools.map((pool) => createPostgresUpackWriteRepository({ pool, committed: () => {} }, clock));
-    });
-    afterAll(async () => {
-      await Promise.all(pools.map((pool) => pool.end()));
+      if (database().kind !== "postgres") return;
+      nodes = Array.from({ length: 6 }, () => createPostgresUpackWriteRepository(otherNode(), clock));
     });
 
     it("lets one of many concurrent uploads of one new version win; the others get VERSION_EXISTS (PostgreSQL)", async () => {

@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { createEventOutbox, type EventType, type StoredEvent } from "../../../src/lifecycle/events.js";
 import { bodyOf } from "../../../src/areas/webhooks/dispatcher.js";
 import type { Delivery, Webhook } from "../../../src/areas/webhooks/model.js";
@@ -10,9 +9,10 @@ import {
   type WebhookRepository,
 } from "../../../src/areas/webhooks/repository.js";
 import { createPostgresWebhookRepository, DELIVERY_CLAIM_MS } from "../../../src/areas/webhooks/repository-postgres.js";
-import { openPostgres } from "../../../src/storage/postgres/connection.js";
 import { isForeignKeyViolation } from "../../../src/storage/sqlite-errors.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
+import { otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertFeed } from "../../helpers/seed-rows.js";
 
 const T0 = new Date("2026-11-29T10:00:00.000Z");
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
@@ -111,15 +111,8 @@ describeOnBothDatabases("webhook repository", (database) => {
   beforeAll(async () => {
     webhooks = repositoryOn(database());
     const { exec } = database();
-    const feed = async (name: string) =>
-      (
-        (await exec(
-          "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
-          [name, `k-${name}`, T0.toISOString(), T0.toISOString()],
-        )) as [{ id: number }]
-      )[0].id;
-    feedId = await feed("main");
-    otherFeedId = await feed("other");
+    feedId = await insertFeed(exec, "main", T0.toISOString());
+    otherFeedId = await insertFeed(exec, "other", T0.toISOString());
   });
 
   it("stores webhooks, global and of a feed, and reads them back whole, in id order", async () => {
@@ -415,18 +408,8 @@ describeOnBothDatabases("webhook repository", (database) => {
   });
 
   // Several nodes on one database (PostgreSQL only): each on its own pool, as separate processes.
-  const pools: pg.Pool[] = [];
-  const node = () => {
-    const db = database();
-    if (db.kind !== "postgres") throw new Error("PostgreSQL only");
-    const url = db.postgres.pool.options.connectionString as string;
-    const pool = openPostgres(url, { applicationName: "wharf test node" });
-    pools.push(pool);
-    return createPostgresWebhookRepository({ pool, committed: () => {} });
-  };
-  afterAll(async () => {
-    await Promise.all(pools.map((pool) => pool.end()));
-  });
+  const otherNode = otherNodesForBlock(database);
+  const node = () => createPostgresWebhookRepository(otherNode());
 
   it("fans each event out once when two nodes fan out the same batch at once (PostgreSQL)", async () => {
     if (database().kind !== "postgres") return;
