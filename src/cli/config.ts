@@ -132,7 +132,7 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
   if (subcommand === "status") {
     if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
     const entity = entityOption(values);
-    const objects = entity ? [runtime.status.statusOf(entity.type, entity.name)] : runtime.status.statusOfAll();
+    const objects = entity ? [await runtime.status.statusOf(entity.type, entity.name)] : runtime.status.statusOfAll();
     if (values.json) ctx.out(JSON.stringify(entity ? objects[0] : objects, null, 2));
     else if (objects.length === 0) ctx.out("No servers, roles or environments.");
     else printStatuses(objects, ctx);
@@ -143,18 +143,18 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
     if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
     const entity = entityOption(values);
     let ids: number[];
-    if (entity === undefined) ids = infrastructure.listServers().map((s) => s.id);
-    else if (entity.type === "server") ids = [requireEntity(infrastructure.findServer(entity.name), entity).id];
+    if (entity === undefined) ids = (await infrastructure.listServers()).map((s) => s.id);
+    else if (entity.type === "server") ids = [requireEntity(await infrastructure.findServer(entity.name), entity).id];
     else if (entity.type === "role") {
-      ids = runtime.status.serversOfRole(requireEntity(infrastructure.findRole(entity.name), entity).id);
+      ids = runtime.status.serversOfRole(requireEntity(await infrastructure.findRole(entity.name), entity).id);
     } else {
-      const environment = requireEntity(infrastructure.findEnvironment(entity.name), entity);
-      ids = infrastructure.environmentServers(environment.id).map((s) => s.id);
+      const environment = requireEntity(await infrastructure.findEnvironment(entity.name), entity);
+      ids = (await infrastructure.environmentServers(environment.id)).map((s) => s.id);
     }
     let failed = false;
     const checked: StatusObject[] = [];
     for (const id of ids) {
-      const server = infrastructure.getServer(id);
+      const server = await infrastructure.getServer(id);
       if (server === undefined) continue;
       if (server.type === "agent") {
         ctx.out(`${server.name}: an agent server, checked by the running server (GET /api/configuration/check).`);
@@ -162,7 +162,7 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
       }
       const collection = await runtime.checker.check(id);
       if (collection?.status === "error") failed = true;
-      checked.push(runtime.status.statusOf("server", server.name));
+      checked.push(await runtime.status.statusOf("server", server.name));
     }
     if (checked.length > 0) printStatuses(checked, ctx);
     return failed ? 1 : 0;
@@ -192,7 +192,7 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
     const [server, ...extra] = rest;
     if (server === undefined) throw new UsageError("'config items' needs a server name");
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
-    const items = runtime.status.itemsOf(server);
+    const items = await runtime.status.itemsOf(server);
     if (values.json) ctx.out(JSON.stringify(items, null, 2));
     else if (items.length === 0) ctx.out(`No items collected on ${server} yet.`);
     else {

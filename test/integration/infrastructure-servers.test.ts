@@ -179,7 +179,7 @@ describe("local servers", () => {
     expect(row.variables).not.toContain("s3cret-value");
     expect(JSON.parse(row.variables)).toMatchObject({ Port: "8080", Password: { sensitive: true } });
     const runtime = createInfrastructureRepository(t.db, loadSecretKeys(t.config).box);
-    expect(runtime.serverVariables(row.id)).toEqual(
+    expect(await runtime.serverVariables(row.id)).toEqual(
       new Map([
         ["Port", { value: "8080", sensitive: false }],
         ["Password", { value: "s3cret-value", sensitive: true }],

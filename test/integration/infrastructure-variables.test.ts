@@ -81,7 +81,7 @@ describe("variables of one entity", () => {
       variables: string;
     };
     expect(row.variables).not.toContain("new-secret");
-    expect(runtime().serverVariables(row.id).get("Token")).toEqual({ value: "new-secret", sensitive: true });
+    expect((await runtime().serverVariables(row.id)).get("Token")).toEqual({ value: "new-secret", sensitive: true });
 
     ok(await json("DELETE", "/api/variables/server/web1/extra"));
     expectText(await json("DELETE", "/api/variables/server/web1/extra"), 404, "extra");
@@ -184,7 +184,7 @@ describe("global and scoped variables", () => {
     ok(await json("POST", "/api/variables/global", { Api: { value: "global-secret-1", sensitive: true } }));
     const stored = t.db.prepare("SELECT value FROM global_variables WHERE name_key = 'api'").get() as { value: string };
     expect(stored.value).not.toContain("global-secret-1");
-    expect(runtime().globalVariables().get("Api")).toEqual({ value: "global-secret-1", sensitive: true });
+    expect((await runtime().globalVariables()).get("Api")).toEqual({ value: "global-secret-1", sensitive: true });
     const answers = await Promise.all(
       [
         "/api/variables/global",

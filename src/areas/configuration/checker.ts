@@ -120,7 +120,7 @@ export function createChecker(deps: CheckerDeps): Checker {
   /** Waits while another process checks the server; its collection once it ended. */
   async function awaitForeign(serverId: number, signal: AbortSignal): Promise<Collection | undefined> {
     for (;;) {
-      const executing = collections.executingOf(serverId);
+      const executing = await collections.executingOf(serverId);
       if (executing === undefined) return collections.latestOf(serverId);
       if (signal.aborted) return executing;
       await new Promise((resolve) => setTimeout(resolve, FOREIGN_POLL_MS));
@@ -128,7 +128,7 @@ export function createChecker(deps: CheckerDeps): Checker {
   }
 
   async function run(serverId: number, options: CheckOptions): Promise<Collection | undefined> {
-    const server = infrastructure.getServer(serverId);
+    const server = await infrastructure.getServer(serverId);
     if (server === undefined || !server.active) return undefined;
     const signal = options.signal ? AbortSignal.any([stopping.signal, options.signal]) : stopping.signal;
     const release = options.jobId === undefined ? await pool.acquire() : () => undefined;
@@ -143,9 +143,9 @@ export function createChecker(deps: CheckerDeps): Checker {
       }
       await collect(server, id, signal, options.log ?? processLog(server));
       await write(() => collections.prune(serverId, KEEP_COLLECTIONS));
-      const ended = collections.get(id);
+      const ended = await collections.get(id);
       if (ended?.status === "completed" && ended.drifted > 0 && options.jobId === undefined) {
-        const current = infrastructure.getServer(serverId);
+        const current = await infrastructure.getServer(serverId);
         if (current?.active && current.driftMode === "automaticallyRemediate" && deps.onDrift) {
           await Promise.resolve(deps.onDrift(current, ended)).catch((error: unknown) =>
             log.error({ server: server.name, err: error }, "could not start the automatic remediation"),
@@ -165,7 +165,7 @@ export function createChecker(deps: CheckerDeps): Checker {
     lineOut: (level: LogLevel, text: string) => void,
   ): Promise<void> {
     try {
-      const desired = desiredStateOf(infrastructure, server.id, (text) => lineOut("info", text));
+      const desired = await desiredStateOf(infrastructure, server.id, (text) => lineOut("info", text));
       const roleIds = new Map(desired.roles.map((role) => [role.name.toLowerCase(), role.id]));
       const results = await deps
         .transportOf(server)
@@ -204,27 +204,23 @@ export function createChecker(deps: CheckerDeps): Checker {
     }
   }
 
-  function routine(): void {
+  async function routine(): Promise<void> {
     const interval = config.configCheckIntervalMs;
     const recent = clock.now().getTime() - interval / 2;
-    const due = infrastructure
-      .listServers()
-      .filter((server) => server.active && server.driftMode !== "none")
-      .filter((server) => {
-        const latest = collections.latestOf(server.id);
-        return latest === undefined || Date.parse(latest.startedAt) < recent;
-      })
-      .map((server) => server.id);
+    const due: number[] = [];
+    for (const server of await infrastructure.listServers()) {
+      if (!server.active || server.driftMode === "none") continue;
+      const latest = await collections.latestOf(server.id);
+      if (latest === undefined || Date.parse(latest.startedAt) < recent) due.push(server.id);
+    }
     request(due);
   }
 
   function schedule(delay: number): void {
     timer = setTimeout(() => {
-      try {
-        routine();
-      } catch (error) {
+      routine().catch((error: unknown) => {
         log.error({ err: error }, "could not start the routine configuration checks");
-      }
+      });
       if (state === "started") schedule(config.configCheckIntervalMs * (0.9 + 0.2 * random()));
     }, delay).unref();
   }

@@ -6,8 +6,9 @@ import { isUniqueViolation } from "../../storage/sqlite-errors.js";
  * The SQL of checks (migration 0011 `config_collections`, `config_collected_items`): one row per
  * check of a server, the items it found, and the counts that let a status of every server read no
  * item rows. At most one collection per server is executing (a unique partial index): begin()
- * answers undefined while one is. Synchronous single statements or transactions; the checker
- * retries them while another process holds the write lock.
+ * answers undefined while one is. Asynchronous (PostgreSQL in cluster mode:
+ * collections-repository-postgres.ts); on SQLite each method is still one synchronous statement or
+ * transaction, which the checker retries while another process holds the write lock.
  */
 export type CollectionStatus = "executing" | "completed" | "error";
 
@@ -36,26 +37,31 @@ export interface CollectedItem {
 
 export interface CollectionsRepository {
   /** A new executing collection; undefined when one is already executing for the server. */
-  begin(serverId: number, jobId: number | undefined, startedAt: string): number | undefined;
-  executingOf(serverId: number): Collection | undefined;
-  get(id: number): Collection | undefined;
+  begin(serverId: number, jobId: number | undefined, startedAt: string): Promise<number | undefined>;
+  executingOf(serverId: number): Promise<Collection | undefined>;
+  get(id: number): Promise<Collection | undefined>;
   /** The server's most recent collection, of any status. */
-  latestOf(serverId: number): Collection | undefined;
+  latestOf(serverId: number): Promise<Collection | undefined>;
   /** The server's collections, newest first (the last KEEP_COLLECTIONS: prune keeps no more). */
-  recentOf(serverId: number): Collection[];
+  recentOf(serverId: number): Promise<Collection[]>;
   /** The server's most recent completed collection (what its items show). */
-  latestCompletedOf(serverId: number): Collection | undefined;
+  latestCompletedOf(serverId: number): Promise<Collection | undefined>;
   /** Stores what was found and ends the collection completed. `roleIds`: by lowercased role name. */
-  complete(id: number, endedAt: string, results: readonly ItemResult[], roleIds: ReadonlyMap<string, number>): void;
-  fail(id: number, endedAt: string, errorText: string): void;
-  items(collectionId: number): CollectedItem[];
+  complete(
+    id: number,
+    endedAt: string,
+    results: readonly ItemResult[],
+    roleIds: ReadonlyMap<string, number>,
+  ): Promise<void>;
+  fail(id: number, endedAt: string, errorText: string): Promise<void>;
+  items(collectionId: number): Promise<CollectedItem[]>;
   /** Deletes all but the `keep` most recent collections of the server (and their items). */
-  prune(serverId: number, keep: number): void;
+  prune(serverId: number, keep: number): Promise<void>;
   /** Ends every executing collection `error` with the text (the restart rule); how many. */
-  endExecuting(endedAt: string, errorText: string): number;
+  endExecuting(endedAt: string, errorText: string): Promise<number>;
 }
 
-interface CollectionRow {
+export interface CollectionRow {
   id: number;
   server_id: number;
   job_id: number | null;
@@ -68,7 +74,7 @@ interface CollectionRow {
   unknown: number;
 }
 
-interface ItemRow {
+export interface CollectedItemRow {
   type: string;
   key: string;
   role_id: number | null;
@@ -80,7 +86,7 @@ interface ItemRow {
 
 const toCollection = (row: CollectionRow | undefined): Collection | undefined => row && collectionOf(row);
 
-const collectionOf = (row: CollectionRow): Collection => ({
+export const collectionOf = (row: CollectionRow): Collection => ({
   id: row.id,
   serverId: row.server_id,
   jobId: row.job_id ?? undefined,
@@ -92,6 +98,32 @@ const collectionOf = (row: CollectionRow): Collection => ({
   drifted: row.drifted,
   unknown: row.unknown,
 });
+
+/** A stored item as the status shows it (both databases). */
+export const collectedItemOf = (row: CollectedItemRow): CollectedItem => ({
+  type: row.type,
+  key: row.key,
+  roleId: row.role_id ?? undefined,
+  roleName: row.role_name ?? undefined,
+  status: row.status,
+  differences: JSON.parse(row.differences) as unknown[],
+  errorText: row.error_text ?? undefined,
+});
+
+/** The counts a completed collection stores of its results (both databases). */
+export function countsOf(results: readonly ItemResult[]): { drifted: number; unknown: number } {
+  let drifted = 0;
+  let unknown = 0;
+  for (const result of results) {
+    if (result.status === "drifted") drifted += 1;
+    if (result.status === "unknown") unknown += 1;
+  }
+  return { drifted, unknown };
+}
+
+/** The role id an item result is stored with: its role's, by lowercased name; null for the server's own (both databases). */
+export const resultRoleId = (result: ItemResult, roleIds: ReadonlyMap<string, number>): number | null =>
+  result.role === null ? null : (roleIds.get(result.role.toLowerCase()) ?? null);
 
 export function createCollectionsRepository(db: Db): CollectionsRepository {
   const q = {
@@ -124,7 +156,7 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
     fail: db.prepare<[string, string, number]>(
       "UPDATE config_collections SET status = 'error', ended_at = ?, error_text = ? WHERE id = ? AND status = 'executing'",
     ),
-    items: db.prepare<[number], ItemRow>(
+    items: db.prepare<[number], CollectedItemRow>(
       `SELECT type, key, role_id, role_name, status, differences, error_text FROM config_collected_items
        WHERE collection_id = ? ORDER BY position`,
     ),
@@ -140,29 +172,26 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
 
   const complete = db.transaction(
     (id: number, endedAt: string, results: readonly ItemResult[], roleIds: ReadonlyMap<string, number>) => {
-      let drifted = 0;
-      let unknown = 0;
       results.forEach((result, position) => {
-        if (result.status === "drifted") drifted += 1;
-        if (result.status === "unknown") unknown += 1;
         q.addItem.run(
           id,
           position,
           result.type,
           result.key,
-          result.role === null ? null : (roleIds.get(result.role.toLowerCase()) ?? null),
+          resultRoleId(result, roleIds),
           result.role,
           result.status,
           JSON.stringify(result.differences),
           result.error ?? null,
         );
       });
+      const { drifted, unknown } = countsOf(results);
       q.complete.run(endedAt, results.length, drifted, unknown, id);
     },
   );
 
   return {
-    begin(serverId, jobId, startedAt) {
+    async begin(serverId, jobId, startedAt) {
       try {
         return q.insert.get(serverId, jobId ?? null, startedAt)?.id;
       } catch (error) {
@@ -170,28 +199,19 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
         throw error;
       }
     },
-    executingOf: (serverId) => toCollection(q.executing.get(serverId)),
-    get: (id) => toCollection(q.get.get(id)),
-    latestOf: (serverId) => toCollection(q.latest.get(serverId)),
-    recentOf: (serverId) => q.recent.all(serverId).map(collectionOf),
-    latestCompletedOf: (serverId) => toCollection(q.latestCompleted.get(serverId)),
-    complete: (id, endedAt, results, roleIds) => complete(id, endedAt, results, roleIds),
-    fail(id, endedAt, errorText) {
+    executingOf: async (serverId) => toCollection(q.executing.get(serverId)),
+    get: async (id) => toCollection(q.get.get(id)),
+    latestOf: async (serverId) => toCollection(q.latest.get(serverId)),
+    recentOf: async (serverId) => q.recent.all(serverId).map(collectionOf),
+    latestCompletedOf: async (serverId) => toCollection(q.latestCompleted.get(serverId)),
+    complete: async (id, endedAt, results, roleIds) => complete(id, endedAt, results, roleIds),
+    async fail(id, endedAt, errorText) {
       q.fail.run(endedAt, errorText, id);
     },
-    items: (collectionId) =>
-      q.items.all(collectionId).map((row) => ({
-        type: row.type,
-        key: row.key,
-        roleId: row.role_id ?? undefined,
-        roleName: row.role_name ?? undefined,
-        status: row.status,
-        differences: JSON.parse(row.differences) as unknown[],
-        errorText: row.error_text ?? undefined,
-      })),
-    prune(serverId, keep) {
+    items: async (collectionId) => q.items.all(collectionId).map(collectedItemOf),
+    async prune(serverId, keep) {
       q.prune.run(serverId, serverId, keep);
     },
-    endExecuting: (endedAt, errorText) => q.endExecuting.run(endedAt, errorText).changes,
+    endExecuting: async (endedAt, errorText) => q.endExecuting.run(endedAt, errorText).changes,
   };
 }

@@ -103,24 +103,26 @@ export function parseSimulate(text: string | undefined): boolean {
  * The servers a check of the entity covers (none named: every server); 404 for an unknown name. A
  * role's status counts the servers that have it through dependencies too: so does its check.
  */
-export function serversToCheck(
+export async function serversToCheck(
   infrastructure: InfrastructureRepository,
   status: Pick<StatusService, "serversOfRole">,
   entity: { type: EntityType; name: string } | undefined,
-): number[] {
-  if (entity === undefined) return infrastructure.listServers().map((server) => server.id);
+): Promise<number[]> {
+  if (entity === undefined) return (await infrastructure.listServers()).map((server) => server.id);
   if (entity.type === "server") {
-    const server = infrastructure.findServer(entity.name);
+    const server = await infrastructure.findServer(entity.name);
     if (server === undefined) throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no server named '${entity.name}'.`);
     return [server.id];
   }
   const named =
-    entity.type === "role" ? infrastructure.findRole(entity.name) : infrastructure.findEnvironment(entity.name);
+    entity.type === "role"
+      ? await infrastructure.findRole(entity.name)
+      : await infrastructure.findEnvironment(entity.name);
   if (named === undefined)
     throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${entity.type} named '${entity.name}'.`);
   return entity.type === "role"
     ? status.serversOfRole(named.id)
-    : infrastructure.environmentServers(named.id).map((server) => server.id);
+    : (await infrastructure.environmentServers(named.id)).map((server) => server.id);
 }
 
 /** A remediation's arguments (`job`, `start`, `simulate`) read as the API reads them; 400 for bad ones. */
@@ -171,7 +173,7 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
     async (request, reply) => {
       const entity = entityOf(argumentsOf(request), ENTITY_TYPES);
       reply.header("Cache-Control", "no-store");
-      if (entity !== undefined) return status.statusOf(entity.type, entity.name);
+      if (entity !== undefined) return await status.statusOf(entity.type, entity.name);
       // Already JSON (kept while nothing changed): a thousand servers are not serialised again per request.
       return reply.header("Content-Type", "application/json; charset=utf-8").send(status.statusOfAllJson());
     },
@@ -189,7 +191,7 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
     },
     async (request, reply) => {
       const entity = entityOf(argumentsOf(request), ENTITY_TYPES);
-      checker.request(serversToCheck(infrastructure, status, entity));
+      checker.request(await serversToCheck(infrastructure, status, entity));
       return reply.header("Cache-Control", "no-store").send();
     },
   );
@@ -251,7 +253,7 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
     async (request, reply) => {
       const { serverName } = request.params as { serverName: string };
       reply.header("Cache-Control", "no-store");
-      return status.itemsOf(serverName);
+      return await status.itemsOf(serverName);
     },
   );
 };

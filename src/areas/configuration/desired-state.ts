@@ -31,20 +31,20 @@ export interface DesiredState {
 }
 
 /** The roles of a server in application order: each listed role preceded by its dependencies. */
-export function expandRoles(repository: InfrastructureRepository, serverId: number): EntityRef[] {
+export async function expandRoles(repository: InfrastructureRepository, serverId: number): Promise<EntityRef[]> {
   const ordered: EntityRef[] = [];
   const seen = new Set<number>();
   // Cycles are refused on write; `visiting` only keeps a cycle slipped in by hand from looping.
   const visiting = new Set<number>();
-  const visit = (role: EntityRef) => {
+  const visit = async (role: EntityRef): Promise<void> => {
     if (seen.has(role.id) || visiting.has(role.id)) return;
     visiting.add(role.id);
-    for (const dependency of repository.roleDependencies(role.id)) visit(dependency);
+    for (const dependency of await repository.roleDependencies(role.id)) await visit(dependency);
     visiting.delete(role.id);
     seen.add(role.id);
     ordered.push(role);
   };
-  for (const role of repository.serverRoles(serverId)) visit(role);
+  for (const role of await repository.serverRoles(serverId)) await visit(role);
   return ordered;
 }
 
@@ -55,12 +55,12 @@ const definedBy = (item: DesiredItem) => (item.role === null ? "the server" : `r
  * The desired state of a server. `note` hears one line per overridden item (no content, only the
  * item's type and key, and who defined it).
  */
-export function desiredStateOf(
+export async function desiredStateOf(
   repository: InfrastructureRepository,
   serverId: number,
   note: (message: string) => void = () => undefined,
-): DesiredState {
-  const roles = expandRoles(repository, serverId);
+): Promise<DesiredState> {
+  const roles = await expandRoles(repository, serverId);
   const items: DesiredItem[] = [];
   const positions = new Map<string, number>();
   const add = (item: DesiredItem) => {
@@ -75,15 +75,15 @@ export function desiredStateOf(
     note(`The ${item.type} item ${item.key} of ${definedBy(item)} overrides the one of ${definedBy(earlier)}.`);
     items[at] = item;
   };
-  for (const role of roles) for (const item of repository.roleItems(role.id)) add(item);
-  for (const item of repository.serverItems(serverId)) add(item);
+  for (const role of roles) for (const item of await repository.roleItems(role.id)) add(item);
+  for (const item of await repository.serverItems(serverId)) add(item);
 
-  const layers: Variables[] = [repository.globalVariables()];
-  for (const environment of repository.serverEnvironments(serverId)) {
-    layers.push(repository.environmentVariables(environment.id));
+  const layers: Variables[] = [await repository.globalVariables()];
+  for (const environment of await repository.serverEnvironments(serverId)) {
+    layers.push(await repository.environmentVariables(environment.id));
   }
-  for (const role of roles) layers.push(repository.roleVariables(role.id));
-  layers.push(repository.serverVariables(serverId));
+  for (const role of roles) layers.push(await repository.roleVariables(role.id));
+  layers.push(await repository.serverVariables(serverId));
   const variables = new Map<string, string>();
   for (const layer of layers) for (const [name, value] of valuesByLowerName(layer)) variables.set(name, value);
 

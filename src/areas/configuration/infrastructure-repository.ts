@@ -7,8 +7,9 @@ import { openVariable, readVariableColumn, type Variables } from "./variables-mo
 
 /**
  * Read-only SQL over servers, roles and environments (migration 0011, environments of 0008) for
- * the runtime: checks, remediation, status and the agent protocol. Synchronous: reads never wait
- * for a lock (WAL) and each is one statement. Names match case-insensitively; `{ id, name }` gives
+ * the runtime: checks, remediation, status and the agent protocol. Asynchronous (PostgreSQL in
+ * cluster mode: infrastructure-repository-postgres.ts); on SQLite each method is still one
+ * synchronous statement (WAL: reads never wait for a lock). Names match case-insensitively; `{ id, name }` gives
  * the name as stored. The writes are the services' (servers-service.ts, roles-service.ts,
  * variables-service.ts).
  */
@@ -28,32 +29,32 @@ export interface ServerSummary extends ServerTarget {
 }
 
 export interface InfrastructureRepository {
-  findServer(name: string): EntityRef | undefined;
-  findRole(name: string): EntityRef | undefined;
-  findEnvironment(name: string): EntityRef | undefined;
+  findServer(name: string): Promise<EntityRef | undefined>;
+  findRole(name: string): Promise<EntityRef | undefined>;
+  findEnvironment(name: string): Promise<EntityRef | undefined>;
   /** Every server, by name. */
-  listServers(): ServerSummary[];
+  listServers(): Promise<ServerSummary[]>;
   /** One server by id; undefined when it was deleted. */
-  getServer(id: number): ServerSummary | undefined;
+  getServer(id: number): Promise<ServerSummary | undefined>;
   /** The agent server whose current key hashes to `agentKeyHash` (hashApiKey); undefined when none (revoked). */
-  findServerByAgentKeyHash(agentKeyHash: string): ServerSummary | undefined;
+  findServerByAgentKeyHash(agentKeyHash: string): Promise<ServerSummary | undefined>;
   /** A server's roles in the order it lists them. */
-  serverRoles(serverId: number): EntityRef[];
-  serverEnvironments(serverId: number): EntityRef[];
+  serverRoles(serverId: number): Promise<EntityRef[]>;
+  serverEnvironments(serverId: number): Promise<EntityRef[]>;
   /** The roles `roleId` depends on directly, by name. */
-  roleDependencies(roleId: number): EntityRef[];
+  roleDependencies(roleId: number): Promise<EntityRef[]>;
   /** Servers that list the role (directly), by name. */
-  roleServers(roleId: number): EntityRef[];
-  environmentServers(environmentId: number): EntityRef[];
+  roleServers(roleId: number): Promise<EntityRef[]>;
+  environmentServers(environmentId: number): Promise<EntityRef[]>;
   /** Items of a role in their order, sensitive content opened (never answer it). */
-  roleItems(roleId: number): DesiredItem[];
+  roleItems(roleId: number): Promise<DesiredItem[]>;
   /** A server's own items (role null) in their order, sensitive content opened. */
-  serverItems(serverId: number): DesiredItem[];
+  serverItems(serverId: number): Promise<DesiredItem[]>;
   /** Variables as stored, sensitive values included (for templates only; never answer them). */
-  serverVariables(serverId: number): Variables;
-  roleVariables(roleId: number): Variables;
-  environmentVariables(environmentId: number): Variables;
-  globalVariables(): Variables;
+  serverVariables(serverId: number): Promise<Variables>;
+  roleVariables(roleId: number): Promise<Variables>;
+  environmentVariables(environmentId: number): Promise<Variables>;
+  globalVariables(): Promise<Variables>;
 }
 
 export interface ServerRow {
@@ -93,9 +94,25 @@ export function toServerSummary(row: ServerRow): ServerSummary {
   };
 }
 
-interface ItemRow {
+export interface ItemRow {
   definition: string;
   role_name: string | null;
+}
+
+export interface GlobalVariableRow {
+  name: string;
+  value: string;
+  sensitive: number;
+}
+
+/** Global variables by name, sensitive values opened (both databases). */
+export function globalVariablesOf(rows: readonly GlobalVariableRow[], secrets: SecretBox): Variables {
+  return new Map(
+    rows.map((row) => {
+      const sensitive = row.sensitive === 1;
+      return [row.name, { value: sensitive ? openVariable(row.value, secrets) : row.value, sensitive }];
+    }),
+  );
 }
 
 const key = (name: string) => name.toLowerCase();
@@ -142,7 +159,7 @@ export function createInfrastructureRepository(db: Db, secrets: SecretBox): Infr
     environmentVariables: db.prepare<[number], { variables: string }>(
       "SELECT variables FROM environments WHERE id = ?",
     ),
-    globalVariables: db.prepare<[], { name: string; value: string; sensitive: number }>(
+    globalVariables: db.prepare<[], GlobalVariableRow>(
       "SELECT name, value, sensitive FROM global_variables ORDER BY name_key",
     ),
   };
@@ -150,34 +167,28 @@ export function createInfrastructureRepository(db: Db, secrets: SecretBox): Infr
   const column = (row: { variables: string } | undefined) => readVariableColumn(row?.variables ?? "{}", secrets);
 
   return {
-    findServer: (name) => q.server.get(key(name)),
-    findRole: (name) => q.role.get(key(name)),
-    findEnvironment: (name) => q.environment.get(key(name)),
-    listServers: () => q.servers.all().map(toServerSummary),
-    getServer(id) {
+    findServer: async (name) => q.server.get(key(name)),
+    findRole: async (name) => q.role.get(key(name)),
+    findEnvironment: async (name) => q.environment.get(key(name)),
+    listServers: async () => q.servers.all().map(toServerSummary),
+    async getServer(id) {
       const row = q.serverById.get(id);
       return row && toServerSummary(row);
     },
-    findServerByAgentKeyHash(agentKeyHash) {
+    async findServerByAgentKeyHash(agentKeyHash) {
       const row = q.serverByAgentKey.get(agentKeyHash);
       return row && toServerSummary(row);
     },
-    serverRoles: (serverId) => q.serverRoles.all(serverId),
-    serverEnvironments: (serverId) => q.serverEnvironments.all(serverId),
-    roleDependencies: (roleId) => q.roleDependencies.all(roleId),
-    roleServers: (roleId) => q.roleServers.all(roleId),
-    environmentServers: (environmentId) => q.environmentServers.all(environmentId),
-    roleItems: (roleId) => items(q.roleItems.all(roleId)),
-    serverItems: (serverId) => items(q.serverItems.all(serverId)),
-    serverVariables: (serverId) => column(q.serverVariables.get(serverId)),
-    roleVariables: (roleId) => column(q.roleVariables.get(roleId)),
-    environmentVariables: (environmentId) => column(q.environmentVariables.get(environmentId)),
-    globalVariables: () =>
-      new Map(
-        q.globalVariables.all().map((row) => {
-          const sensitive = row.sensitive === 1;
-          return [row.name, { value: sensitive ? openVariable(row.value, secrets) : row.value, sensitive }];
-        }),
-      ),
+    serverRoles: async (serverId) => q.serverRoles.all(serverId),
+    serverEnvironments: async (serverId) => q.serverEnvironments.all(serverId),
+    roleDependencies: async (roleId) => q.roleDependencies.all(roleId),
+    roleServers: async (roleId) => q.roleServers.all(roleId),
+    environmentServers: async (environmentId) => q.environmentServers.all(environmentId),
+    roleItems: async (roleId) => items(q.roleItems.all(roleId)),
+    serverItems: async (serverId) => items(q.serverItems.all(serverId)),
+    serverVariables: async (serverId) => column(q.serverVariables.get(serverId)),
+    roleVariables: async (roleId) => column(q.roleVariables.get(roleId)),
+    environmentVariables: async (environmentId) => column(q.environmentVariables.get(environmentId)),
+    globalVariables: async () => globalVariablesOf(q.globalVariables.all(), secrets),
   };
 }

@@ -80,28 +80,32 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
   }
 
   /** The servers a remediation of the entity covers (role: those whose roles include it, through dependencies too). */
-  function targetsOf(type: EntityType, name: string): { canonical: string; targets: Payload["targets"] } {
+  async function targetsOf(
+    type: EntityType,
+    name: string,
+  ): Promise<{ canonical: string; targets: Payload["targets"] }> {
     if (type === "server") {
-      const server = infrastructure.findServer(name);
+      const server = await infrastructure.findServer(name);
       if (server === undefined) throw entityNotFound(type, name);
       return { canonical: server.name, targets: [{ serverId: server.id, roleId: null }] };
     }
     if (type === "environment") {
-      const environment = infrastructure.findEnvironment(name);
+      const environment = await infrastructure.findEnvironment(name);
       if (environment === undefined) throw entityNotFound(type, name);
-      const servers = infrastructure.environmentServers(environment.id);
+      const servers = await infrastructure.environmentServers(environment.id);
       return { canonical: environment.name, targets: servers.map((s) => ({ serverId: s.id, roleId: null })) };
     }
-    const role = infrastructure.findRole(name);
+    const role = await infrastructure.findRole(name);
     if (role === undefined) throw entityNotFound(type, name);
-    const servers = infrastructure
-      .listServers()
-      .filter((server) => expandRoles(infrastructure, server.id).some((r) => r.id === role.id));
+    const servers: ServerSummary[] = [];
+    for (const server of await infrastructure.listServers()) {
+      if ((await expandRoles(infrastructure, server.id)).some((r) => r.id === role.id)) servers.push(server);
+    }
     return { canonical: role.name, targets: servers.map((s) => ({ serverId: s.id, roleId: role.id })) };
   }
 
   async function request(input: RemediationRequest): Promise<number> {
-    const { canonical, targets } = targetsOf(input.entityType, input.entityName);
+    const { canonical, targets } = await targetsOf(input.entityType, input.entityName);
     const payload: Payload = {
       entityType: input.entityType,
       entityName: canonical,
@@ -178,7 +182,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
     job: Job,
     context: JobContext,
   ): Promise<boolean> {
-    const desired = desiredStateOf(infrastructure, server.id, (text) => context.log("info", text));
+    const desired = await desiredStateOf(infrastructure, server.id, (text) => context.log("info", text));
     const roleName = roleId === null ? null : desired.roles.find((role) => role.id === roleId)?.name;
     if (roleName === undefined) {
       context.log("warn", `${server.name} no longer has the role this job remediates; skipped.`);
@@ -247,7 +251,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
     let ok = true;
     for (const target of payload.targets) {
       context.signal.throwIfAborted();
-      const server = infrastructure.getServer(target.serverId);
+      const server = await infrastructure.getServer(target.serverId);
       if (server === undefined || !server.active) {
         context.log("warn", `The server ${target.serverId} was deleted or is inactive; skipped.`);
         continue;

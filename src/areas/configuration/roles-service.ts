@@ -59,7 +59,7 @@ export function createRolesService(deps: {
    * The ids of `names`, refusing a missing role and the role itself; a longer cycle is refused by
    * the repository, in the transaction that saves the dependencies (role-cycles.ts).
    */
-  const dependencies = (roleName: string, names: readonly string[]): number[] => {
+  const dependencies = async (roleName: string, names: readonly string[]): Promise<number[]> => {
     const ids: number[] = [];
     for (const name of distinctNames(names)) {
       if (name.toLowerCase() === roleName.toLowerCase()) {
@@ -68,23 +68,27 @@ export function createRolesService(deps: {
           `The role '${roleName}' cannot depend on itself (${roleName} -> ${roleName}).`,
         );
       }
-      const found = infrastructure.findRole(name);
+      const found = await infrastructure.findRole(name);
       if (!found) throw unprocessable("ROLE_NOT_FOUND", `The role '${name}' does not exist.`);
       ids.push(found.id);
     }
     return ids;
   };
 
-  const write = (name: string, input: RoleInput, current: RoleRecord | undefined) => {
+  const write = async (name: string, input: RoleInput, current: RoleRecord | undefined) => {
     checkEntityName("role", name);
+    // Validated in this order, as before the reads were asynchronous: name, variables, dependencies, items.
+    const description = input.description !== undefined ? (input.description ?? null) : (current?.description ?? null);
+    const variables =
+      input.variables !== undefined
+        ? parseVariables(input.variables, "variables", current?.variables)
+        : (current?.variables ?? new Map());
+    const dependsOnIds = await dependencies(name, input.dependsOn ?? current?.dependsOn ?? []);
     return {
       name,
-      description: input.description !== undefined ? (input.description ?? null) : (current?.description ?? null),
-      variables:
-        input.variables !== undefined
-          ? parseVariables(input.variables, "variables", current?.variables)
-          : (current?.variables ?? new Map()),
-      dependsOnIds: dependencies(name, input.dependsOn ?? current?.dependsOn ?? []),
+      description,
+      variables,
+      dependsOnIds,
       items: input.items !== undefined ? parseConfigItems(input.items, name) : current ? undefined : [],
     };
   };
@@ -95,10 +99,10 @@ export function createRolesService(deps: {
       return (await roles.list()).map(toJson);
     },
     get: async (name) => toJson(await find(name)),
-    create: async (name, input) => toJson(await roles.insert(write(name, input, undefined), now())),
+    create: async (name, input) => toJson(await roles.insert(await write(name, input, undefined), now())),
     async update(name, input) {
       const current = await find(name);
-      return toJson(await roles.update(current.id, write(input.name ?? current.name, input, current), now()));
+      return toJson(await roles.update(current.id, await write(input.name ?? current.name, input, current), now()));
     },
     async delete(name) {
       if (!(await roles.delete(name))) throw roleNotFound(name);

@@ -150,17 +150,22 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
     return record;
   };
 
-  const ids = (what: "role" | "environment", names: readonly string[]) =>
-    distinctNames(names).map((name) => {
+  /** The ids of the named roles or environments, in order; the first unknown name is refused. */
+  const ids = async (what: "role" | "environment", names: readonly string[]) => {
+    const found: number[] = [];
+    for (const name of distinctNames(names)) {
       if (what === "role") {
-        const role = infrastructure.findRole(name);
+        const role = await infrastructure.findRole(name);
         if (!role) throw unprocessable("ROLE_NOT_FOUND", `The role '${name}' does not exist.`);
-        return role.id;
+        found.push(role.id);
+        continue;
       }
-      const environment = infrastructure.findEnvironment(name);
+      const environment = await infrastructure.findEnvironment(name);
       if (!environment) throw unprocessable("ENVIRONMENT_NOT_FOUND", `The environment '${name}' does not exist.`);
-      return environment.id;
-    });
+      found.push(environment.id);
+    }
+    return found;
+  };
 
   const pinnedKey = async (hostName: string, port: number) => {
     try {
@@ -247,11 +252,11 @@ export function createServersService(deps: ServersServiceDeps): ServersService {
       input.variables !== undefined
         ? parseVariables(input.variables, "variables", current?.variables)
         : (current?.variables ?? new Map());
-    const roleIds = input.roles != null ? ids("role", input.roles) : ids("role", current?.roles ?? []);
+    const roleIds = input.roles != null ? await ids("role", input.roles) : await ids("role", current?.roles ?? []);
     const environmentIds =
       input.environments != null
-        ? ids("environment", input.environments)
-        : ids("environment", current?.environments ?? []);
+        ? await ids("environment", input.environments)
+        : await ids("environment", current?.environments ?? []);
     const items: DesiredItem[] | undefined =
       input.items !== undefined ? parseConfigItems(input.items, null) : undefined;
 

@@ -71,13 +71,13 @@ export interface ItemObject {
 
 export interface StatusService {
   /** One entity's status; 404 for an unknown name. */
-  statusOf(type: EntityType, name: string): StatusObject;
+  statusOf(type: EntityType, name: string): Promise<StatusObject>;
   /** Every server, role and environment, each kind by name. */
   statusOfAll(): StatusObject[];
   /** statusOfAll as UTF-8 JSON, kept while nothing changed (what the API sends). */
   statusOfAllJson(): Buffer;
   /** The items of a server's last completed check; 404 for an unknown server. */
-  itemsOf(serverName: string): ItemObject[];
+  itemsOf(serverName: string): Promise<ItemObject[]>;
   /** The servers whose roles include the role, directly or through dependencies. */
   serversOfRole(roleId: number): number[];
 }
@@ -344,20 +344,20 @@ export function createStatusService(deps: StatusDeps): StatusService {
   return {
     serversOfRole: (roleId) => membersByRole().get(roleId) ?? [],
 
-    statusOf(type, name) {
+    async statusOf(type, name) {
       if (type === "server") {
-        const ref = infrastructure.findServer(name);
+        const ref = await infrastructure.findServer(name);
         const row = ref && q.one.get(ref.id);
         if (ref === undefined || row === undefined) throw missing(type, name);
         return serverObject(row, remediations.open(ref.id));
       }
       if (type === "role") {
-        const role = infrastructure.findRole(name);
+        const role = await infrastructure.findRole(name);
         if (role === undefined) throw missing(type, name);
         return roleObject(load(), role);
       }
       if (type === "environment") {
-        const environment = infrastructure.findEnvironment(name);
+        const environment = await infrastructure.findEnvironment(name);
         if (environment === undefined) throw missing(type, name);
         return environmentObject(load(), environment);
       }
@@ -375,14 +375,14 @@ export function createStatusService(deps: StatusDeps): StatusService {
       return json;
     },
 
-    itemsOf(serverName) {
-      const server = infrastructure.findServer(serverName);
+    async itemsOf(serverName) {
+      const server = await infrastructure.findServer(serverName);
       if (server === undefined) throw missing("server", serverName);
-      const collection = collections.latestCompletedOf(server.id);
+      const collection = await collections.latestCompletedOf(server.id);
       if (collection === undefined) return [];
       const pending = remediations.open(server.id).filter((job) => job.status === "pending");
       const collectionDate = seedDate(collection.startedAt);
-      return collections.items(collection.id).map((item) => {
+      return (await collections.items(collection.id)).map((item) => {
         const object: ItemObject = {
           type: item.type,
           key: item.key,

@@ -77,7 +77,7 @@ const itemRowSchema = z
 type ServerRow = z.input<typeof serverRowSchema>;
 type Infrastructure = NativeConfigurationServices["infrastructure"];
 
-function serverRow(server: ReturnType<Infrastructure["listServers"]>[number]): ServerRow {
+function serverRow(server: Awaited<ReturnType<Infrastructure["listServers"]>>[number]): ServerRow {
   return {
     Server_Id: server.id,
     Server_Name: server.name,
@@ -104,8 +104,7 @@ const getServers = defineNativeMethod({
   attribute: "Infrastructure_View",
   result: z.array(serverRowSchema),
   async run(args, { services: { configuration } }) {
-    return configuration.infrastructure
-      .listServers()
+    return (await configuration.infrastructure.listServers())
       .filter((server) => server.active || args.IncludeInactive_Indicator !== false)
       .map(serverRow);
   },
@@ -129,18 +128,22 @@ const getServer = defineNativeMethod({
     if (args.Server_Id === undefined && args.Server_Name === undefined) {
       throw new DomainError("invalid", "MISSING_PARAMETER", "The parameter 'Server_Id' or 'Server_Name' is required.");
     }
-    const byName = args.Server_Name === undefined ? undefined : infrastructure.findServer(args.Server_Name);
+    const byName = args.Server_Name === undefined ? undefined : await infrastructure.findServer(args.Server_Name);
     const serverId = args.Server_Id ?? byName?.id;
-    const server = serverId === undefined ? undefined : infrastructure.getServer(serverId);
+    const server = serverId === undefined ? undefined : await infrastructure.getServer(serverId);
     if (!server || (args.Server_Name !== undefined && byName?.id !== server.id)) {
       return { Servers_Extended: [], ServerRoles: [], Environments: [] };
     }
     return {
       Servers_Extended: [serverRow(server)],
-      ServerRoles: infrastructure.serverRoles(server.id).map((r) => ({ ServerRole_Id: r.id, ServerRole_Name: r.name })),
-      Environments: infrastructure
-        .serverEnvironments(server.id)
-        .map((e) => ({ Environment_Id: e.id, Environment_Name: e.name })),
+      ServerRoles: (await infrastructure.serverRoles(server.id)).map((r) => ({
+        ServerRole_Id: r.id,
+        ServerRole_Name: r.name,
+      })),
+      Environments: (await infrastructure.serverEnvironments(server.id)).map((e) => ({
+        Environment_Id: e.id,
+        Environment_Name: e.name,
+      })),
     };
   },
 });
@@ -155,13 +158,13 @@ const getServerRoles = defineNativeMethod({
     const { infrastructure, roles } = configuration;
     const rows = [];
     for (const role of await roles.list()) {
-      const ref = infrastructure.findRole(role.name);
+      const ref = await infrastructure.findRole(role.name);
       if (!ref) continue; // deleted between the two reads
       rows.push({
         ServerRole_Id: ref.id,
         ServerRole_Name: ref.name,
         ...(role.description !== undefined && { ServerRole_Description: role.description }),
-        Server_Count: infrastructure.roleServers(ref.id).length,
+        Server_Count: (await infrastructure.roleServers(ref.id)).length,
       });
     }
     return rows;
@@ -200,7 +203,7 @@ const getConfigurationStatus = defineNativeMethod({
     if (entity === undefined) statuses = configuration.status.statusOfAll();
     else {
       try {
-        statuses = [configuration.status.statusOf(entity[0], entity[1])];
+        statuses = [await configuration.status.statusOf(entity[0], entity[1])];
       } catch (error) {
         if (error instanceof DomainError && error.kind === "not_found") return [];
         throw error;
@@ -233,7 +236,7 @@ const getConfigurationItems = defineNativeMethod({
   async run(args, { services: { configuration } }) {
     let items;
     try {
-      items = configuration.status.itemsOf(args.Server_Name);
+      items = await configuration.status.itemsOf(args.Server_Name);
     } catch (error) {
       if (error instanceof DomainError && error.kind === "not_found") return [];
       throw error;

@@ -27,7 +27,7 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
 
   app.post("/configuration/check", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, CONFIGURATION_MANAGE))) return reply;
-    checker.request(serversToCheck(infrastructure, status, undefined));
+    checker.request(await serversToCheck(infrastructure, status, undefined));
     return reply.redirect("/configuration?checked", 303);
   });
 
@@ -45,7 +45,7 @@ export function registerConfigurationActions(app: FastifyInstance, deps: WebUiDe
     };
     try {
       if (action === "check") {
-        checker.request(serversToCheck(infrastructure, status, { type, name }));
+        checker.request(await serversToCheck(infrastructure, status, { type, name }));
         return await reply.redirect(`${entityUrl(type, name)}?checked`, 303);
       }
       // The fields as sent (not the form's reading of them): a bad `simulate` is the API's 400, never a real run.

@@ -17,6 +17,7 @@ import {
   type StatusView,
 } from "./present.js";
 import type { Collection } from "../../configuration/collections-repository.js";
+import type { ServerSummary } from "../../configuration/infrastructure-repository.js";
 import type { RemediationJobs } from "./remediation-jobs.js";
 import { ACTIONS, ENTITY, JOB_TABLE, STATUS_BADGE, STATUS_TABLE } from "./templates.js";
 
@@ -51,7 +52,7 @@ export interface EntityPageOptions {
 /** The pages' own reads (recent jobs and checks), made once at registration. */
 export interface EntityReads {
   readonly jobs: RemediationJobs;
-  readonly recentChecks: (serverId: number) => Collection[];
+  readonly recentChecks: (serverId: number) => Promise<Collection[]>;
 }
 
 const byKey = (type: EntityType, name: string) => `${type}:${name.toLowerCase()}`;
@@ -75,12 +76,12 @@ export async function sendEntityPage(
   const status = deps.configurationRuntime.status;
   const ref =
     type === "server"
-      ? infrastructure.findServer(name)
+      ? await infrastructure.findServer(name)
       : type === "role"
-        ? infrastructure.findRole(name)
-        : infrastructure.findEnvironment(name);
+        ? await infrastructure.findRole(name)
+        : await infrastructure.findEnvironment(name);
   if (ref === undefined) return sendNotFound(request, reply, `There is no ${type} named '${name}'.`);
-  const own = statusView(status.statusOf(type, ref.name));
+  const own = statusView(await status.statusOf(type, ref.name));
   const all = new Map<string, StatusObject>(status.statusOfAll().map((o) => [byKey(o.type, o.name), o]));
   const serverRows = (ids: readonly { name: string }[]): StatusView[] =>
     ids.flatMap((server) => {
@@ -97,18 +98,22 @@ export async function sendEntityPage(
   let servers: StatusView[] | undefined;
   let links: { title: string; entries: { name: string; url: string }[] }[];
   if (type === "server") {
-    items = status.itemsOf(ref.name).map(itemView);
-    checks = recentChecks(ref.id).map(checkView);
+    items = (await status.itemsOf(ref.name)).map(itemView);
+    checks = (await recentChecks(ref.id)).map(checkView);
     links = [
-      { title: "Roles", entries: infrastructure.serverRoles(ref.id).map(link("role")) },
-      { title: "Environments", entries: infrastructure.serverEnvironments(ref.id).map(link("environment")) },
+      { title: "Roles", entries: (await infrastructure.serverRoles(ref.id)).map(link("role")) },
+      { title: "Environments", entries: (await infrastructure.serverEnvironments(ref.id)).map(link("environment")) },
     ];
   } else if (type === "role") {
-    const members = status.serversOfRole(ref.id).flatMap((id) => infrastructure.getServer(id) ?? []);
+    const members: ServerSummary[] = [];
+    for (const id of status.serversOfRole(ref.id)) {
+      const server = await infrastructure.getServer(id);
+      if (server !== undefined) members.push(server);
+    }
     servers = serverRows(members.sort((a, b) => a.name.localeCompare(b.name)));
-    links = [{ title: "Depends on", entries: infrastructure.roleDependencies(ref.id).map(link("role")) }];
+    links = [{ title: "Depends on", entries: (await infrastructure.roleDependencies(ref.id)).map(link("role")) }];
   } else {
-    servers = serverRows(infrastructure.environmentServers(ref.id));
+    servers = serverRows(await infrastructure.environmentServers(ref.id));
     links = [];
   }
   const jobRows = (type === "server" ? jobs.recentOfServer(ref.id) : jobs.recentOfEntity(type, ref.name)).map((job) =>
