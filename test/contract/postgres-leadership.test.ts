@@ -212,7 +212,9 @@ describe.skipIf(!postgresInstalled())("leadership by PostgreSQL advisory lock", 
         onLose: () => void events.push(`${id} lose`),
       }),
     );
-    const sampler = sampleLeaders(nodes);
+    // No sampling of isLeader() here: the server frees the lock as it ends the session, before the
+    // old leader hears of it, so for that moment two may believe they lead (a lease without fencing:
+    // docs/cluster-mode.md). What holds: one holder of the lock, and the old leader's onLose.
     for (const node of nodes) node.start();
     await waitFor(() => leadersAmong(nodes).length === 1, HANDOVER_DEADLINE_MS, "a leader");
     const old = leadersAmong(nodes)[0] as Leadership;
@@ -256,20 +258,15 @@ describe.skipIf(!postgresInstalled())("leadership by PostgreSQL advisory lock", 
     expect(again?.applicationName).toBe(leaseApplicationName(`term-${oldId}`, "test"));
     expect(again?.pid).not.toBe(oldSession?.pid);
 
-    expect(sampler.mostAtOnce()).toBe(1);
     const oldEvents = events.filter((event) => event.startsWith(`${oldId} `));
     expect(oldEvents).toEqual([`${oldId} gain`, `${oldId} lose`, `${oldId} gain`]);
-    // Every lose follows a gain of the same node, and the gains alternate with loses overall.
-    let leading: string | undefined;
-    for (const event of events) {
-      const [id, what] = event.split(" ");
-      if (what === "gain") {
-        expect(leading).toBeUndefined();
-        leading = id;
-      } else {
-        expect(leading).toBe(id);
-        leading = undefined;
-      }
+    // Each node's own gains and loses alternate, starting with a gain.
+    for (const id of ids) {
+      const own = events.filter((event) => event.startsWith(`${id} `)).map((event) => event.split(" ")[1]);
+      expect(
+        own.every((what, i) => what === (i % 2 === 0 ? "gain" : "lose")),
+        `${id}: ${own.join(", ")}`,
+      ).toBe(true);
     }
     await old.close();
   });
