@@ -25,7 +25,7 @@ import {
   createFeedPackageSource,
 } from "./areas/configuration/index.js";
 import { auditArea, createAuditLog, registerAuditRecording } from "./areas/audit/index.js";
-import { createAuthRepository } from "./areas/security/auth-repository.js";
+import { createAuthRepositoryOf } from "./areas/security/repository.js";
 import { createThrottledAuthenticator } from "./areas/security/attempt-throttle.js";
 import { createAuthMetrics } from "./areas/security/auth-metrics.js";
 import { createSecurityServices, securityArea } from "./areas/security/index.js";
@@ -47,28 +47,44 @@ import { createHotResponses, type HotResponses } from "./http/hot-responses.js";
 import { registerOpenApi, registerOpenApiRoutes } from "./http/openapi.js";
 import { registerPreAuthBodyLimits } from "./http/pre-auth-body.js";
 import { serverGuardsFor, serverWithFirstResponder } from "./http/server-factory.js";
-import { createJobRunner } from "./jobs/runner.js";
+import { createJobRunner, type JobRunner } from "./jobs/runner.js";
 import { uploadArchiveLimits } from "./storage/archives.js";
 import { blobReferenceCheck } from "./storage/blob-keeper.js";
 import { createBlobStores } from "./storage/blob-stores.js";
 import type { createObjectStore } from "./storage/store-factory.js";
 import { createEveryStoreCollector } from "./storage/stores-collector.js";
 import { createFeedStoreMoves, type FeedStoreMoveHooks } from "./storage/feed-store-move.js";
-import { resealStorageCredentials } from "./storage/storage-reseal.js";
+import { resealStorageCredentials, type StorageResealResult } from "./storage/storage-reseal.js";
+import { resealPostgresStorageCredentials } from "./storage/storage-reseal-postgres.js";
+import { byDatabase, cacheVersionOf, isPostgres, type MetadataDb } from "./storage/metadata-db.js";
+import type { PostgresChangeWatch } from "./storage/postgres/change-feed.js";
+import { defaultNodeId } from "./storage/postgres/cluster-nodes.js";
+import { postgresBlobReferenceCheck } from "./storage/blob-keeper-postgres.js";
+import { createPostgresJobRunner } from "./jobs/runner-postgres.js";
+import { createLedSingletons, createLocalSingletons } from "./jobs/singletons.js";
+import { clusterRoutes } from "./areas/health/cluster-routes.js";
+import { NODE_HEARTBEAT_MS } from "./cluster-node.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
-import { changeWatchOf } from "./storage/change-watch.js";
 import type { BlobStore } from "./storage/blob-store.js";
 import { neverBlockOnLocks } from "./storage/busy.js";
-import type { Db } from "./storage/database.js";
 import { DATA_DIR_NAMES, dataPaths } from "./storage/data-paths.js";
 import { loadSecretKeys } from "./storage/secret-keys.js";
 import { createDiskSpace } from "./storage/disk-space.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
 export interface AppDeps {
-  /** Switched to never block the event loop on another process's lock (storage/busy.ts). */
-  readonly db: Db;
+  /**
+   * The data directory's SQLite (switched to never block the event loop on another process's
+   * lock: storage/busy.ts), or in cluster mode the node's PostgreSQL (cluster-node.ts).
+   */
+  readonly db: MetadataDb;
+  /** This node of a cluster: its id, change feed and database URL (for its leaderships). Absent: one machine. */
+  readonly node?: {
+    readonly id: string;
+    readonly changeFeed: PostgresChangeWatch;
+    readonly databaseUrl: string;
+  };
   /** The data directory's package store; feeds may name others (storage/blob-stores.ts). */
   readonly blobs: BlobStore;
   /** Builds the S3 and Azure stores feeds name (tests wrap it to fail on cue); store-factory.ts by default. */
@@ -90,7 +106,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const clock = deps.clock ?? systemClock;
   // Before anything else: a key file that is missing or not private stops the start (ConfigError).
   const secrets = loadSecretKeys(config);
-  neverBlockOnLocks(deps.db, config.databaseBusyWaitMs);
+  if (!isPostgres(deps.db)) neverBlockOnLocks(deps.db, config.databaseBusyWaitMs);
+  const nodeId = deps.node?.id ?? defaultNodeId();
+  const startedAt = clock.now();
   // Replays of kept responses: set once the services they check with exist (below); until then
   // every request goes to Fastify.
   const hot: { replays?: HotResponses } = {};
@@ -114,9 +132,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // Schedulers and other work of which one copy runs per database: on the leading node of a cluster.
+  const singletons =
+    deps.node === undefined
+      ? createLocalSingletons(app.log)
+      : createLedSingletons({ url: deps.node.databaseUrl, nodeId, log: app.log });
 
   // Caches keyed on the database's change version (auth, download lookups) see every commit made before this request.
-  const changes = changeWatchOf(deps.db);
+  const changes = cacheVersionOf(deps.db);
   // Synchronous (callback) hook: no promise and no extra microtask on every request.
   app.addHook("onRequest", (request, reply, done) => {
     changes.refresh();
@@ -134,14 +157,18 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   // Storage credentials sealed under a previous secret key are sealed again under the current one.
   try {
-    const { resealed, unreadable } = resealStorageCredentials(deps.db, secrets.box);
+    const { resealed, unreadable } = await byDatabase<StorageResealResult | Promise<StorageResealResult>>(
+      deps.db,
+      (db) => resealStorageCredentials(db, secrets.box),
+      (db) => resealPostgresStorageCredentials(db, secrets.box),
+    );
     if (resealed > 0) app.log.info({ resealed }, "storage credentials encrypted with the current secret key");
     for (const what of unreadable) app.log.warn(`the storage credentials of ${what} cannot be decrypted`);
   } catch (error) {
     app.log.warn({ err: error }, "storage credentials were not re-encrypted; they will be at the next start");
   }
   // Every package store: the data directory's, the server default and those feeds name.
-  const stores = createBlobStores({
+  const stores = await createBlobStores({
     db: deps.db,
     disk: deps.blobs,
     secrets: secrets.box,
@@ -161,7 +188,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const authMetrics = createAuthMetrics();
   const authenticator = createThrottledAuthenticator(config, authMetrics, {
-    repository: createAuthRepository(deps.db),
+    repository: createAuthRepositoryOf(deps.db),
     clock,
     resolveFeed: (name) => feeds.findScope(name),
   });
@@ -176,11 +203,18 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     onWriteError: (error, queued) => app.log.warn({ err: error, queued }, "audit records wait to be written"),
   });
   if (deps.audit !== false) registerAuditRecording(app, audit, clock);
-  const stopAuditPruning = audit.schedulePruning((error) => app.log.warn({ err: error }, "audit pruning failed"));
-  app.addHook("onClose", (_instance, done) => {
-    stopAuditPruning();
+  let stopAuditPruning = () => {};
+  singletons.add({
+    name: "audit pruning",
+    start: () => {
+      stopAuditPruning = audit.schedulePruning((error) => app.log.warn({ err: error }, "audit pruning failed"));
+    },
+    stop: () => stopAuditPruning(),
+  });
+  app.addHook("onClose", async () => {
     audit.close();
-    done();
+    // On PostgreSQL the last batch is a round trip: written before main.ts ends the pool.
+    await audit.flush();
   });
   const preAuthMetrics = registerPreAuthBodyLimits(app, { ...config.preAuthBody, connections: guards.connections });
   // Watched for uploads (refused while space is low), /health and /metrics.
@@ -210,7 +244,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     done();
   });
 
-  await app.register(healthRoutes, { db: deps.db, disk });
+  await app.register(healthRoutes, {
+    db: deps.db,
+    disk,
+    node: { id: nodeId, ...(deps.node ? { changeFeedListening: () => deps.node?.changeFeed.listening ?? false } : {}) },
+  });
+  await app.register(clusterRoutes, { db: deps.db, nodeId, startedAt, heartbeatMs: NODE_HEARTBEAT_MS });
   // One set of security services: the security API's routes and the web UI's pages (API keys).
   const security = createSecurityServices({ db: deps.db, clock, feeds });
   await app.register(securityArea, { services: security });
@@ -238,7 +277,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   }
   const connectorDeps = { db: deps.db, clock, config, feeds, secrets: secrets.box };
   const connectors = createConnectors(connectorDeps);
-  await app.register(connectorsArea, { ...connectorDeps, connectors });
+  await app.register(connectorsArea, {
+    ...connectorDeps,
+    connectors,
+    takeHealthScheduler: (scheduler) =>
+      singletons.add({ name: "connector health", start: () => scheduler.start(), stop: () => scheduler.stop() }),
+  });
   const upstreams = createConnectorUpstreams({ db: deps.db, clock, config, connectors });
   // Areas read any blob from whichever store holds it, and write through the keeper of their
   // feed's store (one keeper per store: uploads of the same bytes share one blob).
@@ -246,32 +290,31 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Blob garbage collection of every store: through its keeper, so that it never deletes what an upload holds.
   const collector = createEveryStoreCollector({
     stores: () => stores.all(),
-    isReferenced: blobReferenceCheck(deps.db),
+    isReferenced: byDatabase(deps.db, blobReferenceCheck, postgresBlobReferenceCheck),
     clock,
     graceMs: GC_GRACE_MS,
     onDeleted: () => metrics.forgetBlobStoreBytes(),
   });
   await app.register(storageGcRoutes, { collector });
-  const stopGc = scheduleGarbageCollection(collector, config.gcIntervalMs, {
-    onResult: (result) => {
-      const { examined, deleted, bytesFreed } = result;
-      if (deleted > 0) app.log.info({ examined, deleted, bytesFreed }, "garbage collection deleted unreferenced blobs");
-      // A store that could not be collected (down, or its credentials refused) is said at each run.
-      for (const { store, error } of result.stores) {
-        if (error !== undefined) app.log.warn({ store }, `garbage collection skipped a package store: ${error}`);
-      }
-    },
-    onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
-  });
+  const scheduleGc = () =>
+    scheduleGarbageCollection(collector, config.gcIntervalMs, {
+      onResult: (result) => {
+        const { examined, deleted, bytesFreed } = result;
+        if (deleted > 0)
+          app.log.info({ examined, deleted, bytesFreed }, "garbage collection deleted unreferenced blobs");
+        // A store that could not be collected (down, or its credentials refused) is said at each run.
+        for (const { store, error } of result.stores) {
+          if (error !== undefined) app.log.warn({ store }, `garbage collection skipped a package store: ${error}`);
+        }
+      },
+      onError: (error) => app.log.warn({ err: error }, "garbage collection failed"),
+    });
+  let stopGc = () => {};
+  singletons.add({ name: "garbage collection", start: () => void (stopGc = scheduleGc()), stop: () => stopGc() });
   // Unfinished feed moves resume in the background: a store that is down must not delay the start.
-  // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.)
-  app.addHook("onReady", (done) => {
-    moves.resumeUnfinished().then(() => done(), done);
-  });
-  app.addHook("onClose", (_instance, done) => {
-    stopGc();
-    done();
-  });
+  // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.) In a
+  // cluster the leader resumes them: a move runs on one node.
+  singletons.add({ name: "feed store moves", start: () => void moves.resumeUnfinished(), stop: () => {} });
   const endpoints = createEndpointsServices(shared);
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports
@@ -294,15 +337,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(packageDeploymentArea, { deployments });
   // The one persistent job runner of the database (its restart rule takes every executing job for
   // an orphan): each area adds its job kinds before it starts, deployments and remediations.
-  const jobs = createJobRunner({
-    db: deps.db,
+  const jobOptions = {
     clock,
     concurrency: Math.max(1, config.deployConcurrency + config.configCheckConcurrency),
     log: app.log,
     stopTimeoutMs: config.deployStopTimeoutMs,
-    // Remediations the CLI enqueues on the same database are taken within a second.
+    // Remediations the CLI (or another node) enqueues on the same database are taken within a second.
     pollMs: 1_000,
-  });
+  };
+  // In a cluster each job is claimed by one node under a lease (docs/cluster-mode.md, Background work).
+  const jobs = byDatabase<JobRunner>(
+    deps.db,
+    (db) => createJobRunner({ ...jobOptions, db }),
+    (db) => createPostgresJobRunner({ ...jobOptions, db, nodeId }),
+  );
   app.addHook("onReady", () => jobs.start());
   app.addHook("onClose", () => jobs.stop());
   // Retention (issue 17): runs on the job runner, deleting through the universal feed's delete
@@ -318,13 +366,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     log: app.log,
   });
   await app.register(retentionArea, { service: retention.service });
-  app.addHook("onReady", (done) => {
-    retention.scheduler.start();
-    done();
-  });
-  app.addHook("preClose", (done) => {
-    retention.scheduler.stop();
-    done();
+  singletons.add({
+    name: "retention",
+    start: () => retention.scheduler.start(),
+    stop: () => retention.scheduler.stop(),
   });
   // One releases service: its API, the CI badges that read builds, and the runner of deployments
   // (deploy-package steps read the universal feeds' stored packages).
@@ -356,9 +401,21 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     services: configuration,
     runtime: configurationRuntime,
     agentPackages: configurationPackages,
+    takeScheduling: (work) =>
+      singletons.add({ name: "configuration checks", start: () => work.start(), stop: () => work.stop() }),
   });
   // Webhooks: deliveries of the event outbox's rows, off every request's path.
-  const webhooks = await webhooksArea(app, { db: deps.db, clock, config, feeds, secrets: secrets.box });
+  // Every node delivers (deliveries are claimed row by row); in a cluster, others' events are heard on the change feed.
+  const webhooks = await webhooksArea(app, {
+    db: deps.db,
+    clock,
+    config,
+    feeds,
+    secrets: secrets.box,
+    ...(deps.node
+      ? { onChange: (listener: (table: string) => void) => deps.node?.changeFeed.onChange(listener) ?? (() => {}) }
+      : {}),
+  });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
   const nativeRegistry = createNativeRegistry(NATIVE_METHODS);
   await app.register(nativeArea, {
@@ -398,5 +455,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     promotions,
   });
   await registerOpenApiRoutes(app);
+  // Last: every area has added its work by now.
+  app.addHook("onReady", () => singletons.start());
+  app.addHook("preClose", (done) => {
+    singletons.stop().then(() => done(), done);
+  });
   return app;
 }

@@ -65,17 +65,17 @@ export function configCommand(args: string[], ctx: ConfigCommandContext): Promis
 }
 
 /** The runtime on this process's database; its job runner only stores jobs (it is never started). */
-function runtimeOf(ctx: ConfigCommandContext): {
+async function runtimeOf(ctx: ConfigCommandContext): Promise<{
   runtime: ConfigurationRuntime;
   infrastructure: InfrastructureRepository;
-} {
+}> {
   const services = createConfigurationServices({
     db: ctx.db,
     clock: ctx.clock,
     config: ctx.config,
     secrets: loadSecretKeys(ctx.config).box,
   });
-  const blobs = blobStoresOf(ctx.db, ctx.config, ctx.clock).reader;
+  const blobs = (await blobStoresOf(ctx.db, ctx.config, ctx.clock)).reader;
   const downloads = createUpackDownloadService({
     repository: createUpackQueryRepository(ctx.db),
     feeds: ctx.feeds,
@@ -127,7 +127,7 @@ function printStatuses(objects: readonly StatusObject[], ctx: ConfigCommandConte
 async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Promise<number> {
   const [subcommand, ...rest] = positionals;
   if (subcommand === undefined) throw new UsageError("a subcommand is required");
-  const { runtime, infrastructure } = runtimeOf(ctx);
+  const { runtime, infrastructure } = await runtimeOf(ctx);
 
   if (subcommand === "status") {
     if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);

@@ -61,8 +61,8 @@ export async function gcCommand(args: string[], ctx: GcContext): Promise<number>
     ctx.err(`wharf gc: ${parsed}\n\n${USAGE}`);
     return 2;
   }
-  const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
-  refuseWhileClusterModeIncomplete(ctx.config, "wharf gc");
+  const { refuseInClusterMode } = await import("../storage/postgres/cluster-mode.js");
+  refuseInClusterMode(ctx.config, "wharf gc");
   const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
   const unlock = lockDataDirIfFree(ctx.config.dataDir);
   if (unlock === undefined) return askServer(parsed, ctx);
@@ -96,7 +96,7 @@ async function collectIn(db: Db, dryRun: boolean, ctx: GcContext): Promise<Colle
   const { blobReferenceCheck } = await import("../storage/blob-keeper.js");
   const { blobStoresOf } = await import("../storage/blob-stores.js");
   const { createEveryStoreCollector } = await import("../storage/stores-collector.js");
-  const stores = blobStoresOf(db, ctx.config, systemClock);
+  const stores = await blobStoresOf(db, ctx.config, systemClock);
   const collector = createEveryStoreCollector({
     stores: () => stores.all(),
     isReferenced: blobReferenceCheck(db),

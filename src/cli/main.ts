@@ -212,8 +212,8 @@ async function runDataCommand(name: string, command: DataCommand, args: string[]
   const file = usageOnly ? ":memory:" : dataPaths(config.dataDir).database;
   const isNew = !usageOnly && !fs.existsSync(file);
   if (!usageOnly) {
-    const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
-    refuseWhileClusterModeIncomplete(config, `wharf ${name}`);
+    const { refuseInClusterMode } = await import("../storage/postgres/cluster-mode.js");
+    refuseInClusterMode(config, `wharf ${name}`);
     // Before SQLite: its "unable to open database file" names neither the directory nor the user.
     assertWritableDataDir(config.dataDir);
   }

@@ -20,7 +20,7 @@ export async function localMoveApi(config: Config, feedName: string): Promise<Mo
   assertWritableDataDir(config.dataDir);
   const db = openDatabase(dataPaths(config.dataDir).database);
   try {
-    const stores = blobStoresOf(db, config, systemClock);
+    const stores = await blobStoresOf(db, config, systemClock);
     const feeds = createFeedService({ db, clock: systemClock, config, secrets: loadSecretKeys(config).box });
     const moves = createFeedStoreMoves({ db, stores, clock: systemClock });
     const feed = await feeds.getFeed(feedName);

@@ -104,8 +104,8 @@ export async function storageCommand(args: string[], ctx: StorageContext): Promi
     return 2;
   }
   if (parsed.server === undefined) {
-    const { refuseWhileClusterModeIncomplete } = await import("../storage/postgres/cluster-mode.js");
-    refuseWhileClusterModeIncomplete(ctx.config, "wharf storage");
+    const { refuseInClusterMode } = await import("../storage/postgres/cluster-mode.js");
+    refuseInClusterMode(ctx.config, "wharf storage");
   }
   const { lockDataDirIfFree } = await import("../storage/data-dir-lock.js");
   // With --server the user named the server to ask; otherwise a free data directory is worked on here.

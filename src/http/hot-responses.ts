@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import type { AccessNeed } from "../domain/principal.js";
-import { type ChangeWatch, VersionedCache } from "../storage/change-watch.js";
+import { VersionedCache } from "../storage/change-watch.js";
+import type { CacheVersion } from "../storage/metadata-db.js";
 import { type Authenticator, declaredNeed } from "./auth.js";
 import { credentialsFromHeaders } from "./credentials.js";
 import type { RequestMetrics } from "./metrics.js";
@@ -53,7 +54,7 @@ export interface KeptResponse {
 }
 
 export interface HotResponsesDeps {
-  readonly watch: ChangeWatch;
+  readonly watch: CacheVersion;
   readonly authenticator: Authenticator;
   readonly metrics: RequestMetrics;
   readonly log: FastifyBaseLogger;

@@ -1,5 +1,35 @@
+import type pg from "pg";
 import { type PostgresDb, readRows, writeRows } from "../storage/postgres/database.js";
-import { EVENT_COLUMNS, type EventOutbox, type EventRow, toStoredEvent } from "./events.js";
+import { EVENT_COLUMNS, type EventRow, toStoredEvent } from "./event-rows.js";
+import type { EventOutbox, PackageEvent } from "./events.js";
+
+/**
+ * The outbox row of events.ts's packageEventWriter, on PostgreSQL: the same columns and values
+ * (the feed's name as it is now, the data as JSON text).
+ */
+const INSERT_EVENT = `
+  INSERT INTO lifecycle_events (occurred_at, type, feed_id, feed_name, package_group, package_name,
+    package_version, actor, data)
+  VALUES ($1, $2, $3, (SELECT name FROM feeds WHERE id = $3), $4, $5, $6, $7, $8)`;
+
+/**
+ * Appends a package event to the outbox on `client`, inside the caller's transaction, so that the
+ * event commits, or rolls back, with the change (what packageEventWriter is on SQLite). That writer
+ * also wakes this process's dispatcher at once; on PostgreSQL the dispatcher finds the event at its
+ * next poll, or on the change feed's `lifecycle_events` notification.
+ */
+export async function appendPackageEvent(client: pg.ClientBase, event: PackageEvent): Promise<void> {
+  await client.query(INSERT_EVENT, [
+    event.occurredAt.toISOString(),
+    event.type,
+    event.feedId,
+    event.package.group,
+    event.package.name,
+    event.package.version,
+    event.actor,
+    JSON.stringify(event.data ?? {}),
+  ]);
+}
 
 /**
  * EventOutbox on PostgreSQL (cluster mode): the same pending events and pruning as on SQLite. Its

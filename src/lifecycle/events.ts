@@ -1,5 +1,10 @@
 import { type Principal, principalName } from "../domain/principal.js";
 import type { Db } from "../storage/database.js";
+import { byDatabase, type MetadataDb } from "../storage/metadata-db.js";
+import { EVENT_COLUMNS, type EventRow, toStoredEvent } from "./event-rows.js";
+import { createPostgresEventOutbox } from "./events-postgres.js";
+
+export { EVENT_COLUMNS, type EventRow, toStoredEvent } from "./event-rows.js";
 
 /**
  * The event outbox (migrations/0017-lifecycle-events.sql): the package events ProGet notifies
@@ -88,8 +93,10 @@ const listeners = new WeakMap<Db, Set<() => void>>();
 const announcing = new WeakSet<Set<() => void>>();
 
 /**
- * Returns the writer of package events for this database. The writer is synchronous: call it inside
- * the transaction of the change, so that the event commits, or rolls back, with it.
+ * Returns the writer of package events for this SQLite database. The writer is synchronous: call it
+ * inside the transaction of the change, so that the event commits, or rolls back, with it. On
+ * PostgreSQL a repository appends its events with events-postgres.ts `appendPackageEvent`, on the
+ * client of its own transaction.
  */
 export function packageEventWriter(db: Db): (event: PackageEvent) => void {
   const insert = db.prepare<Record<string, string | number>>(
@@ -136,25 +143,12 @@ export function packageEventType(
   return change === "replaced" ? "package.overwritten" : "package.added";
 }
 
-/** An outbox row as both databases read it (PostgreSQL: lifecycle/events-postgres.ts). */
-export interface EventRow {
-  id: number;
-  occurred_at: string;
-  type: string;
-  feed_id: number | null;
-  feed_name: string | null;
-  package_group: string | null;
-  package_name: string | null;
-  package_version: string | null;
-  actor: string;
-  data: string;
+/** The outbox of the node's metadata store: SQLite's, or PostgreSQL's (events-postgres.ts). */
+export function createEventOutbox(db: MetadataDb): EventOutbox {
+  return byDatabase(db, createSqliteEventOutbox, createPostgresEventOutbox);
 }
 
-/** The columns of EventRow (both databases). */
-export const EVENT_COLUMNS =
-  "id, occurred_at, type, feed_id, feed_name, package_group, package_name, package_version, actor, data";
-
-export function createEventOutbox(db: Db): EventOutbox {
+function createSqliteEventOutbox(db: Db): EventOutbox {
   const pendingRows = db.prepare<[number], EventRow>(
     `SELECT ${EVENT_COLUMNS}
        FROM lifecycle_events WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`,
@@ -181,21 +175,4 @@ export function createEventOutbox(db: Db): EventOutbox {
 
 function announce(waiting: Set<() => void>): void {
   for (const listener of waiting) listener();
-}
-
-/** A row as the dispatcher reads it (both databases). */
-export function toStoredEvent(row: EventRow): StoredEvent {
-  return {
-    id: row.id,
-    occurredAt: row.occurred_at,
-    type: row.type as EventType,
-    feedId: row.feed_id ?? undefined,
-    feedName: row.feed_name ?? undefined,
-    package:
-      row.package_name === null
-        ? undefined
-        : { group: row.package_group ?? "", name: row.package_name, version: row.package_version ?? "" },
-    actor: row.actor,
-    data: JSON.parse(row.data) as Record<string, unknown>,
-  };
 }

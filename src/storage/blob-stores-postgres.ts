@@ -1,33 +1,13 @@
 import type { StorageConfig } from "../domain/package-store.js";
+import type { BlobStoreRows } from "./blob-stores.js";
 import { type PostgresDb, readRows, writeRows } from "./postgres/database.js";
 
 /**
  * The rows createBlobStores (blob-stores.ts) reads and writes, on PostgreSQL (cluster mode): the
- * known stores (`blob_stores`, secrets sealed) and a feed's storage setting.
- *
- * Where the cluster path must differ from blob-stores.ts, which reads these synchronously:
- * - the known stores are read once, awaited, before the node's BlobStores is built (`known`), and
- *   a store another node registers later is found when a feed names it (`feedStorage`, then
- *   `record` on first use here too);
- * - `forFeed` must read the feed's setting from PostgreSQL (awaited) or from the feed cache kept
- *   by the change feed: BlobStores.forFeed/keeperFor are synchronous today, so building BlobStores
- *   on PostgreSQL needs them asynchronous (or fed from that cache) first;
- * - every store is an object store (a disk store is refused in cluster mode), and no keeper deletes
- *   a blob eagerly: blob-keeper-postgres.ts.
+ * stores every node has named, and a feed's storage setting (read at each upload: another node may
+ * have changed it). A concurrent record of the same store by another node is no error.
  */
-export interface PostgresBlobStoreRows {
-  /** Every store recorded, by key: its configuration as stored (secrets sealed). */
-  known(): Promise<{ key: string; config: StorageConfig }[]>;
-  /**
-   * Records a store (secrets sealed) or refreshes its configuration and last use; as SQLite's
-   * upsert, the first use stays, and a concurrent record by another node is no error.
-   */
-  record(key: string, kind: StorageConfig["id"], sealed: StorageConfig, now: string): Promise<void>;
-  /** The feed's storage setting (secrets sealed); undefined = the server default (or no such feed). */
-  feedStorage(feedId: number): Promise<StorageConfig | undefined>;
-}
-
-export function createPostgresBlobStoreRows(db: PostgresDb): PostgresBlobStoreRows {
+export function createPostgresBlobStoreRows(db: PostgresDb): BlobStoreRows {
   return {
     async known() {
       const rows = await readRows<{ key: string; config: string }>(

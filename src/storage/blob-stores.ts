@@ -16,6 +16,9 @@ import {
   type SizedReads,
 } from "./blob-store.js";
 import type { Db } from "./database.js";
+import { byDatabase, isPostgres, type MetadataDb } from "./metadata-db.js";
+import { createPostgresBlobStoreRows } from "./blob-stores-postgres.js";
+import { postgresBlobReferenceCheck } from "./blob-keeper-postgres.js";
 import { dataPaths } from "./data-paths.js";
 import { createFileBlobStore } from "./file-blob-store.js";
 import { loadSecretKeys } from "./secret-keys.js";
@@ -29,7 +32,14 @@ export interface StoreEntry {
   readonly key: string;
   readonly kind: StorageConfig["id"];
   readonly blobs: BlobStore;
+  /** Uploads, imports and moves write through it. In cluster mode it never deletes (collectThrough does). */
   readonly keeper: BlobKeeper;
+  /**
+   * What garbage collection deletes through: `keeper` itself on one machine. In cluster mode a
+   * keeper's holds cannot see another node's upload of the same bytes, so only collection, with
+   * its grace period longer than any upload, deletes (docs/cluster-mode.md, Blobs).
+   */
+  readonly collectThrough: BlobKeeper;
 }
 
 /**
@@ -41,18 +51,23 @@ export interface StoreEntry {
  * others; a store that fails is skipped while another has the blob). Writes go to the store of the
  * feed being written, through its keeper (`keeperFor`). A blob is kept in every store as long as
  * any row references it, so moving a feed or changing the default never strands a version.
+ *
+ * In cluster mode (PostgreSQL) the data directory's store is not one of them: another node cannot
+ * read it. The server default must then be an object store, and a feed that names the disk store
+ * is refused (DISK_STORE_IN_CLUSTER).
  */
 export interface BlobStores {
   /**
    * Every store as one: stat/open/openReader find the store holding the blob, `put` writes to the
-   * disk store, `delete` deletes every copy, `list` and `totalBytes` cover every store.
+   * default store (the disk store on one machine), `delete` deletes every copy, `list` and
+   * `totalBytes` cover every store.
    */
   readonly reader: BlobStore & RandomAccessBlobs & SizedReads;
   readonly disk: StoreEntry;
   /** The store of a storage setting as feeds keep it (secrets sealed); undefined = the server default. */
-  entryFor(storage: StorageConfig | undefined): StoreEntry;
+  entryFor(storage: StorageConfig | undefined): Promise<StoreEntry>;
   /** The store a feed writes its new blobs to: its storage setting, else the server default. */
-  forFeed(feedId: number): StoreEntry;
+  forFeed(feedId: number): Promise<StoreEntry>;
   /** The keeper of `forFeed(feedId)`, resolved at each call (a feed's store may change meanwhile). */
   keeperFor(feedId: number): BlobKeeper;
   /** Every store known, disk first. */
@@ -60,7 +75,7 @@ export interface BlobStores {
 }
 
 export interface BlobStoresDeps {
-  readonly db: Db;
+  readonly db: MetadataDb;
   /** The data directory's store (file-blob-store.ts). */
   readonly disk: BlobStore;
   readonly secrets: SecretBox;
@@ -77,14 +92,17 @@ export interface BlobStoresDeps {
   readonly onUnreadable?: (key: string) => void;
 }
 
-/** How many blob -> store answers the reader remembers. */
-const LOCATIONS_KEPT = 10_000;
+/** The rows behind BlobStores: the stores ever named (`blob_stores`, secrets sealed) and feeds' settings. */
+export interface BlobStoreRows {
+  /** Every store recorded, by key: its configuration as stored (secrets sealed). */
+  known(): Promise<{ key: string; config: StorageConfig }[]>;
+  /** Records a store (secrets sealed) or refreshes its configuration and last use; the first use stays. */
+  record(key: string, kind: StorageConfig["id"], sealed: StorageConfig, now: string): Promise<void>;
+  /** The feed's storage setting (secrets sealed); undefined = the server default (or no such feed). */
+  feedStorage(feedId: number): Promise<StorageConfig | undefined>;
+}
 
-export function createBlobStores(deps: BlobStoresDeps): BlobStores {
-  const { db, secrets } = deps;
-  const isReferenced = blobReferenceCheck(db);
-  const createStore = deps.createStore ?? createObjectStore;
-  const entries = new Map<string, StoreEntry>();
+function sqliteBlobStoreRows(db: Db): BlobStoreRows {
   const selectStores = db.prepare<[], { key: string; config: string }>(
     "SELECT key, config FROM blob_stores ORDER BY key",
   );
@@ -95,18 +113,54 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   const selectFeedStorage = db.prepare<[number], { storage: string | null }>(
     "SELECT json_extract(settings, '$.storage') AS storage FROM feeds WHERE id = ?",
   );
+  return {
+    known: async () =>
+      selectStores.all().map((row) => ({ key: row.key, config: JSON.parse(row.config) as StorageConfig })),
+    async record(key, kind, sealed, now) {
+      upsertStore.run(key, kind, JSON.stringify(sealed), now, now);
+    },
+    async feedStorage(feedId) {
+      const storage = selectFeedStorage.get(feedId)?.storage;
+      return storage === null || storage === undefined ? undefined : (JSON.parse(storage) as StorageConfig);
+    },
+  };
+}
+
+/** How many blob -> store answers the reader remembers. */
+const LOCATIONS_KEPT = 10_000;
+
+/** A keeper for cluster mode: as `keeper`, but it never deletes (garbage collection does: StoreEntry.collectThrough). */
+function neverDiscarding(keeper: BlobKeeper): BlobKeeper {
+  return { put: keeper.put, hold: keeper.hold, discardIfUnused: async () => false };
+}
+
+const diskStoreInCluster = () =>
+  new DomainError(
+    "conflict",
+    "DISK_STORE_IN_CLUSTER",
+    "In cluster mode every package store must be an object store (S3 or Azure) that all nodes reach: the data directory's disk store is one node's alone.",
+  );
+
+export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores> {
+  const { db, secrets } = deps;
+  const cluster = isPostgres(db);
+  const isReferenced = byDatabase(db, blobReferenceCheck, postgresBlobReferenceCheck);
+  const rows = byDatabase<BlobStoreRows>(db, sqliteBlobStoreRows, createPostgresBlobStoreRows);
+  const createStore = deps.createStore ?? createObjectStore;
+  const entries = new Map<string, StoreEntry>();
   /** The configuration (secrets open, as JSON) each store was built from: another one (new credentials) rebuilds it. */
   const builtFrom = new Map<string, string>();
 
-  const reader = createReader(() => [...entries.values()].map((entry) => entry.blobs));
-  const entryOf = (key: string, kind: StorageConfig["id"], blobs: BlobStore): StoreEntry => ({
-    key,
-    kind,
-    blobs,
-    keeper: createBlobKeeper(blobs, isReferenced, reader),
-  });
+  const reader = createReader(
+    () => [...entries.values()].map((entry) => entry.blobs),
+    () => putTarget(),
+  );
+  const entryOf = (key: string, kind: StorageConfig["id"], blobs: BlobStore): StoreEntry => {
+    const keeper = createBlobKeeper(blobs, isReferenced, reader);
+    return { key, kind, blobs, keeper: cluster ? neverDiscarding(keeper) : keeper, collectThrough: keeper };
+  };
   const disk = entryOf(DISK_STORE_KEY, "disk", deps.disk);
-  entries.set(disk.key, disk);
+  if (!cluster) entries.set(disk.key, disk);
 
   /** The object store behind each entry: replaced when a feed gives the same location new credentials. */
   const current = new Map<string, BlobStore>();
@@ -132,30 +186,36 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   }
 
   /** Records the store (so that it stays readable and collected) and returns its entry. */
-  function register(open: StorageConfig): StoreEntry {
+  async function register(open: StorageConfig): Promise<StoreEntry> {
     const key = storeKeyOf(open);
     const existing = entries.get(key);
     if (existing !== undefined && builtFrom.get(key) === JSON.stringify(open)) return existing;
-    const now = deps.clock.now().toISOString();
-    upsertStore.run(key, open.id, JSON.stringify(sealStorageSecrets(open, secrets)), now, now);
+    await rows.record(key, open.id, sealStorageSecrets(open, secrets), deps.clock.now().toISOString());
     return build(key, open);
   }
 
-  // Stores named before this start stay readable and collected.
-  for (const row of selectStores.all()) {
+  // Stores named before this start (on any node, in cluster mode) stay readable and collected.
+  for (const row of await rows.known()) {
     try {
-      build(row.key, openStorageSecrets(JSON.parse(row.config) as StorageConfig, secrets));
+      build(row.key, openStorageSecrets(row.config, secrets));
     } catch (error) {
       if (!(error instanceof SecretUnreadableError)) throw error;
       deps.onUnreadable?.(row.key);
     }
   }
-  const defaultEntry =
-    deps.defaultStorage === undefined || deps.defaultStorage.id === "disk" ? disk : register(deps.defaultStorage);
+  const defaultEntry: StoreEntry | undefined =
+    deps.defaultStorage === undefined || deps.defaultStorage.id === "disk"
+      ? cluster
+        ? undefined
+        : disk
+      : await register(deps.defaultStorage);
 
-  function entryFor(storage: StorageConfig | undefined): StoreEntry {
-    if (storage === undefined) return defaultEntry;
-    if (storage.id === "disk") return disk;
+  async function entryFor(storage: StorageConfig | undefined): Promise<StoreEntry> {
+    if (storage === undefined || (storage.id === "disk" && !cluster)) {
+      if (storage === undefined && defaultEntry !== undefined) return defaultEntry;
+      if (!cluster) return disk;
+    }
+    if (storage === undefined || storage.id === "disk") throw diskStoreInCluster();
     let open: StorageConfig;
     try {
       open = openStorageSecrets(storage, secrets);
@@ -167,12 +227,15 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
         "The feed's storage credentials cannot be decrypted with the configured secret keys (WHARF_SECRET_KEY).",
       );
     }
-    return register(open);
+    return await register(open);
   }
 
-  function forFeed(feedId: number): StoreEntry {
-    const storage = selectFeedStorage.get(feedId)?.storage;
-    return entryFor(storage === null || storage === undefined ? undefined : (JSON.parse(storage) as StorageConfig));
+  const forFeed = async (feedId: number) => entryFor(await rows.feedStorage(feedId));
+  /** Where `reader.put` writes (assembled virtual packages): the disk store, or in cluster mode the default store. */
+  function putTarget(): BlobStore {
+    if (!cluster) return disk.blobs;
+    if (defaultEntry === undefined) throw diskStoreInCluster();
+    return defaultEntry.blobs;
   }
 
   return {
@@ -181,9 +244,9 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
     entryFor,
     forFeed,
     keeperFor: (feedId) => ({
-      put: (source, options) => forFeed(feedId).keeper.put(source, options),
-      hold: (sha256) => forFeed(feedId).keeper.hold(sha256),
-      discardIfUnused: (sha256) => forFeed(feedId).keeper.discardIfUnused(sha256),
+      put: async (source, options) => (await forFeed(feedId)).keeper.put(source, options),
+      hold: async (sha256) => (await forFeed(feedId)).keeper.hold(sha256),
+      discardIfUnused: async (sha256) => (await forFeed(feedId)).keeper.discardIfUnused(sha256),
     }),
     all: () => [...entries.values()],
   };
@@ -191,6 +254,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
   /** The union of the stores, for reads. */
   function createReader(
     stores: () => readonly BlobStore[],
+    putTo: () => BlobStore,
   ): BlobStore & RandomAccessBlobs & SizedReads & { forget(): void } {
     /** Address -> the store that last had it (insertion order = age, for eviction). */
     const located = new Map<string, BlobStore>();
@@ -253,7 +317,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
         located.clear();
         known = undefined;
       },
-      put: (source: Readable | AsyncIterable<Uint8Array>, options) => disk.blobs.put(source, options),
+      put: (source: Readable | AsyncIterable<Uint8Array>, options) => putTo().put(source, options),
       async stat(sha256) {
         const found = await locate(sha256);
         return found === undefined ? undefined : { size: found.size };
@@ -306,7 +370,7 @@ export function createBlobStores(deps: BlobStoresDeps): BlobStores {
 }
 
 /** Every package store of a data directory, for commands that run beside (or without) the server. */
-export function blobStoresOf(db: Db, config: Config, clock: Clock): BlobStores {
+export function blobStoresOf(db: Db, config: Config, clock: Clock): Promise<BlobStores> {
   return createBlobStores({
     db,
     disk: createFileBlobStore(config.dataDir),

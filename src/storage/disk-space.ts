@@ -1,5 +1,5 @@
 import { statfs } from "node:fs/promises";
-import type { Db } from "./database.js";
+import { isPostgres, type MetadataDb } from "./metadata-db.js";
 import { diskFull, diskSpaceLow } from "./disk-full.js";
 import { hasReserve, makeReserve, RESERVE_BYTES, reserveDirOf } from "./space-reserve.js";
 
@@ -33,8 +33,8 @@ export interface DiskSpace {
 
 export interface DiskSpaceOptions {
   readonly dataDir: string;
-  /** The database whose space reserve is kept (beside its file). */
-  readonly db: Db;
+  /** The database whose space reserve is kept (beside its file); PostgreSQL's disk is not this node's to guard. */
+  readonly db: MetadataDb;
   readonly minimumFreeBytes: number;
   /** Told when the reserve cannot be made for another reason than a full disk (permissions). */
   readonly onReserveError?: (error: unknown) => void;
@@ -42,7 +42,7 @@ export interface DiskSpaceOptions {
 
 export function createDiskSpace(options: DiskSpaceOptions): DiskSpace {
   const { dataDir, minimumFreeBytes } = options;
-  const reserveDir = reserveDirOf(options.db);
+  const reserveDir = isPostgres(options.db) ? undefined : reserveDirOf(options.db);
   let known: { readonly status: DiskStatus; readonly at: number } | undefined;
   let measuring: Promise<DiskStatus> | undefined;
 

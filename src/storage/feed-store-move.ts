@@ -1,7 +1,8 @@
 import type { Clock } from "../domain/clock.js";
 import { conflict, DomainError } from "../domain/errors.js";
 import type { BlobStores, StoreEntry } from "./blob-stores.js";
-import type { Db } from "./database.js";
+import { byDatabase, type MetadataDb } from "./metadata-db.js";
+import { createPostgresFeedStoreMoveRepository } from "./feed-store-move-repository-postgres.js";
 import {
   createFeedStoreMoveRepository,
   type FeedBlob,
@@ -63,7 +64,7 @@ export interface FeedStoreMoveHooks {
 }
 
 export interface FeedStoreMovesDeps {
-  readonly db: Db;
+  readonly db: MetadataDb;
   readonly stores: BlobStores;
   readonly clock: Clock;
   readonly log?: { warn(fields: object, message: string): void };
@@ -79,7 +80,7 @@ const moveRunning = () =>
 
 export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
   const { stores } = deps;
-  const repo = createFeedStoreMoveRepository(deps.db);
+  const repo = byDatabase(deps.db, createFeedStoreMoveRepository, createPostgresFeedStoreMoveRepository);
   const now = () => deps.clock.now().toISOString();
   const running = new Map<number, Promise<void>>();
   /** Feeds whose setting is being changed right now (one change at a time per feed). */
@@ -203,7 +204,7 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     const release = await holdIn(target, feedId, sha256);
     try {
       const elsewhere = () => repo.referencedElsewhere(feedId, sha256);
-      const kept = new Set([target.key, stores.forFeed(feedId).key]);
+      const kept = new Set([target.key, (await stores.forFeed(feedId)).key]);
       for (const entry of stores.all()) {
         if (!kept.has(entry.key)) await entry.keeper.discardIfUnused(sha256, elsewhere);
       }
@@ -222,9 +223,9 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
       changing.add(feedId);
       try {
         if (await isUnderWay(feedId)) throw moveRunning();
-        const from = stores.forFeed(feedId).key;
+        const from = (await stores.forFeed(feedId)).key;
         const result = await change();
-        const to = stores.forFeed(feedId).key;
+        const to = (await stores.forFeed(feedId)).key;
         if (move === false) return { result };
         const previous = await repo.find(feedId);
         if (to === from) {
@@ -247,7 +248,7 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
       try {
         if (await isUnderWay(feedId)) throw moveRunning();
         const previous = await repo.find(feedId);
-        const current = stores.forFeed(feedId).key;
+        const current = (await stores.forFeed(feedId)).key;
         if (previous?.state === "failed" && previous.toStore === current) return await resumeFailed(feedId);
         return await begin(feedId, previous?.toStore ?? current, current);
       } finally {

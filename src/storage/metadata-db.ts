@@ -1,5 +1,5 @@
 import { type ChangeWatch, changeWatchOf } from "./change-watch.js";
-import type { Db } from "./database.js";
+import { type Db, isDatabaseUsable } from "./database.js";
 import type { PostgresDb } from "./postgres/database.js";
 
 /**
@@ -38,4 +38,18 @@ export function cacheVersionOf(db: MetadataDb): CacheVersion {
   // A programming error, not an operator's: every node database is opened with its feed.
   if (watch === undefined) throw new Error("this PostgreSQL database has no change feed attached");
   return watch;
+}
+
+/** How long /health waits for PostgreSQL to answer before calling it unusable. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+/** True when the database answers a trivial query (/health, the landing page). */
+export async function databaseUsable(db: MetadataDb): Promise<boolean> {
+  if (!isPostgres(db)) return isDatabaseUsable(db);
+  try {
+    await db.pool.query({ text: "SELECT 1", query_timeout: PROBE_TIMEOUT_MS } as { text: string });
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -8,6 +8,7 @@ import type { Db } from "./database.js";
  * one quiet transaction (ChangeWatch.quietly: caches never read these columns) at most `intervalMs`
  * after the first of them, and whenever a reader asks (`flush`). A crash loses at most the last
  * interval's entries; everything else still commits, fsynced, before it is acknowledged.
+ * PostgreSQL's counterpart (cluster mode) is storage/postgres/quiet-batches.ts.
  */
 export interface QuietBatches<K, V> {
   /** Merges the entry into the one pending under `key` (or adds it); written within the interval. */

@@ -60,7 +60,7 @@ export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryS
       collector = createGarbageCollector({
         blobs: entry.blobs,
         isReferenced: deps.isReferenced,
-        discardIfUnused: (sha256) => entry.keeper.discardIfUnused(sha256),
+        discardIfUnused: (sha256) => entry.collectThrough.discardIfUnused(sha256),
         clock: deps.clock,
         graceMs: deps.graceMs,
         ...(entry.kind === "disk" ? { deleteConcurrency: DISK_DELETE_CONCURRENCY } : {}),

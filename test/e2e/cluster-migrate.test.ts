@@ -7,8 +7,8 @@ import { type PostgresServer, postgresInstalled, startPostgres } from "../helper
 import { runWharf } from "./process.js";
 
 /**
- * `wharf migrate` as an operator runs it before starting cluster nodes, and what refuses
- * WHARF_DATABASE_URL until the nodes serve from PostgreSQL (storage/postgres/cluster-mode.ts).
+ * `wharf migrate` as an operator runs it before starting cluster nodes, what a node needs besides
+ * WHARF_DATABASE_URL, and the data commands, which refuse it (storage/postgres/cluster-mode.ts).
  */
 
 // Trust authentication ignores it; it stands for the operator's real password, which nothing may print.
@@ -63,15 +63,32 @@ describe.skipIf(!postgresInstalled())("wharf migrate and WHARF_DATABASE_URL", ()
     expect(result.stderr).not.toContain(PASSWORD);
   });
 
-  it("keeps serve and the data commands off SQLite while WHARF_DATABASE_URL names PostgreSQL", async () => {
+  it("keeps the data commands off SQLite while WHARF_DATABASE_URL names PostgreSQL", async () => {
     const env = { WHARF_DATABASE_URL: withPassword(await server.createDatabase()), WHARF_DATA_DIR: dataDir };
-    for (const args of [["serve"], ["feeds", "list"], ["gc"]]) {
-      const result = await runWharf(args, { ...env, WHARF_PORT: "0" });
+    for (const args of [["feeds", "list"], ["gc"]]) {
+      const result = await runWharf(args, env);
       expect({ args, code: result.code }).toEqual({ args, code: 2 });
-      expect(result.stderr).toMatch(/cannot use WHARF_DATABASE_URL yet/);
+      expect(result.stderr).toMatch(/works on the data directory's SQLite database and cannot use WHARF_DATABASE_URL/);
       expect(result.stdout + result.stderr).not.toContain(PASSWORD);
     }
     // Nothing was created in the data directory meanwhile.
+    expect(await fs.readdir(dataDir)).toEqual([]);
+  });
+
+  it("serve in cluster mode needs the shared secret key and an object store, and says so before creating anything", async () => {
+    const env = {
+      WHARF_DATABASE_URL: withPassword(await server.createDatabase()),
+      WHARF_DATA_DIR: dataDir,
+      WHARF_PORT: "0",
+    };
+    const noKey = await runWharf(["serve"], env);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toMatch(/needs WHARF_SECRET_KEY or WHARF_SECRET_KEY_FILE, the same on every node/);
+    const key = Buffer.alloc(32, 7).toString("base64");
+    const noStore = await runWharf(["serve"], { ...env, WHARF_SECRET_KEY: key });
+    expect(noStore.code).toBe(2);
+    expect(noStore.stderr).toMatch(/needs WHARF_PACKAGE_STORE naming an S3 or Azure store/);
+    for (const result of [noKey, noStore]) expect(result.stdout + result.stderr).not.toContain(PASSWORD);
     expect(await fs.readdir(dataDir)).toEqual([]);
   });
 

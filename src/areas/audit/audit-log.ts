@@ -1,7 +1,8 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { AuditEntry, AuditRecord } from "./record.js";
+import { createPostgresAuditRepository } from "./repository-postgres.js";
 import { type AuditFilter, type AuditRepository, createAuditRepository } from "./repository.js";
 
 export interface AuditPage {
@@ -35,13 +36,15 @@ export interface AuditLog {
   schedulePruning(onError: (error: unknown) => void): () => void;
   /**
    * Stores what is queued and stops retrying (the app is closing). On SQLite the write is made
-   * within the call; the app's onClose hook does not wait for more.
+   * within the call; the app's onClose hook does not wait for more. On PostgreSQL it is a round
+   * trip: await `flush()` after it, before the pool is ended.
    */
   close(): void;
 }
 
 export interface AuditLogDeps {
-  readonly db: Db;
+  /** The data directory's SQLite or a cluster's PostgreSQL. */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   /** Records older than this many days are pruned; 0 keeps them forever. */
   readonly retentionDays: number;
@@ -68,9 +71,15 @@ const RETRY_MS = 250;
  * The repository's methods are asynchronous; SQLite's store at once, when called, so that a batch
  * is written exactly where it was while they were synchronous. A write that has not ended yet (a
  * round trip, on PostgreSQL) is awaited by every later flush: a query still reads its own writes.
+ * On PostgreSQL (cluster mode) the batch is one quiet transaction (repository-postgres.ts), and
+ * pruning may run on several nodes at once: the repository's prune is safe under that.
  */
 export function createAuditLog(deps: AuditLogDeps): AuditLog {
-  const repository: AuditRepository = createAuditRepository(deps.db, { unsynced: true });
+  const repository: AuditRepository = byDatabase(
+    deps.db,
+    (sqlite) => createAuditRepository(sqlite, { unsynced: true }),
+    (postgres) => createPostgresAuditRepository(postgres, { unsynced: true }),
+  );
   let queued: AuditEntry[] = [];
   let scheduled = false;
   let retry: NodeJS.Timeout | undefined;

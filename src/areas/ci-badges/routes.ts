@@ -10,7 +10,8 @@ import type { ReleaseService } from "../releases/index.js";
 import { type Inputs, readInputs } from "../releases/params.js";
 import { BADGE_STATES, type BadgeState, badgeEtag, renderBadge } from "./badge-svg.js";
 import { badgeStateOf, filterKey, type SelectedBuild, selectBuild } from "./build-selection.js";
-import { type ChangeWatch, VersionedCache } from "../../storage/change-watch.js";
+import { VersionedCache } from "../../storage/change-watch.js";
+import type { CacheVersion } from "../../storage/metadata-db.js";
 import { errorText } from "../../http/errors.js";
 
 /**
@@ -22,8 +23,8 @@ import { errorText } from "../../http/errors.js";
 export interface CiBadgeOptions {
   readonly releases: ReleaseService;
   readonly config: Config;
-  /** Badge states are remembered until the database changes (any write). */
-  readonly watch: ChangeWatch;
+  /** Badge states are remembered until the database changes (any write; in cluster mode, on any node). */
+  readonly watch: CacheVersion;
 }
 
 /** Distinct filter sets remembered: README badges are a handful of URLs requested again and again. */

@@ -5,8 +5,14 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { conflict, invalid, notFound } from "../../domain/errors.js";
 import type { DesiredItem, ItemResult } from "../../drift/model.js";
-import type { Db } from "../../storage/database.js";
-import { type AgentServerRow, createAgentRepository } from "./agent-repository.js";
+import { byDatabase, isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
+import {
+  type AgentRepository,
+  type AgentServerRow,
+  createAgentRepository,
+  type SqliteAgentRepository,
+} from "./agent-repository.js";
+import { createPostgresAgentRepository } from "./agent-repository-postgres.js";
 import type { ServerTarget, ServerTransport, TransportRun } from "./transport.js";
 
 /**
@@ -25,9 +31,13 @@ import type { ServerTarget, ServerTransport, TransportRun } from "./transport.js
  *   a log post, a package download) fails: the agent died or lost its connection. Work not handed
  *   out yet (the agent is busy with other work, one item at a time) lives as long as the agent does.
  * - A revoked key finds no server (403); an inactive server's work is refused at once.
+ *
+ * Cluster mode (PostgreSQL): the queue is this node's, so work is handed only to an agent whose
+ * poll this node holds or has heard within the offline time; work for an agent connected to another
+ * node is refused, saying so (routing work between nodes is not built yet).
  */
 export interface AgentHubDeps {
-  readonly db: Db;
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Pick<Config, "agentLeaseMs" | "agentOfflineMs">;
 }
@@ -49,6 +59,11 @@ export interface AgentHub {
   /** The ServerTransport for `agent` servers: hands the items to the server's agent and waits for its result. */
   readonly transport: ServerTransport;
   /** The agent server whose current key this is; undefined for an unknown or revoked key. */
+  identify(key: string): Promise<AgentServer | undefined>;
+  /**
+   * identify, synchronously: SQLite only (the callers written before cluster mode); on PostgreSQL
+   * it throws "not available in cluster mode yet".
+   */
   authenticate(key: string): AgentServer | undefined;
   /** Records a sign of life of the server's agent (servers.agent_last_seen_at, agent_version), at most every few seconds. */
   seen(server: AgentServer, version: string | undefined): void;
@@ -116,7 +131,12 @@ const itemId = (type: string, key: string) => `${type}\u0000${key}`;
 
 export function createAgentHub(deps: AgentHubDeps): AgentHub {
   const { clock, config } = deps;
-  const repository = createAgentRepository(deps.db);
+  const repository = byDatabase<AgentRepository & Partial<Pick<SqliteAgentRepository, "findByKeyHashNow" | "getNow">>>(
+    deps.db,
+    createAgentRepository,
+    createPostgresAgentRepository,
+  );
+  const cluster = isPostgres(deps.db);
   const presence = new Map<number, Presence>();
   const waiters = new Map<number, Waiter>();
   const queued = new Map<number, Work[]>();
@@ -124,14 +144,26 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
   const leaseSeconds = Math.max(1, Math.round(config.agentLeaseMs / 1000));
   let closed = false;
   let sweep: NodeJS.Timeout | undefined;
+  let sweeping = false;
 
   const writeEveryMs = Math.min(SEEN_WRITE_INTERVAL_MS, config.agentOfflineMs / 4);
   const sweepEveryMs = Math.min(SWEEP_MS, config.agentOfflineMs / 4);
 
-  function sweepPolls(): void {
-    for (const [serverId, waiter] of [...waiters]) {
-      if (repository.get(serverId)?.keyHash !== waiter.server.keyHash) waiter("revoked");
-      else seen(waiter.server, waiter.version);
+  async function sweepPolls(): Promise<void> {
+    if (sweeping) return;
+    sweeping = true;
+    try {
+      for (const [serverId, waiter] of [...waiters]) {
+        const current = await repository.get(serverId);
+        // Answered meanwhile: nothing to end (a new poll of the server is looked at next time).
+        if (waiters.get(serverId) !== waiter) continue;
+        if (current?.keyHash !== waiter.server.keyHash) waiter("revoked");
+        else seen(waiter.server, waiter.version);
+      }
+    } catch {
+      // The database could not be read: the held polls are looked at again at the next sweep.
+    } finally {
+      sweeping = false;
     }
     if (waiters.size === 0) {
       clearInterval(sweep);
@@ -148,14 +180,19 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     for (const work of queued.get(server.id) ?? []) renewLease(work);
     const versionChanged = version !== undefined && version !== entry.version;
     if (now - entry.writtenMs < writeEveryMs && !versionChanged) return;
-    repository.recordSeen(server.id, new Date(now).toISOString(), version);
     entry.writtenMs = now;
     if (version !== undefined) entry.version = version;
+    // On SQLite the statement runs now, synchronously; a write that failed is made at the next sign of life.
+    repository.recordSeen(server.id, new Date(now).toISOString(), version).catch(() => {
+      if (entry.writtenMs === now) {
+        entry.writtenMs = 0;
+        if (versionChanged) entry.version = undefined;
+      }
+    });
   }
 
   /** Why work for this server cannot be handed to its agent now; undefined when it can. */
-  function unavailable(target: ServerTarget): string | undefined {
-    const server = repository.get(target.id);
+  function unavailable(target: ServerTarget, server: AgentServerRow | undefined): string | undefined {
     if (server === undefined) return `Server ${target.name} is not an agent server (any more).`;
     if (!server.hasKey) {
       return `Server ${server.name} has no agent key (revoked or never issued): issue one with POST /api/infrastructure/servers/agent-key/${server.name} and give it to its agent.`;
@@ -168,6 +205,13 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     if (lastSeen === 0) return `The agent of server ${server.name} has never connected to Wharf.`;
     if (now - lastSeen > config.agentOfflineMs) {
       return `The agent of server ${server.name} has not been seen since ${formatUtc(lastSeen)}.`;
+    }
+    const here = presence.get(server.id)?.lastSeenMs ?? 0;
+    if (cluster && now - here > config.agentOfflineMs) {
+      return (
+        `The agent of server ${server.name} has not polled this Wharf node lately (it may poll another one): ` +
+        "not available in cluster mode yet: handing work to an agent polling another node."
+      );
     }
     return undefined;
   }
@@ -205,18 +249,28 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     return list.map((work) => work.item);
   }
 
-  function dispatch(
+  async function dispatch(
     server: ServerTarget,
     kind: WorkKind,
     items: readonly DesiredItem[],
     run: TransportRun,
     simulate: boolean,
   ): Promise<WorkResult> {
+    const refused = () => {
+      if (run.signal.aborted) return run.signal.reason as Error;
+      if (closed) return new Error("Wharf is shutting down.");
+      return undefined;
+    };
+    const before = refused();
+    if (before !== undefined) throw before;
+    // On SQLite read at once: the work is queued within this call, as before cluster mode.
+    const row = repository.getNow !== undefined ? repository.getNow(server.id) : await repository.get(server.id);
+    const reason = unavailable(server, row);
+    if (reason !== undefined) throw new Error(reason);
     return new Promise<WorkResult>((resolve, reject) => {
-      if (run.signal.aborted) return reject(run.signal.reason as Error);
-      if (closed) return reject(new Error("Wharf is shutting down."));
-      const reason = unavailable(server);
-      if (reason !== undefined) return reject(new Error(reason));
+      // Aborted or closing while the server was read.
+      const after = refused();
+      if (after !== undefined) return reject(after);
       const item: WorkItem = {
         id: randomUUID(),
         kind,
@@ -308,7 +362,14 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
       },
     },
 
-    authenticate: (key) => (key === "" ? undefined : repository.findByKeyHash(hashApiKey(key))),
+    identify: async (key) => (key === "" ? undefined : repository.findByKeyHash(hashApiKey(key))),
+
+    authenticate(key) {
+      if (repository.findByKeyHashNow === undefined) {
+        throw new Error("not available in cluster mode yet: the synchronous agent key look-up (use identify)");
+      }
+      return key === "" ? undefined : repository.findByKeyHashNow(hashApiKey(key));
+    },
 
     seen,
 
@@ -338,7 +399,7 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
           signal.addEventListener("abort", onAbort, { once: true });
           waiters.set(server.id, done);
           if (sweep === undefined) {
-            sweep = setInterval(sweepPolls, sweepEveryMs);
+            sweep = setInterval(() => void sweepPolls(), sweepEveryMs);
             sweep.unref();
           }
         });

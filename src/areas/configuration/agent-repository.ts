@@ -2,8 +2,10 @@ import type { Db } from "../../storage/database.js";
 
 /**
  * The SQL of the agent protocol (migration 0011 `servers`): finding a server by its agent key's
- * hash, and recording when its agent was last seen and which version it runs. Synchronous single
- * statements (WAL: reads never wait); the hub throttles the writes.
+ * hash, and recording when its agent was last seen and which version it runs. Single statements;
+ * the hub throttles the writes. Asynchronous (PostgreSQL in cluster mode: agent-repository-postgres.ts);
+ * on SQLite each method is still one synchronous statement (WAL: reads never wait), also reachable
+ * synchronously (SqliteAgentRepository) for the hub's synchronous `authenticate`.
  */
 export interface AgentServerRow {
   readonly id: number;
@@ -19,13 +21,20 @@ export interface AgentServerRow {
 
 export interface AgentRepository {
   /** The `agent` server whose current key hashes to `keyHash`; undefined for a revoked or unknown key. */
-  findByKeyHash(keyHash: string): AgentServerRow | undefined;
+  findByKeyHash(keyHash: string): Promise<AgentServerRow | undefined>;
   /** The server as its agent's work needs it now (revoked, deactivated or deleted meanwhile). */
-  get(serverId: number): AgentServerRow | undefined;
-  recordSeen(serverId: number, seenAt: string, version: string | undefined): void;
+  get(serverId: number): Promise<AgentServerRow | undefined>;
+  /** Not a quiet write: the status reads agent_last_seen_at (an agent's going offline). */
+  recordSeen(serverId: number, seenAt: string, version: string | undefined): Promise<void>;
 }
 
-interface Row {
+/** On SQLite the look-ups are also synchronous (AgentHub.authenticate, and work queued in the call that hands it over). */
+export interface SqliteAgentRepository extends AgentRepository {
+  findByKeyHashNow(keyHash: string): AgentServerRow | undefined;
+  getNow(serverId: number): AgentServerRow | undefined;
+}
+
+export interface AgentRow {
   id: number;
   name: string;
   active: number;
@@ -33,9 +42,9 @@ interface Row {
   agent_last_seen_at: string | null;
 }
 
-const COLUMNS = "id, name, active, agent_key_hash, agent_last_seen_at";
+export const AGENT_COLUMNS = "id, name, active, agent_key_hash, agent_last_seen_at";
 
-function toServer(row: Row | undefined): AgentServerRow | undefined {
+export function toAgentServer(row: AgentRow | undefined): AgentServerRow | undefined {
   if (row === undefined) return undefined;
   return {
     id: row.id,
@@ -47,18 +56,24 @@ function toServer(row: Row | undefined): AgentServerRow | undefined {
   };
 }
 
-export function createAgentRepository(db: Db): AgentRepository {
-  const byHash = db.prepare<[string], Row>(
-    `SELECT ${COLUMNS} FROM servers WHERE agent_key_hash = ? AND server_type = 'agent'`,
+export function createAgentRepository(db: Db): SqliteAgentRepository {
+  const byHash = db.prepare<[string], AgentRow>(
+    `SELECT ${AGENT_COLUMNS} FROM servers WHERE agent_key_hash = ? AND server_type = 'agent'`,
   );
-  const byId = db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM servers WHERE id = ? AND server_type = 'agent'`);
+  const byId = db.prepare<[number], AgentRow>(
+    `SELECT ${AGENT_COLUMNS} FROM servers WHERE id = ? AND server_type = 'agent'`,
+  );
   const seen = db.prepare<[string, string | null, number]>(
     "UPDATE servers SET agent_last_seen_at = ?, agent_version = coalesce(?, agent_version) WHERE id = ?",
   );
+  const findByKeyHashNow = (keyHash: string) => toAgentServer(byHash.get(keyHash));
+  const getNow = (serverId: number) => toAgentServer(byId.get(serverId));
   return {
-    findByKeyHash: (keyHash) => toServer(byHash.get(keyHash)),
-    get: (serverId) => toServer(byId.get(serverId)),
-    recordSeen(serverId, seenAt, version) {
+    findByKeyHashNow,
+    getNow,
+    findByKeyHash: async (keyHash) => findByKeyHashNow(keyHash),
+    get: async (serverId) => getNow(serverId),
+    async recordSeen(serverId, seenAt, version) {
       seen.run(seenAt, version ?? null, serverId);
     },
   };

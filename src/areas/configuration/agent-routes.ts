@@ -116,7 +116,7 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
         "An agent key is required: send Authorization: Bearer <agent key>.",
       );
     }
-    const server = hub.authenticate(match[1]);
+    const server = await hub.identify(match[1]);
     if (server === undefined) {
       return refuse(reply, 403, "AGENT_KEY_INVALID", INVALID_KEY);
     }

@@ -3,7 +3,7 @@ import type { Clock } from "../../domain/clock.js";
 import { DomainError } from "../../domain/errors.js";
 import type { LogLevel } from "../../drift/model.js";
 import { retryWhileBusy } from "../../storage/busy.js";
-import type { Db } from "../../storage/database.js";
+import { isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
 import type { Collection, CollectionsRepository } from "./collections-repository.js";
 import { desiredStateOf } from "./desired-state.js";
 import type { InfrastructureRepository, ServerSummary } from "./infrastructure-repository.js";
@@ -23,9 +23,14 @@ import type { ServerTransport } from "./transport.js";
  * server checked within the last half interval skipped. Each server keeps its last KEEP_COLLECTIONS.
  *
  * Restart rule: a collection found executing at start was left by a process that stopped; it ends
- * `error` saying so. A server with drift mode `automaticallyRemediate` whose check (not a
- * remediation job's own) finds drift is handed to `onDrift` (the remediation module enqueues a job
- * unless one is pending or running for it).
+ * `error` saying so. On PostgreSQL (cluster mode) a collection does not say which node runs it, so
+ * a node starting also ends the checks other live nodes are running (they end `error`, their
+ * results dropped: the next check is right again); leaving the rule out instead would leave a dead
+ * node's check executing for good, and every later check of its server waiting for it.
+ *
+ * A server with drift mode `automaticallyRemediate` whose check (not a remediation job's own) finds
+ * drift is handed to `onDrift` (the remediation module enqueues a job unless one is pending or
+ * running for it).
  */
 export const RESTART_TEXT = "The Wharf process stopped during this check.";
 export const KEEP_COLLECTIONS = 20;
@@ -64,7 +69,8 @@ export interface Checker {
 }
 
 export interface CheckerDeps {
-  readonly db: Db;
+  /** SQLite: writes wait while another process holds its write lock. PostgreSQL: rows lock, writes just run. */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Pick<Config, "configCheckIntervalMs" | "configCheckConcurrency">;
   readonly infrastructure: InfrastructureRepository;
@@ -103,7 +109,8 @@ export function createChecker(deps: CheckerDeps): Checker {
   const { db, clock, config, infrastructure, collections, log } = deps;
   const random = deps.random ?? Math.random;
   const now = () => clock.now().toISOString();
-  const write = <T>(fn: () => T) => retryWhileBusy(db, fn, Number.POSITIVE_INFINITY);
+  const write = <T>(fn: () => Promise<T>): Promise<T> =>
+    isPostgres(db) ? fn() : retryWhileBusy(db, fn, Number.POSITIVE_INFINITY);
   const pool = slots(config.configCheckConcurrency);
   const inFlight = new Map<number, Promise<Collection | undefined>>();
   const stopping = new AbortController();

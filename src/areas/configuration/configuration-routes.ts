@@ -105,7 +105,7 @@ export function parseSimulate(text: string | undefined): boolean {
  */
 export async function serversToCheck(
   infrastructure: InfrastructureRepository,
-  status: Pick<StatusService, "serversOfRole">,
+  status: Pick<StatusService, "serversWithRole">,
   entity: { type: EntityType; name: string } | undefined,
 ): Promise<number[]> {
   if (entity === undefined) return (await infrastructure.listServers()).map((server) => server.id);
@@ -121,7 +121,7 @@ export async function serversToCheck(
   if (named === undefined)
     throw notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${entity.type} named '${entity.name}'.`);
   return entity.type === "role"
-    ? status.serversOfRole(named.id)
+    ? await status.serversWithRole(named.id)
     : (await infrastructure.environmentServers(named.id)).map((server) => server.id);
 }
 
@@ -175,7 +175,7 @@ export const configurationRoutes: FastifyPluginAsync<ConfigurationRoutesOptions>
       reply.header("Cache-Control", "no-store");
       if (entity !== undefined) return await status.statusOf(entity.type, entity.name);
       // Already JSON (kept while nothing changed): a thousand servers are not serialised again per request.
-      return reply.header("Content-Type", "application/json; charset=utf-8").send(status.statusOfAllJson());
+      return reply.header("Content-Type", "application/json; charset=utf-8").send(await status.allStatusesJson());
     },
   );
 

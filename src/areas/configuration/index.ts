@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import type { PackageSource } from "../../drift/model.js";
 import { type AgentHub, createAgentHub } from "./agent-hub.js";
@@ -11,13 +11,17 @@ import {
   createCredentialsStore,
   type CredentialsStore,
 } from "./credentials-repository.js";
+import { createPostgresCredentialsRepository } from "./credentials-repository-postgres.js";
 import { credentialsRoutes } from "./credentials-routes.js";
 import { createCredentialsService, type CredentialsService } from "./credentials-service.js";
 import { createInfrastructureRepository, type InfrastructureRepository } from "./infrastructure-repository.js";
+import { createPostgresInfrastructureRepository } from "./infrastructure-repository-postgres.js";
 import { infrastructureRoutes } from "./infrastructure-routes.js";
 import { createRolesRepository } from "./roles-repository.js";
+import { createPostgresRolesRepository } from "./roles-repository-postgres.js";
 import { createRolesService, type RolesService } from "./roles-service.js";
 import { createServersRepository } from "./servers-repository.js";
+import { createPostgresServersRepository } from "./servers-repository-postgres.js";
 import { createServersService, type HostKeyFetcher, type ServersService } from "./servers-service.js";
 import { configurationRoutes } from "./configuration-routes.js";
 import type { ConfigurationRuntime } from "./runtime.js";
@@ -30,7 +34,8 @@ import { createVariablesService, type VariablesService } from "./variables-servi
  * configuration API (8.1) and the agent protocol. Environments stay the releases area's API.
  */
 export interface ConfigurationDeps {
-  readonly db: Db;
+  /** The metadata store: the data directory's SQLite or a cluster's PostgreSQL (repositories by byDatabase). */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Config;
   /** Seals stored secrets: credentials, sensitive item content. */
@@ -58,24 +63,37 @@ const fetchHostKeySha256: HostKeyFetcher = async (host, port, timeoutMs) =>
 
 /** Wires repositories -> services; app.ts builds them once and hands them to configurationArea. */
 export function createConfigurationServices(deps: ConfigurationDeps): ConfigurationServices {
-  const infrastructure = createInfrastructureRepository(deps.db, deps.secrets);
-  const credentials = createCredentialsRepository(deps.db);
+  const { db, secrets } = deps;
+  const infrastructure = byDatabase(
+    db,
+    (sqlite) => createInfrastructureRepository(sqlite, secrets),
+    (postgres) => createPostgresInfrastructureRepository(postgres, secrets),
+  );
+  const credentials = byDatabase(db, createCredentialsRepository, createPostgresCredentialsRepository);
   return {
     infrastructure,
     servers: createServersService({
-      servers: createServersRepository(deps.db, deps.secrets),
+      servers: byDatabase(
+        db,
+        (sqlite) => createServersRepository(sqlite, secrets),
+        (postgres) => createPostgresServersRepository(postgres, secrets),
+      ),
       infrastructure,
       config: deps.config,
       clock: deps.clock,
       fetchHostKey: deps.fetchHostKey ?? fetchHostKeySha256,
     }),
     roles: createRolesService({
-      roles: createRolesRepository(deps.db, deps.secrets),
+      roles: byDatabase(
+        db,
+        (sqlite) => createRolesRepository(sqlite, secrets),
+        (postgres) => createPostgresRolesRepository(postgres, secrets),
+      ),
       infrastructure,
       clock: deps.clock,
     }),
-    variables: createVariablesService(deps.db, deps.secrets),
-    agents: createAgentHub({ db: deps.db, clock: deps.clock, config: deps.config }),
+    variables: createVariablesService(db, secrets),
+    agents: createAgentHub({ db, clock: deps.clock, config: deps.config }),
     credentials: createCredentialsService({ repository: credentials, secrets: deps.secrets, clock: deps.clock }),
     credentialsStore: createCredentialsStore(credentials, deps.secrets),
   };
@@ -90,8 +108,13 @@ export const configurationArea: FastifyPluginAsync<
     runtime?: ConfigurationRuntime;
     /** What agents may download for their package items (the runtime's package source): enables /api/agent/v1. */
     agentPackages?: PackageSource;
+    /**
+     * Takes over starting and stopping the checks' restart rule and routine checks (app.ts: on the
+     * cluster's leading node, jobs/singletons.ts); without it they run from ready to close.
+     */
+    takeScheduling?: (work: Pick<ConfigurationRuntime, "start" | "stop">) => void;
   }
-> = async (app, { services, runtime, agentPackages }) => {
+> = async (app, { services, runtime, agentPackages, takeScheduling }) => {
   // Routes are registered here, one plugin per file (servers, roles, variables, credentials, ...).
   await app.register(infrastructureRoutes, { servers: services.servers, roles: services.roles });
   await app.register(variablesRoutes, { variables: services.variables });
@@ -106,8 +129,11 @@ export const configurationArea: FastifyPluginAsync<
   await app.register(credentialsRoutes, { credentials: services.credentials });
   if (runtime) {
     // The checks' restart rule and routine checks (remediation jobs run on app.ts's job runner).
-    app.addHook("onReady", () => runtime.start());
-    app.addHook("onClose", () => runtime.stop());
+    if (takeScheduling) takeScheduling(runtime);
+    else {
+      app.addHook("onReady", () => runtime.start());
+      app.addHook("onClose", () => runtime.stop());
+    }
     await app.register(configurationRoutes, { infrastructure: services.infrastructure, ...runtime });
   }
 };

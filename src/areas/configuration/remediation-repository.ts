@@ -4,7 +4,9 @@ import type { Db } from "../../storage/database.js";
  * The SQL of remediation jobs (migration 0011 `config_remediations`, `config_remediation_targets`,
  * joined with 0009's `jobs`): what a job was asked for, the servers it covers, and which jobs are
  * still to run or running for a server (the status's `pendingRemediation`, `remediationDate`,
- * `remediationId`, and "not again while one is pending" for automatic remediation).
+ * `remediationId`, and "not again while one is pending" for automatic remediation). Asynchronous
+ * (PostgreSQL in cluster mode: remediation-repository-postgres.ts); on SQLite each method is still
+ * one synchronous statement or transaction.
  */
 export type EntityType = "server" | "role" | "environment";
 
@@ -34,13 +36,14 @@ export interface OpenRemediation {
 }
 
 export interface RemediationRepository {
-  record(remediation: RemediationRecord, targets: readonly RemediationTarget[]): void;
-  find(jobId: number): RemediationRecord | undefined;
-  /** Pending and executing remediation jobs of every server (or of one). */
-  open(serverId?: number): OpenRemediation[];
+  /** Records the job and its servers in one transaction (a target given twice is kept once). */
+  record(remediation: RemediationRecord, targets: readonly RemediationTarget[]): Promise<void>;
+  find(jobId: number): Promise<RemediationRecord | undefined>;
+  /** Pending and executing remediation jobs of every server (or of one), earliest first. */
+  open(serverId?: number): Promise<OpenRemediation[]>;
 }
 
-interface OpenRow {
+export interface OpenRow {
   job_id: number;
   server_id: number;
   role_id: number | null;
@@ -48,7 +51,7 @@ interface OpenRow {
   at: string;
 }
 
-interface RecordRow {
+export interface RecordRow {
   job_id: number;
   name: string | null;
   entity_type: EntityType;
@@ -57,7 +60,8 @@ interface RecordRow {
   created_at: string;
 }
 
-const OPEN_SQL = `SELECT t.job_id, t.server_id, t.role_id, j.status, coalesce(j.not_before, j.created_at) AS at
+/** The open jobs' statement, the same on both databases (the status reads it too). */
+export const OPEN_SQL = `SELECT t.job_id, t.server_id, t.role_id, j.status, coalesce(j.not_before, j.created_at) AS at
   FROM jobs j JOIN config_remediation_targets t ON t.job_id = j.id
   WHERE j.status IN ('pending', 'executing')`;
 
@@ -85,29 +89,33 @@ export function createRemediationRepository(db: Db): RemediationRepository {
     );
     for (const target of targets) q.target.run(remediation.jobId, target.serverId, target.roleId ?? null);
   });
-  const toOpen = (row: OpenRow): OpenRemediation => ({
-    jobId: row.job_id,
-    serverId: row.server_id,
-    roleId: row.role_id ?? undefined,
-    status: row.status,
-    at: row.at,
-  });
-
   return {
-    record: (remediation, targets) => record(remediation, targets),
-    find(jobId) {
-      const row = q.find.get(jobId);
-      return (
-        row && {
-          jobId: row.job_id,
-          name: row.name ?? undefined,
-          entityType: row.entity_type,
-          entityName: row.entity_name,
-          simulate: row.simulate === 1,
-          createdAt: row.created_at,
-        }
-      );
+    async record(remediation, targets) {
+      record(remediation, targets);
     },
-    open: (serverId) => (serverId === undefined ? q.openAll.all() : q.openOf.all(serverId)).map(toOpen),
+    async find(jobId) {
+      const row = q.find.get(jobId);
+      return row && toRecord(row);
+    },
+    async open(serverId) {
+      return (serverId === undefined ? q.openAll.all() : q.openOf.all(serverId)).map(toOpen);
+    },
   };
 }
+
+export const toOpen = (row: OpenRow): OpenRemediation => ({
+  jobId: row.job_id,
+  serverId: row.server_id,
+  roleId: row.role_id ?? undefined,
+  status: row.status,
+  at: row.at,
+});
+
+export const toRecord = (row: RecordRow): RemediationRecord => ({
+  jobId: row.job_id,
+  name: row.name ?? undefined,
+  entityType: row.entity_type,
+  entityName: row.entity_name,
+  simulate: row.simulate === 1,
+  createdAt: row.created_at,
+});

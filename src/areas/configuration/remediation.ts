@@ -117,7 +117,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
       serverId: target.serverId,
       roleId: target.roleId ?? undefined,
     }));
-    remediations.record(
+    await remediations.record(
       {
         jobId,
         name: input.name,
@@ -141,7 +141,7 @@ export function createRemediationService(deps: RemediationDeps): RemediationServ
   }
 
   async function remediateAutomatically(server: ServerSummary): Promise<number | undefined> {
-    if (remediations.open(server.id).length > 0) return undefined;
+    if ((await remediations.open(server.id)).length > 0) return undefined;
     return request({ entityType: "server", entityName: server.name, name: "Automatic remediation", simulate: false });
   }
 

@@ -2,15 +2,16 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { PackageSource } from "../../drift/model.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import { changeWatchOf } from "../../storage/change-watch.js";
-import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
+import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
 import { type Checker, type CheckerLogger, createChecker } from "./checker.js";
 import { createCollectionsRepository } from "./collections-repository.js";
+import { createPostgresCollectionsRepository } from "./collections-repository-postgres.js";
 import { type CredentialOpener, createExecutorTransports } from "./executor-transport.js";
 import type { InfrastructureRepository } from "./infrastructure-repository.js";
 import { createRemediationRepository } from "./remediation-repository.js";
+import { createPostgresRemediationRepository } from "./remediation-repository-postgres.js";
 import { createRemediationService, type RemediationService } from "./remediation.js";
 import { createStatusService, type StatusService } from "./status.js";
 import type { ServerTransport } from "./transport.js";
@@ -21,11 +22,12 @@ import type { ServerTransport } from "./transport.js";
  * job runner here, so this must be created before that runner starts.
  */
 export interface ConfigurationRuntimeDeps {
-  readonly db: Db;
+  /** The metadata store: SQLite, or PostgreSQL with its change feed attached (node-database.ts). */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Config;
   readonly infrastructure: InfrastructureRepository;
-  /** The database's one job runner, not started yet. */
+  /** The database's one job runner, not started yet (on PostgreSQL: runner-postgres.ts's). */
   readonly jobs: JobRunner;
   /** Packages for `package` items (createFeedPackageSource over the universal feeds). */
   readonly packages: PackageSource;
@@ -49,8 +51,8 @@ export interface ConfigurationRuntime {
 
 export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): ConfigurationRuntime {
   const { db, clock, config, infrastructure } = deps;
-  const collections = createCollectionsRepository(db);
-  const remediations = createRemediationRepository(db);
+  const collections = byDatabase(db, createCollectionsRepository, createPostgresCollectionsRepository);
+  const remediations = byDatabase(db, createRemediationRepository, createPostgresRemediationRepository);
   const transports = createExecutorTransports(
     {
       config,
@@ -90,7 +92,7 @@ export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): Conf
     infrastructure,
     collections,
     remediations,
-    watch: changeWatchOf(db),
+    watch: cacheVersionOf(db),
   });
   return {
     checker,

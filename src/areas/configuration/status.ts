@@ -1,11 +1,19 @@
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { invalid, notFound } from "../../domain/errors.js";
-import type { ChangeWatch } from "../../storage/change-watch.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type CacheVersion, type MetadataDb } from "../../storage/metadata-db.js";
 import type { CollectionsRepository } from "./collections-repository.js";
 import type { InfrastructureRepository } from "./infrastructure-repository.js";
 import type { EntityType, OpenRemediation, RemediationRepository } from "./remediation-repository.js";
+import {
+  createStatusRepository,
+  type Memberships,
+  type SqliteStatusRepository,
+  type StatusFacts,
+  type StatusRepository,
+  type StatusServerRow,
+} from "./status-repository.js";
+import { createPostgresStatusRepository } from "./status-repository-postgres.js";
 
 /**
  * Configuration status objects and server items as `/api/configuration` answers them
@@ -26,8 +34,8 @@ import type { EntityType, OpenRemediation, RemediationRepository } from "./remed
  * Field presence: `errorText` only on `error`; `latestCollectionId` only for servers (a number, or
  * null when never checked); `remediationDate` and `remediationId` only while a remediation job is
  * pending. Dates are `yyyy-MM-ddTHH:mm:ss` (UTC). Everything is read with a few statements over
- * all servers (the counts are stored with each collection), so that the status of a thousand
- * servers stays cheap.
+ * all servers (the counts are stored with each collection: status-repository.ts), so that the
+ * status of a thousand servers stays cheap.
  */
 export type ConfigurationStatus =
   "disabled" | "executing" | "error" | "pendingRemediation" | "drifted" | "current" | "unknown";
@@ -73,24 +81,30 @@ export interface StatusService {
   /** One entity's status; 404 for an unknown name. */
   statusOf(type: EntityType, name: string): Promise<StatusObject>;
   /** Every server, role and environment, each kind by name. */
-  statusOfAll(): StatusObject[];
-  /** statusOfAll as UTF-8 JSON, kept while nothing changed (what the API sends). */
-  statusOfAllJson(): Buffer;
+  allStatuses(): Promise<StatusObject[]>;
+  /** allStatuses as UTF-8 JSON, kept while nothing changed (what the API sends). */
+  allStatusesJson(): Promise<Buffer>;
   /** The items of a server's last completed check; 404 for an unknown server. */
   itemsOf(serverName: string): Promise<ItemObject[]>;
   /** The servers whose roles include the role, directly or through dependencies. */
+  serversWithRole(roleId: number): Promise<number[]>;
+  /** allStatuses, synchronously: SQLite only (the CLI, the native API); on PostgreSQL it throws. */
+  statusOfAll(): StatusObject[];
+  /** allStatusesJson, synchronously: SQLite only; on PostgreSQL it throws. */
+  statusOfAllJson(): Buffer;
+  /** serversWithRole, synchronously: SQLite only (the CLI); on PostgreSQL it throws. */
   serversOfRole(roleId: number): number[];
 }
 
 export interface StatusDeps {
-  readonly db: Db;
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Pick<Config, "agentOfflineMs">;
   readonly infrastructure: InfrastructureRepository;
   readonly collections: CollectionsRepository;
   readonly remediations: RemediationRepository;
-  /** The database's change watch: what was read is kept while nothing was written. Absent: read every time. */
-  readonly watch?: ChangeWatch | undefined;
+  /** The database's change version (cacheVersionOf): what was read is kept while nothing was written. Absent: read every time. */
+  readonly watch?: CacheVersion | undefined;
 }
 
 /** How long a snapshot of every server's facts may be kept at most, even with no write (agents go offline with time). */
@@ -103,19 +117,7 @@ export const seedDate = (iso: string) =>
     ? iso.slice(0, 19)
     : new Date(iso).toISOString().slice(0, 19);
 
-interface ServerRow {
-  id: number;
-  name: string;
-  server_type: string;
-  drift_mode: string;
-  active: number;
-  agent_last_seen_at: string | null;
-  collection_id: number | null;
-  collection_status: "executing" | "completed" | "error" | null;
-  started_at: string | null;
-  error_text: string | null;
-  drifted: number | null;
-}
+type ServerRow = StatusServerRow;
 
 /** What a server's status is made from; `drifted` may be narrowed to one role's items. */
 interface ServerFacts {
@@ -124,33 +126,23 @@ interface ServerFacts {
   readonly open: readonly OpenRemediation[];
 }
 
-const SERVER_SQL = `SELECT s.id, s.name, s.server_type, s.drift_mode, s.active, s.agent_last_seen_at,
-    c.id AS collection_id, c.status AS collection_status, c.started_at, c.error_text, c.drifted
-  FROM servers s LEFT JOIN config_collections c
-    ON c.id = (SELECT max(id) FROM config_collections WHERE server_id = s.id)`;
-
 export function createStatusService(deps: StatusDeps): StatusService {
-  const { db, clock, config, infrastructure, collections, remediations, watch } = deps;
+  const { clock, config, infrastructure, collections, remediations, watch } = deps;
+  const repository = byDatabase<StatusRepository & Partial<SqliteStatusRepository>>(
+    deps.db,
+    createStatusRepository,
+    createPostgresStatusRepository,
+  );
   let snapshot: { version: string; at: number; loaded: Loaded; allJson: Buffer | undefined } | undefined;
-  const q = {
-    all: db.prepare<[], ServerRow>(`${SERVER_SQL} ORDER BY s.name_key`),
-    one: db.prepare<[number], ServerRow>(`${SERVER_SQL} WHERE s.id = ?`),
-    roles: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM roles ORDER BY name_key"),
-    environments: db.prepare<[], { id: number; name: string }>("SELECT id, name FROM environments ORDER BY name_key"),
-    serverRoles: db.prepare<[], { server_id: number; role_id: number }>("SELECT server_id, role_id FROM server_roles"),
-    dependencies: db.prepare<[], { role_id: number; depends_on_id: number }>(
-      "SELECT role_id, depends_on_id FROM role_dependencies",
-    ),
-    environmentMembers: db.prepare<[], { server_id: number; environment_id: number }>(
-      "SELECT server_id, environment_id FROM server_environments",
-    ),
-    // Drifted items per role in the given collections (the last checks that found drift).
-    roleDrift: db.prepare<[string], { collection_id: number; role_id: number; drifted: number }>(
-      `SELECT collection_id, role_id, count(*) AS drifted FROM config_collected_items
-        WHERE collection_id IN (SELECT value FROM json_each(?)) AND status = 'drifted' AND role_id IS NOT NULL
-        GROUP BY collection_id, role_id`,
-    ),
-  };
+
+  /** The SQLite repository's synchronous reads, for the synchronous methods; on PostgreSQL they throw. */
+  function now(what: string): Pick<SqliteStatusRepository, "factsNow" | "membershipsNow"> {
+    const { factsNow, membershipsNow } = repository;
+    if (factsNow === undefined || membershipsNow === undefined) {
+      throw new Error(`not available in cluster mode yet: ${what} read synchronously (use its asynchronous form)`);
+    }
+    return { factsNow, membershipsNow };
+  }
 
   function serverStatus(facts: ServerFacts): { status: ConfigurationStatus; errorText?: string } {
     const { row } = facts;
@@ -234,9 +226,9 @@ export function createStatusService(deps: StatusDeps): StatusService {
     return withRemediation(object, open);
   }
 
-  function openByServer(): Map<number, OpenRemediation[]> {
+  function openByServer(open: readonly OpenRemediation[]): Map<number, OpenRemediation[]> {
     const byServer = new Map<number, OpenRemediation[]>();
-    for (const job of remediations.open()) {
+    for (const job of open) {
       const list = byServer.get(job.serverId);
       if (list) list.push(job);
       else byServer.set(job.serverId, [job]);
@@ -245,9 +237,9 @@ export function createStatusService(deps: StatusDeps): StatusService {
   }
 
   /** Server ids by role: the servers that list it, and those that list a role depending on it (at any depth). */
-  function membersByRole(): Map<number, number[]> {
+  function membersByRole({ dependencies, serverRoles }: Memberships): Map<number, number[]> {
     const dependsOn = new Map<number, number[]>();
-    for (const d of q.dependencies.all()) {
+    for (const d of dependencies) {
       const list = dependsOn.get(d.role_id);
       if (list) list.push(d.depends_on_id);
       else dependsOn.set(d.role_id, [d.depends_on_id]);
@@ -261,49 +253,66 @@ export function createStatusService(deps: StatusDeps): StatusService {
       set.add(serverId);
       for (const dependency of dependsOn.get(roleId) ?? []) add(dependency, serverId, seen);
     };
-    for (const m of q.serverRoles.all()) add(m.role_id, m.server_id, new Set());
+    for (const m of serverRoles) add(m.role_id, m.server_id, new Set());
     return new Map([...members].map(([roleId, servers]) => [roleId, [...servers]]));
   }
 
   /**
-   * Everything the roles' and environments' objects need, in a handful of statements; kept while
-   * the database has not changed (and at most SNAPSHOT_MAX_AGE_MS, for the agents' offline rule).
+   * Everything the objects of every entity need, in a handful of statements; kept while the
+   * database has not changed (and at most SNAPSHOT_MAX_AGE_MS, for the agents' offline rule).
    */
-  function load() {
+  function kept(): { version: string | undefined; at: number; loaded: Loaded | undefined } {
     const version = watch?.version();
     const at = clock.now().getTime();
-    const kept = snapshot;
-    if (kept !== undefined && kept.version === version && at >= kept.at && at - kept.at < SNAPSHOT_MAX_AGE_MS) {
-      return kept.loaded;
-    }
-    const loaded = read();
+    const last = snapshot;
+    const fresh = last !== undefined && last.version === version && at >= last.at && at - last.at < SNAPSHOT_MAX_AGE_MS;
+    return { version, at, loaded: fresh ? last.loaded : undefined };
+  }
+
+  function keep(version: string | undefined, at: number, loaded: Loaded): Loaded {
     snapshot = version === undefined ? undefined : { version, at, loaded, allJson: undefined };
     return loaded;
   }
 
-  function read() {
-    const rows = q.all.all();
+  async function load(): Promise<Loaded> {
+    // The version before the read: a write during it makes the next call read again.
+    const { version, at, loaded } = kept();
+    return loaded ?? keep(version, at, fromFacts(await repository.facts()));
+  }
+
+  function loadNow(what: string): Loaded {
+    const { version, at, loaded } = kept();
+    return loaded ?? keep(version, at, fromFacts(now(what).factsNow()));
+  }
+
+  function fromFacts(facts: StatusFacts) {
+    const rows = facts.servers;
     const byId = new Map(rows.map((row) => [row.id, row]));
-    const open = openByServer();
+    const open = openByServer(facts.open);
     const serverOfCollection = new Map<number, number>();
-    for (const row of rows) {
-      if (row.collection_status === "completed" && (row.drifted ?? 0) > 0 && row.collection_id !== null) {
-        serverOfCollection.set(row.collection_id, row.id);
-      }
-    }
+    for (const row of rows) if (row.collection_id !== null) serverOfCollection.set(row.collection_id, row.id);
     const roleDrift = new Map<string, number>();
-    for (const r of q.roleDrift.all(JSON.stringify([...serverOfCollection.keys()]))) {
+    for (const r of facts.roleDrift) {
       roleDrift.set(`${serverOfCollection.get(r.collection_id)}:${r.role_id}`, r.drifted);
     }
     const environmentMembers = new Map<number, number[]>();
-    for (const m of q.environmentMembers.all()) {
+    for (const m of facts.environmentMembers) {
       const list = environmentMembers.get(m.environment_id);
       if (list) list.push(m.server_id);
       else environmentMembers.set(m.environment_id, [m.server_id]);
     }
-    return { rows, byId, open, roleDrift, roleMembers: membersByRole(), environmentMembers };
+    return {
+      rows,
+      byId,
+      open,
+      roleDrift,
+      roleMembers: membersByRole(facts),
+      environmentMembers,
+      roles: facts.roles,
+      environments: facts.environments,
+    };
   }
-  type Loaded = ReturnType<typeof read>;
+  type Loaded = ReturnType<typeof fromFacts>;
 
   function roleObject(loaded: Loaded, role: { id: number; name: string }): StatusObject {
     const members: ServerFacts[] = [];
@@ -329,58 +338,61 @@ export function createStatusService(deps: StatusDeps): StatusService {
     return aggregate("environment", environment.name, members);
   }
 
-  function statusOfAll(): StatusObject[] {
-    const loaded = load();
+  function allOf(loaded: Loaded): StatusObject[] {
     return [
       ...loaded.rows.map((row) => serverObject(row, loaded.open.get(row.id) ?? [])),
-      ...q.roles.all().map((role) => roleObject(loaded, role)),
-      ...q.environments.all().map((environment) => environmentObject(loaded, environment)),
+      ...loaded.roles.map((role) => roleObject(loaded, role)),
+      ...loaded.environments.map((environment) => environmentObject(loaded, environment)),
     ];
+  }
+
+  /** The JSON of every status, kept with the snapshot it was made from. */
+  function allJsonOf(loaded: Loaded): Buffer {
+    const last = snapshot;
+    if (last?.loaded === loaded && last.allJson !== undefined) return last.allJson;
+    const json = Buffer.from(JSON.stringify(allOf(loaded)));
+    if (last?.loaded === loaded) last.allJson = json;
+    return json;
   }
 
   const missing = (type: EntityType, name: string) =>
     notFound("CONFIG_ENTITY_NOT_FOUND", `There is no ${type} named '${name}'.`);
 
   return {
-    serversOfRole: (roleId) => membersByRole().get(roleId) ?? [],
+    serversWithRole: async (roleId) => membersByRole(await repository.memberships()).get(roleId) ?? [],
+    serversOfRole: (roleId) => membersByRole(now("the servers of a role").membershipsNow()).get(roleId) ?? [],
 
     async statusOf(type, name) {
       if (type === "server") {
         const ref = await infrastructure.findServer(name);
-        const row = ref && q.one.get(ref.id);
+        const row = ref && (await repository.server(ref.id));
         if (ref === undefined || row === undefined) throw missing(type, name);
-        return serverObject(row, remediations.open(ref.id));
+        return serverObject(row, await remediations.open(ref.id));
       }
       if (type === "role") {
         const role = await infrastructure.findRole(name);
         if (role === undefined) throw missing(type, name);
-        return roleObject(load(), role);
+        return roleObject(await load(), role);
       }
       if (type === "environment") {
         const environment = await infrastructure.findEnvironment(name);
         if (environment === undefined) throw missing(type, name);
-        return environmentObject(load(), environment);
+        return environmentObject(await load(), environment);
       }
       throw invalid("INVALID_ENTITY_TYPE", `'${String(type)}' is not an entity type: use server, role or environment.`);
     },
 
-    statusOfAll,
-
-    statusOfAllJson() {
-      const loaded = load();
-      const kept = snapshot;
-      if (kept?.loaded === loaded && kept.allJson !== undefined) return kept.allJson;
-      const json = Buffer.from(JSON.stringify(statusOfAll()));
-      if (kept?.loaded === loaded) kept.allJson = json;
-      return json;
-    },
+    allStatuses: async () => allOf(await load()),
+    allStatusesJson: async () => allJsonOf(await load()),
+    statusOfAll: () => allOf(loadNow("the status of every entity")),
+    statusOfAllJson: () => allJsonOf(loadNow("the status of every entity")),
 
     async itemsOf(serverName) {
       const server = await infrastructure.findServer(serverName);
       if (server === undefined) throw missing("server", serverName);
       const collection = await collections.latestCompletedOf(server.id);
       if (collection === undefined) return [];
-      const pending = remediations.open(server.id).filter((job) => job.status === "pending");
+      const pending = (await remediations.open(server.id)).filter((job) => job.status === "pending");
       const collectionDate = seedDate(collection.startedAt);
       return (await collections.items(collection.id)).map((item) => {
         const object: ItemObject = {

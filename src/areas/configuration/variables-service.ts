@@ -1,31 +1,32 @@
-import type { Statement } from "better-sqlite3";
 import { DomainError, invalid, notFound } from "../../domain/errors.js";
-import { retryWhileBusy } from "../../storage/busy.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import {
   checkVariableName,
   findVariable,
   MAX_VARIABLE_BYTES,
-  openVariable,
   parseVariables,
   presentVariables,
-  readVariableColumn,
-  sealVariable,
   type Variable,
   type Variables,
-  writeVariableColumn,
 } from "./variables-model.js";
+import {
+  createVariablesRepository,
+  ENTITY_TYPES,
+  type EntityType,
+  type VariableScope,
+} from "./variables-repository.js";
+import { createPostgresVariablesRepository } from "./variables-repository-postgres.js";
+
+export type { EntityType, VariableScope } from "./variables-repository.js";
 
 /**
  * The variables API (docs/compat.md 8.4) over the servers', roles' and environments' `variables`
  * columns and the global_variables table. Environments' variables are the releases area's too,
  * which reads them as plain text: an environment variable cannot be sensitive (400 says where to
  * put one instead). Sensitive values are never answered: objects show `{ value: null, sensitive: true }`,
- * a single GET is 403.
+ * a single GET is 403. The SQL is variables-repository.ts's (both databases).
  */
-export type EntityType = "server" | "role" | "environment";
-export type VariableScope = { readonly type: EntityType; readonly name: string } | { readonly type: "global" };
 
 export interface ScopedVariable {
   readonly name: string;
@@ -53,15 +54,6 @@ export interface VariablesService {
   deleteScoped(input: unknown): Promise<void>;
 }
 
-interface ColumnStatements {
-  readonly get: Statement<[string], { id: number; variables: string }>;
-  readonly set: Statement<[string, number]>;
-  readonly all: Statement<[], { name: string; variables: string }>;
-}
-
-const TABLES: Readonly<Record<EntityType, string>> = { server: "servers", role: "roles", environment: "environments" };
-const ENTITY_TYPES = Object.keys(TABLES) as EntityType[];
-
 export function parseEntityType(text: string): EntityType {
   const value = text.toLowerCase().replace(/s$/, "");
   if (!(ENTITY_TYPES as string[]).includes(value)) {
@@ -77,72 +69,23 @@ const sensitiveEnvironment = (name: string) =>
       "Put a sensitive variable on a server, a role or globally.",
   );
 
-export function createVariablesService(db: Db, secrets: SecretBox): VariablesService {
-  const q = {
-    column: Object.fromEntries(
-      ENTITY_TYPES.map((type) => [
-        type,
-        {
-          get: db.prepare<[string], { id: number; variables: string }>(
-            `SELECT id, variables FROM ${TABLES[type]} WHERE name_key = ?`,
-          ),
-          set: db.prepare<[string, number]>(`UPDATE ${TABLES[type]} SET variables = ? WHERE id = ?`),
-          all: db.prepare<[], { name: string; variables: string }>(
-            `SELECT name, variables FROM ${TABLES[type]} ORDER BY name_key`,
-          ),
-        },
-      ]),
-    ) as Record<EntityType, ColumnStatements>,
-    globals: db.prepare<[], { name: string; value: string; sensitive: number }>(
-      "SELECT name, value, sensitive FROM global_variables ORDER BY name_key",
-    ),
-    clearGlobals: db.prepare("DELETE FROM global_variables"),
-    deleteGlobal: db.prepare<[string]>("DELETE FROM global_variables WHERE name_key = ?"),
-    putGlobal: db.prepare<[string, string, string, number]>(
-      `INSERT INTO global_variables (name, name_key, value, sensitive) VALUES (?, ?, ?, ?)
-       ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, value = excluded.value, sensitive = excluded.sensitive`,
-    ),
-  };
+export function createVariablesService(db: MetadataDb, secrets: SecretBox): VariablesService {
+  const repository = byDatabase(
+    db,
+    (sqlite) => createVariablesRepository(sqlite, secrets),
+    (postgres) => createPostgresVariablesRepository(postgres, secrets),
+  );
 
   /** Reads the scope's variables, lets `change` alter them, and writes them back, in one transaction. */
   const edit = <T>(scope: VariableScope, change: (variables: Map<string, Variable>) => T): Promise<T> =>
-    retryWhileBusy(db, () =>
-      db.transaction(() => {
-        if (scope.type === "global") {
-          const variables = readGlobals();
-          const result = change(variables);
-          q.clearGlobals.run();
-          for (const [name, v] of variables) {
-            const stored = v.sensitive ? sealVariable(v.value, secrets) : v.value;
-            q.putGlobal.run(name, name.toLowerCase(), stored, v.sensitive ? 1 : 0);
-          }
-          return result;
-        }
-        const statements = q.column[scope.type];
-        const row = statements.get.get(scope.name.toLowerCase());
-        if (!row) throw entityNotFound(scope);
-        const variables = readVariableColumn(row.variables, secrets);
-        const result = change(variables);
-        if (scope.type === "environment") {
-          for (const [name, v] of variables) if (v.sensitive) throw sensitiveEnvironment(name);
-        }
-        statements.set.run(writeVariableColumn(variables, secrets), row.id);
-        return result;
-      })(),
-    );
-  const readGlobals = () =>
-    new Map(
-      q.globals.all().map((row) => {
-        const sensitive = row.sensitive === 1;
-        return [row.name, { value: sensitive ? openVariable(row.value, secrets) : row.value, sensitive }];
-      }),
-    );
-  const read = async (scope: VariableScope): Promise<Variables> => {
-    if (scope.type === "global") return readGlobals();
-    const row = q.column[scope.type].get.get(scope.name.toLowerCase());
-    if (!row) throw entityNotFound(scope);
-    return readVariableColumn(row.variables, secrets);
-  };
+    repository.edit(scope, (variables) => {
+      const result = change(variables);
+      if (scope.type === "environment") {
+        for (const [name, v] of variables) if (v.sensitive) throw sensitiveEnvironment(name);
+      }
+      return result;
+    });
+  const read = (scope: VariableScope): Promise<Variables> => repository.read(scope);
 
   const scopeOf = (input: Record<string, unknown>): VariableScope => {
     const given = ENTITY_TYPES.filter((type) => typeof input[type] === "string" && input[type] !== "");
@@ -222,12 +165,9 @@ export function createVariablesService(db: Db, secrets: SecretBox): VariablesSer
           });
         }
       };
-      add(readGlobals(), undefined, null);
-      for (const type of ENTITY_TYPES) {
-        for (const row of q.column[type].all.all()) {
-          add(readVariableColumn(row.variables, secrets), type, row.name);
-        }
-      }
+      const { globals, owners } = await repository.all();
+      add(globals, undefined, null);
+      for (const owner of owners) add(owner.variables, owner.type, owner.name);
       return out;
     },
     async setScoped(input) {
@@ -261,17 +201,6 @@ export function createVariablesService(db: Db, secrets: SecretBox): VariablesSer
 function checkSize(name: string, value: string): void {
   if (Buffer.byteLength(value) > MAX_VARIABLE_BYTES) {
     throw invalid("VARIABLE_TOO_LARGE", `The variable '${name}' is over ${MAX_VARIABLE_BYTES} bytes.`);
-  }
-}
-
-function entityNotFound(scope: Exclude<VariableScope, { type: "global" }>) {
-  switch (scope.type) {
-    case "server":
-      return notFound("SERVER_NOT_FOUND", `The server '${scope.name}' was not found.`);
-    case "role":
-      return notFound("ROLE_NOT_FOUND", `The role '${scope.name}' was not found.`);
-    default:
-      return notFound("ENVIRONMENT_NOT_FOUND", `The environment '${scope.name}' was not found.`);
   }
 }
 

@@ -1,19 +1,21 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import type { ConnectorReference, FeedService } from "../management/index.js";
 import { basicAuthorization } from "./credentials.js";
-import { createHealthProbe, createHealthScheduler } from "./health.js";
+import { createHealthProbe, createHealthScheduler, type HealthScheduler } from "./health.js";
 import { connectorHealthRoutes } from "./health-routes.js";
 import { createConnectorRepository } from "./repository.js";
+import { createPostgresConnectorRepository } from "./repository-postgres.js";
 import { connectorRoutes } from "./routes.js";
 import { createConnectorService, type ConnectorService } from "./service.js";
 import { createConnectorUrlCheck } from "./url-check.js";
 
 export type { Connector, ConnectorDraft, ConnectorHealth } from "./model.js";
 export type { ConnectorService, HealthChange } from "./service.js";
+export type { HealthScheduler } from "./health.js";
 export type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
 export {
   createConnectorUpstreams,
@@ -25,7 +27,8 @@ export {
 } from "./upstream.js";
 
 export interface ConnectorsDeps {
-  readonly db: Db;
+  /** The node's metadata store: the connectors' repository is its database's (storage/metadata-db.ts). */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Config;
   /** Feeds name connectors; the service reads them before deleting or renaming one. */
@@ -34,13 +37,20 @@ export interface ConnectorsDeps {
   readonly secrets: SecretBox;
   /** The app's connector service (app.ts builds it once, the universal feed reads it too); built here when absent. */
   readonly connectors?: ConnectorService;
+  /**
+   * Who starts the scheduled health checks. Absent: the area, from ready to close (one node).
+   * Given: the area hands its scheduler here and never starts it itself, so that app.ts can run it
+   * only while the node leads (cluster mode: start on gaining the lease, stop on losing it); the
+   * area still stops it at close.
+   */
+  readonly takeHealthScheduler?: (scheduler: HealthScheduler) => void;
 }
 
 /** Wires repository -> probe -> service; for app.ts, should another area need connectors too. */
 export function createConnectors(deps: ConnectorsDeps): ConnectorService {
   const authorization = basicAuthorization(deps.secrets);
   return createConnectorService({
-    repository: createConnectorRepository(deps.db),
+    repository: connectorRepositoryOf(deps.db),
     clock: deps.clock,
     probe: createHealthProbe({
       allowPrivate: deps.config.fetchAllowPrivate,
@@ -58,8 +68,8 @@ export function createConnectors(deps: ConnectorsDeps): ConnectorService {
  * FeedService's `findConnector`. Built on the database alone because the feed service exists
  * before this area's service does.
  */
-export function findConnectorReference(db: Db): (name: string) => Promise<ConnectorReference | undefined> {
-  const repository = createConnectorRepository(db);
+export function findConnectorReference(db: MetadataDb): (name: string) => Promise<ConnectorReference | undefined> {
+  const repository = connectorRepositoryOf(db);
   return async (name) => {
     const connector = await repository.findByName(name);
     // Either one is sent upstream as Basic credentials (health.ts, upstream.ts).
@@ -68,10 +78,16 @@ export function findConnectorReference(db: Db): (name: string) => Promise<Connec
   };
 }
 
+const connectorRepositoryOf = (db: MetadataDb) =>
+  byDatabase(db, createConnectorRepository, createPostgresConnectorRepository);
+
 /**
  * Connectors (`/api/management/connectors/...`, docs/compat.md 5.3) and connector health
  * (`/api/connector-health`, docs/seed-api.md area D), with the scheduled health checks running from
- * ready to close (WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES).
+ * ready to close (WHARF_CONNECTOR_HEALTH_INTERVAL_MINUTES), or whenever `takeHealthScheduler`'s
+ * taker says. On PostgreSQL every node could run them safely (each check is a probe and a
+ * conditional record, ConnectorRepository.recordHealth: two nodes checking one connector only
+ * probe it twice), but one leader is what cluster mode means for them (docs/cluster-mode.md).
  */
 export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, deps) => {
   const connectors = deps.connectors ?? createConnectors(deps);
@@ -93,7 +109,8 @@ export const connectorsArea: FastifyPluginAsync<ConnectorsDeps> = async (app, de
     },
     onError: (error) => app.log.warn({ err: error }, "scheduled connector health checks failed"),
   });
-  app.addHook("onReady", async () => scheduler.start());
+  if (deps.takeHealthScheduler) deps.takeHealthScheduler(scheduler);
+  else app.addHook("onReady", async () => scheduler.start());
   app.addHook("onClose", async () => scheduler.stop());
 };
 

@@ -1,3 +1,6 @@
+import { type DomainError, notFound } from "../../domain/errors.js";
+import { printable } from "../../domain/upack-manifest.js";
+
 /**
  * A connector to a remote universal feed (docs/compat.md 5.3) as Wharf keeps it (migration 0007).
  * The password is kept because it is sent to the upstream, sealed (credentials.ts); the management
@@ -51,3 +54,14 @@ export const CONNECTOR_DEFAULTS = {
   metadataCacheCount: 100,
   mergeWithLocalPackages: false,
 } as const;
+
+/**
+ * The connector addressed does not exist (404 CONNECTOR_NOT_FOUND), by its name or, without one,
+ * the connector a repository was asked to change by id (deleted meanwhile; both databases). A
+ * feed's `connectors` naming no connector is another error, unprocessable (management/feed-connectors.ts).
+ */
+export function connectorNotFound(name?: string): DomainError {
+  return name === undefined
+    ? notFound("CONNECTOR_NOT_FOUND", "The specified connector was not found.")
+    : notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+}

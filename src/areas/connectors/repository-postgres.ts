@@ -1,8 +1,8 @@
 import type pg from "pg";
-import { conflict, notFound } from "../../domain/errors.js";
+import { conflict } from "../../domain/errors.js";
 import { inTransaction, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
-import type { Connector, ConnectorDraft } from "./model.js";
+import { type Connector, type ConnectorDraft, connectorNotFound } from "./model.js";
 import {
   CONNECTOR_COLUMNS,
   type ConnectorRepository,
@@ -103,7 +103,7 @@ export function createPostgresConnectorRepository(db: PostgresDb): ConnectorRepo
       try {
         return await inTransaction(db, async (client) => {
           const [row] = (await client.query<ConnectorRow>(LOCK_ROW, [id])).rows;
-          if (!row) throw notFound("CONNECTOR_NOT_FOUND", "The specified connector was not found.");
+          if (!row) throw connectorNotFound();
           const current = toConnector(row);
           draft = change(current);
           const [owner] = (await client.query<{ id: number; name: string }>(NAME_OWNER, [draft.name.toLowerCase()]))

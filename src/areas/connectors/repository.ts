@@ -1,8 +1,14 @@
-import { conflict, notFound } from "../../domain/errors.js";
+import { conflict } from "../../domain/errors.js";
 import { withBusyRetries } from "../../storage/busy.js";
 import type { Db } from "../../storage/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
-import { CONNECTOR_DEFAULTS, type Connector, type ConnectorDraft, type ConnectorHealth } from "./model.js";
+import {
+  CONNECTOR_DEFAULTS,
+  type Connector,
+  type ConnectorDraft,
+  type ConnectorHealth,
+  connectorNotFound,
+} from "./model.js";
 
 /**
  * SQL for `connectors` (migration 0007). Every method is one transaction and returns a Promise,
@@ -119,7 +125,7 @@ export function createConnectorRepository(db: Db): ConnectorRepository {
 
   const updateTx = db.transaction((id: number, change: (current: Connector) => ConnectorDraft, now: string) => {
     const row = byId.get(id);
-    if (!row) throw notFound("CONNECTOR_NOT_FOUND", "The specified connector was not found.");
+    if (!row) throw connectorNotFound();
     const current = toConnector(row);
     const draft = change(current);
     claimName(id, draft.name);

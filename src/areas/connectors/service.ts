@@ -1,12 +1,11 @@
 import type { Clock } from "../../domain/clock.js";
-import { conflict, notFound } from "../../domain/errors.js";
-import { printable } from "../../domain/upack-manifest.js";
+import { conflict } from "../../domain/errors.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import type { Feed } from "../management/index.js";
 import type { HealthProbe } from "./health.js";
 import { basicAuthorization, type ResealResult, resealPasswords, sealPassword } from "./credentials.js";
 import { mergeConnectorInput } from "./merge.js";
-import type { Connector, ConnectorHealth } from "./model.js";
+import { type Connector, type ConnectorHealth, connectorNotFound } from "./model.js";
 import type { ConnectorRepository } from "./repository.js";
 import type { ConnectorHealthJson, ConnectorInput, ConnectorJson } from "./schemas.js";
 import type { ConnectorUrlCheck } from "./url-check.js";
@@ -82,7 +81,7 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
 
   async function getConnector(name: string): Promise<Connector> {
     const connector = await repository.findByName(name);
-    if (!connector) throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+    if (!connector) throw connectorNotFound(name);
     return connector;
   }
 
@@ -141,13 +140,13 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
       const connector = await getConnector(name);
       await refuseWhileUsed(connector, "deleted");
       if (!(await repository.deleteById(connector.id))) {
-        throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+        throw connectorNotFound(name);
       }
     },
 
     async checkHealth(name) {
       const checked = await check(await getConnector(name));
-      if (!checked) throw notFound("CONNECTOR_NOT_FOUND", `The connector '${printable(name)}' was not found.`);
+      if (!checked) throw connectorNotFound(name);
       return checked;
     },
 

@@ -9,10 +9,11 @@ import {
   MAX_REDIRECTS,
   type ResolveHost,
 } from "../../net/fetch-guard.js";
-import { changeWatchOf, VersionedCache } from "../../storage/change-watch.js";
-import type { Db } from "../../storage/database.js";
+import { VersionedCache } from "../../storage/change-watch.js";
+import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
 import { type CircuitBreaker, createCircuitBreaker } from "./circuit.js";
 import { type CachedAnswer, createMetadataCacheRepository } from "./metadata-cache.js";
+import { createPostgresMetadataCacheRepository } from "./metadata-cache-postgres.js";
 import type { Connector } from "./model.js";
 import type { ConnectorService } from "./service.js";
 import { circuitOpen, connectorError, httpError, invalidAnswer, timedOut } from "./upstream-errors.js";
@@ -80,7 +81,12 @@ export interface UpstreamDownload {
 }
 
 export interface ConnectorUpstreamsDeps {
-  readonly db: Db;
+  /**
+   * The node's metadata store: the metadata cache's repository is its database's, and the connector
+   * lists are remembered until its change version moves (on PostgreSQL, the node's change feed:
+   * a connector changed through another node is seen once its notification arrives).
+   */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Pick<
     Config,
@@ -101,12 +107,12 @@ const MAX_CONNECTOR_LISTS = 256;
 
 export function createConnectorUpstreams(deps: ConnectorUpstreamsDeps): ConnectorUpstreams {
   const { clock, config } = deps;
-  const cache = createMetadataCacheRepository(deps.db);
+  const cache = byDatabase(deps.db, createMetadataCacheRepository, createPostgresMetadataCacheRepository);
   const circuit = deps.circuit ?? createCircuitBreaker();
   const nowMs = () => clock.now().getTime();
   /** Requests for the same answer share one upstream request, and its parsed body. */
   const inFlight = new Map<string, Promise<MetadataAnswer>>();
-  const watch = changeWatchOf(deps.db);
+  const watch = cacheVersionOf(deps.db);
   const connectorLists = new VersionedCache<string, readonly Connector[]>(MAX_CONNECTOR_LISTS);
 
   const guard = (timeoutMs: number, maxBytes: number, maxBytesSetting?: string) =>

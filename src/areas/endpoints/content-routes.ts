@@ -7,7 +7,9 @@ import { hasParam, param, parseBoolean, type QueryLike } from "../../http/params
 import { sendBlob } from "../../http/send-blob.js";
 import type { Feed } from "../management/index.js";
 import { sendFolderExport } from "./archive/reply.js";
+import { isPostgres } from "../../storage/metadata-db.js";
 import { assetDownloadTimesOf } from "./download-times.js";
+import { postgresAssetDownloadTimesOf } from "./download-times-postgres.js";
 import { access, directoryOf, errors, PATH_DOC, queryDoc, TAGS, tailOf } from "./http.js";
 import { sendFolderListing } from "./listing.js";
 import type { EndpointsAreaOptions } from "./index.js";
@@ -39,7 +41,8 @@ function sandboxActiveContent(reply: FastifyReply, served: Pick<ServedFile, "con
 
 export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (app, options) => {
   const { assets, archives, blobs } = options;
-  const downloadTimes = assetDownloadTimesOf(options.db);
+  const { db } = options;
+  const downloadTimes = isPostgres(db) ? postgresAssetDownloadTimesOf(db) : assetDownloadTimesOf(db);
 
   // Encapsulated: in this plugin every body, JSON and forms included, is the file's bytes.
   app.removeAllContentTypeParsers();
@@ -117,7 +120,7 @@ export const contentRoutes: FastifyPluginAsync<EndpointsAreaOptions> = async (ap
   // Stamps still due are written before the database closes (main.ts closes it after the app).
   app.addHook("onClose", async () => {
     try {
-      if (options.db.open) downloadTimes.flush();
+      if (isPostgres(db) ? !db.pool.ending : db.open) await downloadTimes.flush();
     } catch (error) {
       app.log.error({ err: error }, "pending asset download times not written at shutdown");
     }

@@ -1,9 +1,11 @@
 import type pg from "pg";
-import { type PostgresDb, quietTransaction } from "../../storage/postgres/database.js";
+import type { PostgresDb } from "../../storage/postgres/database.js";
+import { createPostgresQuietBatches } from "../../storage/postgres/quiet-batches.js";
 import { FLUSH_INTERVAL_MS, stampsDue } from "./download-times.js";
 
 /**
- * Asset download times on PostgreSQL (cluster mode): download-times.ts's batching, for one node.
+ * Asset download times on PostgreSQL (cluster mode): download-times.ts's batching, for one node
+ * (storage/postgres/quiet-batches.ts).
  * A file is stamped at most once a minute by this node; the stamps due are written in one quiet
  * transaction (no node's cache version moves: listings never read the column) at most
  * FLUSH_INTERVAL_MS after the first of them, and whenever a reader asks (`flush`: before a
@@ -54,67 +56,19 @@ export async function flushPostgresAssetDownloadTimes(db: PostgresDb): Promise<v
 
 function createRecorder(db: PostgresDb): PostgresAssetDownloadTimes {
   const due = stampsDue();
-  /** By `${feedId}/${key}`. */
-  let pending = new Map<string, Due>();
-  let timer: NodeJS.Timeout | undefined;
-  /** The write under way (settled): flushes take turns, each after the one before. */
-  let queue: Promise<void> = Promise.resolve();
-
-  function keep(id: string, entry: Due): void {
-    const earlier = pending.get(id);
-    pending.set(id, earlier === undefined || entry.at > earlier.at ? entry : earlier);
-  }
-
-  function putBack(entries: ReadonlyMap<string, Due>): void {
-    for (const [id, entry] of entries) keep(id, entry);
-    if (entries.size > 0) schedule();
-  }
-
-  async function write(): Promise<void> {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    let left: Map<string, Due>;
-    try {
-      left = await quietTransaction(db, (client) => writeBatch(client, batch));
-    } catch (error) {
-      putBack(batch);
-      throw error;
-    }
-    putBack(left);
-  }
-
-  function flush(): Promise<void> {
-    const run = queue.then(write);
-    queue = run.catch(() => undefined);
-    return run;
-  }
-
-  function schedule(): void {
-    if (timer !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      // A pool ended meanwhile (tests, shutdown without an app) has nowhere to write to.
-      if (db.pool.ending) return void pending.clear();
-      // A failure is rescheduled by write; a timer has no caller to report to.
-      flush().catch(() => undefined);
-    }, FLUSH_INTERVAL_MS);
-    // Pending stamps never keep a process alive; graceful shutdown flushes them.
-    timer.unref();
-  }
+  // By `${feedId}/${key}`.
+  const batches = createPostgresQuietBatches<string, Due>(db, {
+    intervalMs: FLUSH_INTERVAL_MS,
+    write: writeBatch,
+    merge: (pending, next) => (next.at > pending.at ? next : pending),
+  });
 
   return {
     record(feedId, key, at) {
       const id = due(feedId, key, at);
-      if (id === undefined) return;
-      keep(id, { feedId, key, at: at.toISOString() });
-      schedule();
+      if (id !== undefined) batches.add(id, { feedId, key, at: at.toISOString() });
     },
-    flush,
+    flush: batches.flush,
   };
 }
 

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { uploadArchiveLimits } from "../../storage/archives.js";
-import { changeWatchOf } from "../../storage/change-watch.js";
-import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
+import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
 import { archiveRoutes } from "./archive/routes.js";
 import { type AssetArchives, createAssetArchives } from "./archive/service.js";
@@ -11,6 +10,7 @@ import { folderRoutes } from "./folder-routes.js";
 import { createListingCache, type ListingCache } from "./listing-cache.js";
 import { createMultipartUploads, type MultipartUploads, removeOrphanSpools } from "./multipart/service.js";
 import { createAssetRepository } from "./repository.js";
+import { createPostgresAssetRepository } from "./repository-postgres.js";
 import { type AssetService, createAssetService } from "./service.js";
 
 export type { AssetService } from "./service.js";
@@ -27,14 +27,22 @@ export interface EndpointsServices {
 
 export type EndpointsAreaOptions = EndpointsDeps & EndpointsServices;
 
-/** At start-up, before serving (main.ts): removes multipart spool files that no upload names. */
-export const removeOrphanMultipartSpools = (db: Db, dataDir: string) =>
+/**
+ * At start-up, before serving (main.ts): removes multipart spool files that no upload names. In
+ * cluster mode every node runs it on its own spool directory (spools are on the node's disk),
+ * against every node's uploads.
+ */
+export const removeOrphanMultipartSpools = (db: MetadataDb, dataDir: string) =>
   removeOrphanSpools(db, dataPaths(dataDir).multipart);
 
-/** Wires repository -> services; app.ts shares `assets` with the universal feed import. */
+/**
+ * Wires repository -> services, on either database (the asset and multipart repositories by
+ * `byDatabase`, the listing cache on `cacheVersionOf`); app.ts shares `assets` with the universal
+ * feed import.
+ */
 export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices {
   const assets = createAssetService({
-    repository: createAssetRepository(deps.db),
+    repository: byDatabase(deps.db, createAssetRepository, createPostgresAssetRepository),
     feeds: deps.feeds,
     keepers: deps.keepers,
     clock: deps.clock,
@@ -55,7 +63,7 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     maxUploadBytes: deps.config.maxUploadBytes,
     limits: uploadArchiveLimits(deps.config),
   });
-  return { assets, multipart, archives, listings: createListingCache(changeWatchOf(deps.db)) };
+  return { assets, multipart, archives, listings: createListingCache(cacheVersionOf(deps.db)) };
 }
 
 /** `/endpoints/<dir>/...`: files (content-routes.ts), folders and metadata (folder-routes.ts), archives. */

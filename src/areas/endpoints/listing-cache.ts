@@ -1,4 +1,5 @@
-import { type ChangeWatch, VersionedCache } from "../../storage/change-watch.js";
+import { VersionedCache } from "../../storage/change-watch.js";
+import type { CacheVersion } from "../../storage/metadata-db.js";
 
 /**
  * Large folder listings as sent, remembered until the database changes (ChangeWatch: any write
@@ -16,7 +17,7 @@ const MAX_ENTRIES = 4;
 const MIN_TEXT_CHARS = 256 * 1024;
 const MAX_TEXT_CHARS = 12 * 1024 * 1024;
 
-export function createListingCache(watch: ChangeWatch): ListingCache {
+export function createListingCache(watch: CacheVersion): ListingCache {
   const cache = new VersionedCache<string, string>(MAX_ENTRIES);
   return {
     async get(key, build) {

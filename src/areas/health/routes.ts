@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type Db, isDatabaseUsable } from "../../storage/database.js";
+import { databaseUsable, isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
 import type { DiskSpace, DiskStatus } from "../../storage/disk-space.js";
 import { WHARF_VERSION } from "../../version.js";
 
@@ -24,7 +24,23 @@ const healthSchema = z.object({
       detail: z.string().optional(),
     })
     .describe("Wharf extension: free space where the data directory is; Low: uploads are refused (507)"),
+  node: z
+    .object({
+      id: z.string(),
+      database: z.enum(["SQLite", "PostgreSQL"]),
+      changeFeed: z.enum(["OK", "Error"]).optional(),
+    })
+    .describe(
+      "Wharf extension: which node answered (cluster mode: docs/cluster-mode.md), its metadata database, and whether it hears other nodes' changes (Error: its caches are bypassed until it does)",
+    ),
 });
+
+/** This node, as /health describes it. */
+export interface NodeHealth {
+  readonly id: string;
+  /** Whether the node hears every other node's commits (cluster mode's change feed); absent on one machine. */
+  readonly changeFeedListening?: () => boolean;
+}
 
 /** Low disk space is a warning, not an error: reads and deletes (which free space) still work. */
 function diskHealth({ freeBytes, requiredBytes, low }: DiskStatus): z.infer<typeof healthSchema>["disk"] {
@@ -41,7 +57,10 @@ function diskHealth({ freeBytes, requiredBytes, low }: DiskStatus): z.infer<type
  * `/health` answers JSON on every spelling (docs/compat.md 0.5: pgutil requires the five status and
  * version members); `/api/version` answers text starting with "ProGet" (the Jenkins plugin checks it).
  */
-export const healthRoutes: FastifyPluginAsync<{ db: Db; disk: DiskSpace }> = async (app, { db, disk }) => {
+export const healthRoutes: FastifyPluginAsync<{ db: MetadataDb; disk: DiskSpace; node: NodeHealth }> = async (
+  app,
+  { db, disk, node },
+) => {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const health = {
     schema: {
@@ -54,7 +73,8 @@ export const healthRoutes: FastifyPluginAsync<{ db: Db; disk: DiskSpace }> = asy
   } as const;
 
   const handler = async (_request: unknown, reply: FastifyReply) => {
-    const databaseOk = isDatabaseUsable(db);
+    const databaseOk = await databaseUsable(db);
+    const listening = node.changeFeedListening?.();
     const body: z.infer<typeof healthSchema> = {
       applicationName: "Wharf",
       databaseStatus: databaseOk ? "OK" : "Error",
@@ -65,6 +85,11 @@ export const healthRoutes: FastifyPluginAsync<{ db: Db; disk: DiskSpace }> = asy
       serviceStatus: "OK",
       extensionsInstalled: {},
       disk: diskHealth(await disk.status()),
+      node: {
+        id: node.id,
+        database: isPostgres(db) ? "PostgreSQL" : "SQLite",
+        ...(listening === undefined ? {} : { changeFeed: listening ? "OK" : "Error" }),
+      },
     };
     return reply.code(databaseOk ? 200 : 500).send(body);
   };

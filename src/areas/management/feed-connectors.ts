@@ -18,7 +18,12 @@ export interface FeedConnectorRows {
   replace(feedId: number, names: readonly string[]): void;
 }
 
-/** A name no connector has (both databases: repository-postgres.ts replaces the rows as `replace` does). */
+/**
+ * A feed's `connectors` naming no connector: unprocessable (422), the one builder of the feed
+ * service's check and of both repositories' backstops (repository-postgres.ts replaces the rows as
+ * `replace` does). The connectors area's CONNECTOR_NOT_FOUND (connectors/model.ts) is another
+ * error on purpose: there the connector is the resource addressed, so not_found (404).
+ */
 export function connectorNotFound(name: string): DomainError {
   return new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
 }

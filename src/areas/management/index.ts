@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { ConnectorReference } from "./feed-caller.js";
 import { createFeedRepository } from "./repository.js";
+import { createPostgresFeedRepository } from "./repository-postgres.js";
 import { feedRoutes } from "./routes.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { createFeedServiceWith, type FeedService } from "./service.js";
@@ -20,10 +21,11 @@ export { feedsVisibleTo, scopeOf } from "./visible-feeds.js";
 
 /**
  * Wires repository -> service for feed management; app.ts shares the service with other areas.
- * `findConnector` comes from the connectors area; without it no connector exists (tests).
+ * The repository is the database's (SQLite or PostgreSQL: storage/metadata-db.ts). `findConnector`
+ * comes from the connectors area; without it no connector exists (tests).
  */
 export function createFeedService(deps: {
-  db: Db;
+  db: MetadataDb;
   clock: Clock;
   config: Config;
   findConnector?: (name: string) => Promise<ConnectorReference | undefined>;
@@ -32,7 +34,7 @@ export function createFeedService(deps: {
 }): FeedService {
   const { clock, config, findConnector, secrets } = deps;
   return createFeedServiceWith({
-    repository: createFeedRepository(deps.db),
+    repository: byDatabase(deps.db, createFeedRepository, createPostgresFeedRepository),
     clock,
     config,
     findConnector,

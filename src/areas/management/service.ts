@@ -19,6 +19,7 @@ import {
   type FeedCaller,
   refuseNewlyAttached,
 } from "./feed-caller.js";
+import { connectorNotFound } from "./feed-connectors.js";
 import { mergeFeedInput, storageFromInput } from "./feed-merge.js";
 import { refuseUnsafeStoreEndpoint } from "./storage-endpoint.js";
 import type { Feed, FeedDraft } from "./feed-settings.js";
@@ -135,9 +136,7 @@ export function createFeedServiceWith(deps: FeedServiceDeps): FeedService {
     if (input.connectors) {
       for (const name of draft.settings.connectors) {
         const connector = await findConnector(name);
-        if (!connector) {
-          throw new DomainError("unprocessable", "CONNECTOR_NOT_FOUND", `connector '${name}' does not exist`);
-        }
+        if (!connector) throw connectorNotFound(name);
         if (connector.hasCredentials) credentialed.add(name.toLowerCase());
       }
     }

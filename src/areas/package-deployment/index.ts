@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { FeedService } from "../management/index.js";
 import { createPackageDeploymentRepository } from "./repository.js";
+import { createPostgresPackageDeploymentRepository } from "./repository-postgres.js";
 import { packageDeploymentRoutes } from "./routes.js";
 import { createPackageDeploymentServiceWith, type PackageDeploymentService } from "./service.js";
 
@@ -12,7 +13,8 @@ export type { DeploymentDetails } from "./fields.js";
 export type { DeploymentRecord, DownloadedVersion, PackageDeploymentService } from "./service.js";
 
 export interface PackageDeploymentDeps {
-  readonly db: Db;
+  /** The node's metadata store: the records' repository is its database's (storage/metadata-db.ts). */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly feeds: FeedService;
 }
@@ -20,7 +22,7 @@ export interface PackageDeploymentDeps {
 /** Wires repository -> service; app.ts shares it with the universal feed (records on download, counts in versions). */
 export function createPackageDeploymentService(deps: PackageDeploymentDeps): PackageDeploymentService {
   return createPackageDeploymentServiceWith({
-    repository: createPackageDeploymentRepository(deps.db),
+    repository: byDatabase(deps.db, createPackageDeploymentRepository, createPostgresPackageDeploymentRepository),
     feeds: deps.feeds,
     clock: deps.clock,
   });

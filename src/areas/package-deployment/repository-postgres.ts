@@ -1,3 +1,4 @@
+import { appendPackageEvent } from "../../lifecycle/events-postgres.js";
 import { inTransaction, type PostgresDb, readRows } from "../../storage/postgres/database.js";
 import {
   DEPLOYMENT_COLUMNS,
@@ -9,16 +10,6 @@ import {
 } from "./repository.js";
 
 type CountRow = { group_key: string; name_key: string; version_key: string; n: number };
-
-/**
- * The outbox row of lifecycle/events.ts's packageEventWriter, on PostgreSQL: the same columns and
- * values (the feed's name as it is now, the data as JSON text). That writer also wakes this
- * process's dispatcher at once; on PostgreSQL the dispatcher finds the event at its next poll.
- */
-const INSERT_EVENT = `
-  INSERT INTO lifecycle_events (occurred_at, type, feed_id, feed_name, package_group, package_name,
-    package_version, actor, data)
-  VALUES ($1, $2, $3, (SELECT name FROM feeds WHERE id = $3), $4, $5, $6, $7, $8)`;
 
 /** PackageDeploymentRepository on PostgreSQL (cluster mode): the same rows and answers as on SQLite. */
 export function createPostgresPackageDeploymentRepository(db: PostgresDb): PackageDeploymentRepository {
@@ -51,17 +42,8 @@ export function createPostgresPackageDeploymentRepository(db: PostgresDb): Packa
         );
         const row = inserted.rows[0];
         if (!row) throw new Error("package_deployments insert returned no id");
-        const event = deployedEvent(record, actor);
-        await client.query(INSERT_EVENT, [
-          event.occurredAt.toISOString(),
-          event.type,
-          event.feedId,
-          event.package.group,
-          event.package.name,
-          event.package.version,
-          event.actor,
-          JSON.stringify(event.data ?? {}),
-        ]);
+        // In this transaction: the record and its package.deployed event commit together.
+        await appendPackageEvent(client, deployedEvent(record, actor));
         return { ...record, id: row.id };
       }),
     async countsByVersion(feedId, only) {

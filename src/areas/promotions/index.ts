@@ -2,10 +2,11 @@ import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
 import type { ArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { FeedService } from "../management/index.js";
 import type { UpackServices } from "../upack/index.js";
 import { createPromotionRepository } from "./repository.js";
+import { createPostgresPromotionRepository } from "./repository-postgres.js";
 import { promotionRoutes } from "./routes.js";
 export { callerOf } from "./routes.js";
 import { createPromotionService, type PromotionService } from "./service.js";
@@ -14,11 +15,12 @@ export type { Caller, PromotionRow, PromotionService, RepackagingRow } from "./s
 export { promotionJson, repackagingJson } from "./schemas.js";
 
 export interface PromotionDeps {
-  readonly db: Db;
+  /** The node's metadata store: the promotion records' repository is its database's (storage/metadata-db.ts). */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly feeds: FeedService;
-  /** The app's one set of universal feed services: promotions save through its write service. */
-  readonly upack: UpackServices;
+  /** The app's one set of universal feed services: promotions read through its queries and save through its write service. */
+  readonly upack: Pick<UpackServices, "write" | "queries">;
   /** Every package store as one (storage/blob-stores.ts reader). */
   readonly blobs: BlobStore;
   readonly limits?: ArchiveLimits;
@@ -29,7 +31,7 @@ export function createPromotionServices(deps: PromotionDeps): PromotionService {
   return createPromotionService({
     feeds: deps.feeds,
     upack: deps.upack,
-    repository: createPromotionRepository(deps.db),
+    repository: byDatabase(deps.db, createPromotionRepository, createPostgresPromotionRepository),
     blobs: deps.blobs,
     clock: deps.clock,
     ...(deps.limits ? { limits: deps.limits } : {}),

@@ -6,8 +6,8 @@ import { createPlanExecutor, type FetchPackage } from "../../jobs/plan-steps.js"
 import type { Job, JobHandler, JobLogLine, JobRunner, JobRunnerLogger } from "../../jobs/runner.js";
 import { createGuardedFetch, FETCH_SETTINGS, MAX_REDIRECTS } from "../../net/fetch-guard.js";
 import type { BlobStore } from "../../storage/blob-store.js";
-import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
+import type { MetadataDb } from "../../storage/metadata-db.js";
 import type { UpackDownloadService } from "../upack/index.js";
 import type { Deployment } from "./model.js";
 import type { ReleaseService } from "./release-service.js";
@@ -42,7 +42,8 @@ export interface DeploymentRunner {
 }
 
 export interface DeploymentRunnerDeps {
-  readonly db: Db;
+  /** Either database: the runner reads and writes only through `releases` and `jobs`. */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Pick<
     Config,

@@ -1,17 +1,20 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import { applicationRoutes } from "./application-routes.js";
 import { buildRoutes } from "./build-routes.js";
 import { createChangeScriptRepository } from "./change-script-repository.js";
+import { createPostgresChangeScriptRepository } from "./change-script-repository-postgres.js";
 import { type ChangeScriptService, createChangeScriptService } from "./change-script-service.js";
 import { createCatalogRepository } from "./catalog-repository.js";
+import { createPostgresCatalogRepository } from "./catalog-repository-postgres.js";
 import { type CatalogService, createCatalogService } from "./catalog-service.js";
 import { createDeploymentRunner, type DeploymentRunner, type DeploymentRunnerDeps } from "./deployment-runner.js";
 import { environmentRoutes } from "./environment-routes.js";
 import { pipelineRoutes } from "./pipeline-routes.js";
 import { planRoutes } from "./plan-routes.js";
 import { createReleaseRepository } from "./release-repository.js";
+import { createPostgresReleaseRepository } from "./release-repository-postgres.js";
 import { releaseRoutes } from "./release-routes.js";
 import { createReleaseService, type ReleaseService } from "./release-service.js";
 import { viewRoutes } from "./view-routes.js";
@@ -32,15 +35,20 @@ export interface ReleasesServices {
   readonly runner?: DeploymentRunner;
 }
 
-/** Wires repositories -> services (and the deployment runner); app.ts shares `releases` with the badges. */
+/**
+ * Wires repositories -> services (and the deployment runner); app.ts shares `releases` with the badges.
+ * On either database (metadata-db.ts): each repository is the SQLite or the PostgreSQL one; the
+ * services and the deployment runner are the same: deployments are jobs of the job runner given as
+ * `runner.jobs` (on PostgreSQL, jobs/runner-postgres.ts).
+ */
 export function createReleasesServices(deps: {
-  db: Db;
+  db: MetadataDb;
   clock: Clock;
   runner?: Omit<DeploymentRunnerDeps, "db" | "clock" | "releases">;
 }): ReleasesServices {
-  const catalog = createCatalogRepository(deps.db);
+  const catalog = byDatabase(deps.db, createCatalogRepository, createPostgresCatalogRepository);
   const releases = createReleaseService({
-    releases: createReleaseRepository(deps.db),
+    releases: byDatabase(deps.db, createReleaseRepository, createPostgresReleaseRepository),
     catalog,
     clock: deps.clock,
     onDeploymentsCreated: () => runner?.wake(),
@@ -49,7 +57,10 @@ export function createReleasesServices(deps: {
   return {
     releases,
     catalog: createCatalogService({ catalog, clock: deps.clock }),
-    changeScripts: createChangeScriptService({ scripts: createChangeScriptRepository(deps.db), clock: deps.clock }),
+    changeScripts: createChangeScriptService({
+      scripts: byDatabase(deps.db, createChangeScriptRepository, createPostgresChangeScriptRepository),
+      clock: deps.clock,
+    }),
     ...(runner && { runner }),
   };
 }

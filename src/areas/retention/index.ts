@@ -1,12 +1,14 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Clock } from "../../domain/clock.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { AssetService } from "../endpoints/index.js";
 import type { FeedService } from "../management/index.js";
 import type { UpackWriteService } from "../upack/write/upload-service.js";
 import { createAssetRetentionRows } from "./asset-candidates.js";
+import { createPostgresAssetRetentionRows } from "./asset-candidates-postgres.js";
 import { createRetentionRepository } from "./repository.js";
+import { createPostgresRetentionRepository } from "./repository-postgres.js";
 import { retentionRoutes } from "./routes.js";
 import { createRetentionScheduler, type RetentionScheduler } from "./scheduler.js";
 import { createRetentionService, RETENTION_JOB_KIND, retentionJobHandler, type RetentionService } from "./service.js";
@@ -17,7 +19,7 @@ export { presentRun, unitOf } from "./routes.js";
 export { isRetainedFeedType } from "./kinds.js";
 
 export interface RetentionDeps {
-  readonly db: Db;
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly feeds: FeedService;
   /** The universal feeds' write service: retention deletes through its delete. */
@@ -36,13 +38,13 @@ export interface RetentionDeps {
  * scheduler. Call before the job runner starts (it adds a job kind).
  */
 export function createRetention(deps: RetentionDeps): { service: RetentionService; scheduler: RetentionScheduler } {
-  const repository = createRetentionRepository(deps.db);
+  const repository = byDatabase(deps.db, createRetentionRepository, createPostgresRetentionRepository);
   const serviceDeps = {
     repository,
     feeds: deps.feeds,
     write: deps.write,
     assets: deps.assets,
-    assetRows: createAssetRetentionRows(deps.db),
+    assetRows: byDatabase(deps.db, createAssetRetentionRows, createPostgresAssetRetentionRows),
     jobs: deps.jobs,
     clock: deps.clock,
   };

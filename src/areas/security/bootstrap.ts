@@ -2,14 +2,49 @@ import fs from "node:fs";
 import type { Clock } from "../../domain/clock.js";
 import type { Db } from "../../storage/database.js";
 import { dataPaths } from "../../storage/data-paths.js";
+import { isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
+import type { PostgresDb } from "../../storage/postgres/database.js";
 import { generateApiKey, hashApiKey } from "./api-key-hash.js";
+import { bootstrapPostgresAdminKey } from "./bootstrap-postgres.js";
 
 /**
  * No default password (docs/PRODUCT.md): with WHARF_ADMIN_API_KEY, a full-control System key with exactly
  * that value is ensured on every start (idempotent); otherwise, on the very first start (no key at
  * all), one is generated, written to `<data>/admin-api-key` (mode 0600) and returned to be printed once.
+ *
+ * On SQLite it answers at once (one immediate transaction: the caller retries it while the CLI holds
+ * the lock); on PostgreSQL (cluster mode) it answers a promise, with the same outcomes under nodes
+ * starting at once (bootstrap-postgres.ts). `await` takes either.
  */
 export function bootstrapAdminKey(
+  db: Db,
+  dataDir: string,
+  adminApiKey: string | undefined,
+  clock: Clock,
+): string | undefined;
+export function bootstrapAdminKey(
+  db: PostgresDb,
+  dataDir: string,
+  adminApiKey: string | undefined,
+  clock: Clock,
+): Promise<string | undefined>;
+export function bootstrapAdminKey(
+  db: MetadataDb,
+  dataDir: string,
+  adminApiKey: string | undefined,
+  clock: Clock,
+): string | undefined | Promise<string | undefined>;
+export function bootstrapAdminKey(
+  db: MetadataDb,
+  dataDir: string,
+  adminApiKey: string | undefined,
+  clock: Clock,
+): string | undefined | Promise<string | undefined> {
+  if (isPostgres(db)) return bootstrapPostgresAdminKey(db, dataDir, adminApiKey, clock);
+  return bootstrapSqliteAdminKey(db, dataDir, adminApiKey, clock);
+}
+
+function bootstrapSqliteAdminKey(
   db: Db,
   dataDir: string,
   adminApiKey: string | undefined,

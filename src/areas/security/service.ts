@@ -1,5 +1,5 @@
 import type { Clock } from "../../domain/clock.js";
-import type { Db } from "../../storage/database.js";
+import type { MetadataDb } from "../../storage/metadata-db.js";
 import type { FeedService } from "../management/index.js";
 import { type ApiKeyService, createApiKeyService } from "./api-key-service.js";
 import { createPermissionService, type PermissionService } from "./permission-service.js";
@@ -18,7 +18,8 @@ export interface SecurityServices {
 }
 
 export interface SecurityServiceDeps {
-  readonly db: Db;
+  /** The data directory's SQLite or a cluster's PostgreSQL: the repositories are picked for it. */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly feeds: Pick<FeedService, "findScope">;
 }

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { type Clock, systemClock } from "../../domain/clock.js";
 import { type ChangeCause, packageEventType } from "../../lifecycle/events.js";
+import { appendPackageEvent } from "../../lifecycle/events-postgres.js";
 import { inTransaction, type PostgresDb, readRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import {
@@ -12,16 +13,6 @@ import {
   versionExists,
   type VersionIdentity,
 } from "./repository.js";
-
-/**
- * The outbox row of lifecycle/events.ts's packageEventWriter, on PostgreSQL: the same columns and
- * values (the feed's name as it is now, the data as JSON text). That writer also wakes this
- * process's dispatcher at once; on PostgreSQL the dispatcher finds the event at its next poll.
- */
-const INSERT_EVENT = `
-  INSERT INTO lifecycle_events (occurred_at, type, feed_id, feed_name, package_group, package_name,
-    package_version, actor, data)
-  VALUES ($1, $2, $3, (SELECT name FROM feeds WHERE id = $3), $4, $5, $6, $7, $8)`;
 
 const VERSION_BY_IDENTITY = `
   SELECT v.id, v.version, v.blob_sha256 FROM upack_packages p JOIN upack_versions v ON v.package_id = p.id
@@ -88,16 +79,15 @@ export function createPostgresUpackWriteRepository(db: PostgresDb, clock: Clock 
   ) => {
     const type = packageEventType(change, cause, pulled);
     if (type === undefined) return;
-    await client.query(INSERT_EVENT, [
-      clock.now().toISOString(),
+    // The outbox row packageEventWriter writes on SQLite, in this transaction.
+    await appendPackageEvent(client, {
       type,
       feedId,
-      id.group,
-      id.name,
-      id.version,
-      cause.actor,
-      JSON.stringify(cause.data ?? {}),
-    ]);
+      package: { group: id.group, name: id.name, version: id.version },
+      actor: cause.actor,
+      data: cause.data,
+      occurredAt: clock.now(),
+    });
   };
 
   const findVersionRow = async (feedId: number, id: VersionIdentity) => {

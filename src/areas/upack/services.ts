@@ -4,16 +4,20 @@ import { createGuardedFetch, FETCH_SETTINGS, type GuardedFetch, MAX_REDIRECTS } 
 import { uploadArchiveLimits } from "../../storage/archives.js";
 import type { BlobStore } from "../../storage/blob-store.js";
 import { withSmallBlobCache } from "../../storage/blob-cache.js";
-import { changeWatchOf } from "../../storage/change-watch.js";
 import { dataPaths } from "../../storage/data-paths.js";
+import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
+import type { Clock } from "../../domain/clock.js";
 import { cacheDownloadLookups } from "./download/cache.js";
 import { createUpackDownloadService, type UpackDownloadService } from "./download/service.js";
 import { createUpackImportService, type UpackImportService } from "./import/service.js";
 import type { UpackAreaOptions } from "./index.js";
 import { createUpackBrowseQueries, type UpackBrowseQueries } from "./read/browse-queries.js";
+import { createPostgresUpackBrowseQueries } from "./read/browse-queries-postgres.js";
 import { createUpackQueryRepository, type UpackQueryRepository } from "./read/query-repository.js";
+import { createPostgresUpackQueryRepository } from "./read/query-repository-postgres.js";
 import { createUpackQueryService, type UpackQueryService } from "./read/query-service.js";
-import { createUpackWriteRepository } from "./repository.js";
+import { createUpackWriteRepository, type UpackWriteRepository } from "./repository.js";
+import { createPostgresUpackWriteRepository } from "./repository-postgres.js";
 import { createRemoteDownloads, type RemoteDownloads } from "./remote/downloads.js";
 import { type RemoteListingDeps, withConnectors } from "./remote/listings.js";
 import { ownershipOf } from "./remote/shadow.js";
@@ -42,6 +46,33 @@ export interface UpackServices {
   readonly browse: UpackBrowseQueries;
 }
 
+/**
+ * The area's repositories on the node's metadata store (either database: `byDatabase`). The
+ * PostgreSQL query and browse repositories key what they keep between writes on the node's change
+ * feed (`cacheVersionOf`), which SQLite's find on their connection.
+ */
+export function upackQueryRepositoryOf(db: MetadataDb, clock: Clock): UpackQueryRepository {
+  return byDatabase(
+    db,
+    (sqlite) => createUpackQueryRepository(sqlite, clock),
+    (postgres) => createPostgresUpackQueryRepository(postgres, cacheVersionOf(postgres), clock),
+  );
+}
+
+export function upackWriteRepositoryOf(db: MetadataDb, clock: Clock): UpackWriteRepository {
+  return byDatabase(
+    db,
+    (sqlite) => createUpackWriteRepository(sqlite, clock),
+    (postgres) => createPostgresUpackWriteRepository(postgres, clock),
+  );
+}
+
+export function upackBrowseQueriesOf(db: MetadataDb): UpackBrowseQueries {
+  return byDatabase(db, createUpackBrowseQueries, (postgres) =>
+    createPostgresUpackBrowseQueries(postgres, cacheVersionOf(postgres)),
+  );
+}
+
 export function createUpackServices(options: UpackAreaOptions): UpackServices {
   const { config } = options;
   // One guard for every server-side fetch of the area (content-url, virtual URL sources), so the
@@ -55,7 +86,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     proxy: config.outboundProxy,
   });
   const tempDir = dataPaths(config.dataDir).tmp;
-  const queries = createUpackQueryRepository(options.db, options.clock);
+  const queries = upackQueryRepositoryOf(options.db, options.clock);
   const virtual = createVirtualDownloads({
     db: options.db,
     repository: queries,
@@ -65,7 +96,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
     tmpDir: tempDir,
     clock: options.clock,
   });
-  const repository = createUpackWriteRepository(options.db, options.clock);
+  const repository = upackWriteRepositoryOf(options.db, options.clock);
   const write = createUpackWriteService({
     repository,
     blobs: options.blobs,
@@ -86,7 +117,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       assembleVirtual: virtual.assemble,
       recordDeployment: options.deployments?.recordDownload,
     }),
-    changeWatchOf(options.db),
+    cacheVersionOf(options.db),
   );
   const imports = createUpackImportService({ write, assets: options.assets, importRoot: config.importRoot });
   const remote =
@@ -102,7 +133,7 @@ export function createUpackServices(options: UpackAreaOptions): UpackServices {
       maxBytes: config.maxUploadBytes,
     });
   const downloadBlobs = withSmallBlobCache(options.blobs);
-  const browse = createUpackBrowseQueries(options.db);
+  const browse = upackBrowseQueriesOf(options.db);
   return { write, imports, downloads, virtualPackages: true, downloadBlobs, remote, queries, browse };
 }
 
@@ -114,7 +145,7 @@ export function createUpackQueries(
   options: UpackAreaOptions & { readonly virtualPackages: boolean },
   log: RemoteListingDeps["log"],
 ): UpackQueryService {
-  const repository = createUpackQueryRepository(options.db, options.clock);
+  const repository = upackQueryRepositoryOf(options.db, options.clock);
   const local = createUpackQueryService({
     repository,
     feeds: options.feeds,

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { Database } from "better-sqlite3";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import type { Authenticator } from "../../http/auth.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { DiskSpace } from "../../storage/disk-space.js";
+import type { MetadataDb } from "../../storage/metadata-db.js";
 import type { FeedStoreMoves } from "../../storage/feed-store-move.js";
 import type { EveryStoreCollector } from "../../storage/stores-collector.js";
 import type { ConfigurationRuntime, ConfigurationServices } from "../configuration/index.js";
@@ -40,7 +40,8 @@ import { ASSET_VERSION } from "./views.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
 export interface WebUiDeps {
-  readonly db: Database;
+  /** The data directory's SQLite or a cluster's PostgreSQL: pages build their readers for it. */
+  readonly db: MetadataDb;
   readonly config: Config;
   readonly clock: Clock;
   /** The one authentication path: sign-in checks a password through it (throttled like the APIs). */

@@ -3,11 +3,12 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { createEventOutbox } from "../../lifecycle/events.js";
 import { createGuardedFetch, type ResolveHost } from "../../net/fetch-guard.js";
-import type { Db } from "../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../storage/metadata-db.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import type { FeedService } from "../management/index.js";
 import { createDispatcher } from "./dispatcher.js";
 import { createWebhookRepository } from "./repository.js";
+import { createPostgresWebhookRepository } from "./repository-postgres.js";
 import { webhookRoutes } from "./routes.js";
 import { createSender } from "./sender.js";
 import { createWebhookService, type WebhookService } from "./service.js";
@@ -27,13 +28,21 @@ const PRUNE_EVERY_MS = 3_600_000;
 const FANOUT_DELAY_MS = 50;
 
 export interface WebhooksDeps {
-  readonly db: Db;
+  /** The data directory's SQLite or a cluster's PostgreSQL: the repository and the outbox are picked for it. */
+  readonly db: MetadataDb;
   readonly clock: Clock;
   readonly config: Config;
   readonly feeds: FeedService;
   readonly secrets: SecretBox;
   /** Replaces system DNS (tests). */
   readonly resolve?: ResolveHost;
+  /**
+   * The tables every node writes, as they change (cluster mode: the node's PostgresChangeWatch
+   * `onChange`). PostgreSQL's outbox announces no event (lifecycle/events-postgres.ts): with this,
+   * an event appended on any node is fanned out as soon as it is heard, as this process's own are
+   * on SQLite; without it, at the next poll.
+   */
+  readonly onChange?: (listener: (table: string) => void) => () => void;
 }
 
 /**
@@ -44,7 +53,9 @@ export interface WebhooksDeps {
 export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Promise<WebhookService> {
   const { db, clock, config } = deps;
   const settings = config.webhooks;
-  const repository = createWebhookRepository(db);
+  // On PostgreSQL, `due` claims what it hands out and fanOut claims its events: every node may run
+  // the dispatcher and the worker at once, and each delivery is attempted by one of them.
+  const repository = byDatabase(db, createWebhookRepository, createPostgresWebhookRepository);
   const fetch = createGuardedFetch({
     allowPrivate: config.fetchAllowPrivate,
     timeoutMs: settings.timeoutMs,
@@ -61,6 +72,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
     attempt: createSender(fetch, clock),
     log: app.log.child({ area: "webhooks" }),
   });
+  // The database's own outbox (lifecycle/events.ts picks it).
   const outbox = createEventOutbox(db);
   const dispatcher = createDispatcher({ outbox, repository, clock, onDeliveries: worker.wake, log: app.log });
   const webhooks = createWebhookService({
@@ -77,6 +89,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   let timer: NodeJS.Timeout | undefined;
   let fanOutTimer: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
+  let unsubscribeChanges: (() => void) | undefined;
   let lastPrune = 0;
   const prune = async () => {
     const now = clock.now().getTime();
@@ -95,11 +108,15 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   app.addHook("onReady", (done) => {
     // Not in the committing request's turn, and once for the events of FANOUT_DELAY_MS: a burst
     // of uploads is fanned out in one transaction instead of one each.
-    unsubscribe = outbox.onAppended(() => {
+    const fanOutSoon = () => {
       fanOutTimer ??= setTimeout(() => {
         fanOutTimer = undefined;
         void dispatcher.dispatch();
       }, FANOUT_DELAY_MS);
+    };
+    unsubscribe = outbox.onAppended(fanOutSoon);
+    unsubscribeChanges = deps.onChange?.((table) => {
+      if (table === "lifecycle_events") fanOutSoon();
     });
     timer = setInterval(poll, settings.pollMs);
     timer.unref();
@@ -108,6 +125,7 @@ export async function webhooksArea(app: FastifyInstance, deps: WebhooksDeps): Pr
   });
   app.addHook("preClose", (done) => {
     unsubscribe?.();
+    unsubscribeChanges?.();
     clearInterval(timer);
     clearTimeout(fanOutTimer);
     Promise.all([dispatcher.stop(), worker.stop()]).then(() => done(), done);

@@ -5,10 +5,12 @@ import { createPostgresWebhookRepository } from "../../../src/areas/webhooks/rep
 import {
   createEventOutbox,
   type EventOutbox,
+  type PackageEvent,
   packageEventWriter,
   type StoredEvent,
 } from "../../../src/lifecycle/events.js";
-import { createPostgresEventOutbox } from "../../../src/lifecycle/events-postgres.js";
+import { appendPackageEvent, createPostgresEventOutbox } from "../../../src/lifecycle/events-postgres.js";
+import { inTransaction } from "../../../src/storage/postgres/database.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
 import { onOtherNode, whileHeld } from "../../helpers/postgres-races.js";
 import { insertApplication, insertFeed, insertRelease } from "../../helpers/seed-rows.js";
@@ -17,8 +19,28 @@ const T0 = new Date("2026-11-29T10:00:00.000Z");
 const at = (hours: number) => new Date(T0.getTime() + hours * 3_600_000);
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
+/** The database's outbox, as createEventOutbox picks it (events-postgres.ts on PostgreSQL). */
 const outboxOn = (database: TestDatabase): EventOutbox =>
-  database.kind === "sqlite" ? createEventOutbox(database.sqlite) : createPostgresEventOutbox(database.postgres);
+  createEventOutbox(database.kind === "sqlite" ? database.sqlite : database.postgres);
+
+/**
+ * Runs `change` and appends `event` in one transaction of the database's, as a repository does
+ * (packageEventWriter on SQLite, appendPackageEvent on PostgreSQL); `change` may throw to roll back.
+ */
+async function inChangeTransaction(database: TestDatabase, event: PackageEvent, change: () => void): Promise<void> {
+  if (database.kind === "sqlite") {
+    const write = packageEventWriter(database.sqlite);
+    database.sqlite.transaction(() => {
+      write(event);
+      change();
+    })();
+  } else {
+    await inTransaction(database.postgres, async (client) => {
+      await appendPackageEvent(client, event);
+      change();
+    });
+  }
+}
 
 /** The fan-out the dispatcher runs the outbox's markDispatched in (areas/webhooks/dispatcher.ts). */
 const webhooksOn = (database: TestDatabase): WebhookRepository =>
@@ -158,6 +180,36 @@ describeOnBothDatabases("lifecycle event outbox", (database) => {
     // A negative limit is none, as SQLite's LIMIT -1.
     expect(await outbox.pending(-1)).toEqual(events);
     expect(commits()).toBe(before);
+  });
+
+  it("appends a package event in the change's own transaction: committed with it, rolled back with it", async () => {
+    await clear();
+    const event: PackageEvent = {
+      type: "package.deployed",
+      feedId,
+      package: { group: "", name: "app", version: "2.0.0" },
+      actor: "Ann",
+      data: { application: "shop", target: null },
+      occurredAt: at(3),
+    };
+    await expect(
+      inChangeTransaction(database(), { ...event, actor: "rolled back" }, () => {
+        throw new Error("the change failed");
+      }),
+    ).rejects.toThrow("the change failed");
+    await inChangeTransaction(database(), event, () => undefined);
+    expect(await outbox.pending(10)).toEqual([
+      {
+        id: expect.any(Number),
+        occurredAt: at(3).toISOString(),
+        type: "package.deployed",
+        feedId,
+        feedName: "main",
+        package: { group: "", name: "app", version: "2.0.0" },
+        actor: "Ann",
+        data: { application: "shop", target: null },
+      },
+    ] satisfies StoredEvent[]);
   });
 
   it("marks what the fan-out took, in the fan-out's transaction: those events are no longer handed out", async () => {

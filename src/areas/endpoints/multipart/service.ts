@@ -3,11 +3,12 @@ import type { AssetPath } from "../../../domain/asset-path.js";
 import type { Clock } from "../../../domain/clock.js";
 import { conflict, notFound } from "../../../domain/errors.js";
 import type { QueryLike } from "../../../http/params.js";
-import type { Db } from "../../../storage/database.js";
+import { byDatabase, isPostgres, type MetadataDb } from "../../../storage/metadata-db.js";
 import type { Feed } from "../../management/index.js";
 import { assemble, type CompletionOptions } from "./assemble.js";
 import { coordinationKey, createCoordinator } from "./coordinator.js";
-import { createMultipartRepository, type MultipartUpload } from "./repository.js";
+import { createMultipartRepository, type MultipartRepository, type MultipartUpload } from "./repository.js";
+import { createPostgresMultipartRepository } from "./repository-postgres.js";
 import {
   checkComplete,
   checkNoOverlap,
@@ -43,7 +44,13 @@ export interface MultipartUploads {
 }
 
 export interface MultipartDeps {
-  readonly db: Db;
+  /**
+   * Either database. In cluster mode the uploads' rows are shared, but each upload's spool is on
+   * the disk of the node that received its first part: a part or completion that reaches another
+   * node is refused (`refuseSpoolElsewhere`) until the spool moves to the object store
+   * (docs/cluster-mode.md, "Known differences").
+   */
+  readonly db: MetadataDb;
   readonly assets: AssetService;
   readonly clock: Clock;
   /** Where part bytes are spooled: survives restarts (unlike the blob store's tmp/). */
@@ -57,16 +64,34 @@ export interface MultipartDeps {
  * by a crash between a spool's creation and its row's). Spools of unfinished uploads stay, since
  * their rows name them, until the sweep finds them abandoned.
  */
-export async function removeOrphanSpools(db: Db, spoolDir: string): Promise<{ files: number; bytes: number }> {
-  const repository = createMultipartRepository(db);
+export async function removeOrphanSpools(db: MetadataDb, spoolDir: string): Promise<{ files: number; bytes: number }> {
+  const repository = multipartRepositoryOf(db);
   return createMultipartSpool(spoolDir).removeOrphans(new Date(), async () => {
     const known = await repository.spools();
     return (name) => known.has(name);
   });
 }
 
+const multipartRepositoryOf = (db: MetadataDb): MultipartRepository =>
+  byDatabase(db, createMultipartRepository, createPostgresMultipartRepository);
+
+/**
+ * Cluster mode: an upload whose row exists but whose spool is not on this node's disk was started
+ * on another node (without sticky sessions, a client's requests reach any node). Refused with a
+ * 409 that says why, rather than the 404 of a removed upload or a failed assembly.
+ */
+function spooledElsewhere(upload: MultipartUpload) {
+  return conflict(
+    "MULTIPART_ON_OTHER_NODE",
+    `The multipart upload '${upload.uploadKey}' was started on another node of the cluster: multipart uploads ` +
+      "spread over several nodes are not available in cluster mode yet (send every request of an upload to " +
+      "one node: sticky sessions).",
+  );
+}
+
 export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
-  const repository = createMultipartRepository(deps.db);
+  const repository = multipartRepositoryOf(deps.db);
+  const cluster = isPostgres(deps.db);
   const coordinator = createCoordinator();
   const spool = createMultipartSpool(deps.spoolDir);
   const now = () => deps.clock.now().toISOString();
@@ -107,6 +132,11 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
     }
   }
 
+  /** Cluster mode only (on SQLite every spool is this process's): refuses an upload spooled on another node. */
+  async function refuseSpoolElsewhere(upload: MultipartUpload): Promise<void> {
+    if (cluster && !(await spool.has(upload.spool))) throw spooledElsewhere(upload);
+  }
+
   /** Deletes the upload's rows, then its spool. */
   async function removeUpload(upload: MultipartUpload): Promise<void> {
     await repository.delete(upload.id);
@@ -121,6 +151,8 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
       }
       const upload =
         (await repository.find(directory.id, part.uploadKey)) ?? (await startUpload(directory, path, part));
+      // Also after a start: another node may have started the same upload at the same time.
+      await refuseSpoolElsewhere(upload);
       checkSameUpload(upload, path, part);
       checkNoOverlap(part, await repository.parts(upload.id), activity.receiving.values());
       activity.receiving.set(part.index, part);
@@ -147,6 +179,7 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
       );
     }
     checkSamePath(upload, path);
+    await refuseSpoolElsewhere(upload);
     return coordinator.withActivity(key, async (activity) => {
       if (activity.completing || activity.receiving.size > 0) {
         throw conflict(

@@ -25,6 +25,8 @@ export interface MultipartSpool {
    * partSize, and a spool that is gone (404, the upload was removed).
    */
   writePart(name: string, part: MultipartPart, body: (() => Readable) | undefined): Promise<void>;
+  /** Whether the spool file is in this spool directory (cluster mode: another node's is not). */
+  has(name: string): Promise<boolean>;
   /** The first `size` bytes of the spool; throws when the spool holds fewer. */
   read(name: string, size: number): Promise<Readable>;
   /** Removes the spool file; a missing one is not an error. */
@@ -100,6 +102,16 @@ export function createMultipartSpool(spoolDir: string): MultipartSpool {
       } finally {
         await handle.close();
       }
+    },
+
+    async has(name) {
+      return stat(fileOf(name)).then(
+        () => true,
+        (error: unknown) => {
+          if (isMissingFile(error)) return false;
+          throw error;
+        },
+      );
     },
 
     async read(name, size) {

@@ -1,4 +1,5 @@
-import { type ChangeWatch, VersionedCache } from "../../../storage/change-watch.js";
+import { VersionedCache } from "../../../storage/change-watch.js";
+import type { CacheVersion } from "../../../storage/metadata-db.js";
 import type { Feed } from "../../management/index.js";
 import type { DownloadTarget, UpackDownloadService } from "./service.js";
 
@@ -12,7 +13,7 @@ const MAX_LOOKUPS = 4_096;
  * counts do not, they are written quietly. Misses (404s) are never kept: an unknown address
  * costs what it did before, and cannot fill the cache.
  */
-export function cacheDownloadLookups(service: UpackDownloadService, watch: ChangeWatch): UpackDownloadService {
+export function cacheDownloadLookups(service: UpackDownloadService, watch: CacheVersion): UpackDownloadService {
   const cache = new VersionedCache<string, { feed: Feed; target: DownloadTarget }>(MAX_LOOKUPS);
   return {
     ...service,

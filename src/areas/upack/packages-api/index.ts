@@ -1,8 +1,14 @@
 import type { FastifyPluginAsync } from "fastify";
 import { createUpackServices, type UpackAreaOptions } from "../index.js";
 import { packagesApiReadRoutes } from "./read-routes.js";
-import { createPackagesApiRepository } from "./repository.js";
+import { byDatabase, type MetadataDb } from "../../../storage/metadata-db.js";
+import { createPackagesApiRepository, type PackagesApiRepository } from "./repository.js";
+import { createPostgresPackagesApiRepository } from "./repository-postgres.js";
 import { packagesApiWriteRoutes } from "./write-routes.js";
+
+/** The API's reads on the node's metadata store (either database). */
+export const packagesApiRepositoryOf = (db: MetadataDb): PackagesApiRepository =>
+  byDatabase(db, createPackagesApiRepository, createPostgresPackagesApiRepository);
 
 /**
  * The Common Packages API for universal feeds, `/api/packages/<feed>/...` (docs/compat.md 3): what
@@ -14,7 +20,7 @@ import { packagesApiWriteRoutes } from "./write-routes.js";
 export const packagesApiArea: FastifyPluginAsync<UpackAreaOptions> = async (app, options) => {
   // Pass the app's services (app.ts does): one blob keeper and one virtual-assembly cache for both APIs.
   const { write, downloads, downloadBlobs } = options.services ?? createUpackServices(options);
-  const repository = createPackagesApiRepository(options.db);
+  const repository = packagesApiRepositoryOf(options.db);
   const { feeds } = options;
 
   await app.register(packagesApiReadRoutes, { feeds, blobs: downloadBlobs, repository, downloads });

@@ -1,9 +1,11 @@
 import type pg from "pg";
-import { type PostgresDb, quietTransaction } from "../../../storage/postgres/database.js";
+import type { PostgresDb } from "../../../storage/postgres/database.js";
+import { createPostgresQuietBatches } from "../../../storage/postgres/quiet-batches.js";
 import { FLUSH_INTERVAL_MS } from "../download/counts.js";
 
 /**
- * Download counters on PostgreSQL (cluster mode): download/counts.ts's batching, for one node.
+ * Download counters on PostgreSQL (cluster mode): download/counts.ts's batching, for one node
+ * (storage/postgres/quiet-batches.ts).
  * Counts are kept in memory by version, merged, and written in one quiet transaction (no node's
  * cache version moves: storage/postgres/change-feed.ts, markQuiet) at most FLUSH_INTERVAL_MS after
  * the first download, and whenever a read that shows counts asks (`flush`). A crash loses at most
@@ -66,78 +68,29 @@ export async function flushPostgresDownloadCounts(db: PostgresDb): Promise<void>
 }
 
 function createCounter(db: PostgresDb): PostgresDownloadCounter {
-  /** By version id. */
-  let pending = new Map<number, Pending>();
   const states = new Map<number, number>();
-  let timer: NodeJS.Timeout | undefined;
-  /** The write under way (settled): flushes take turns, each after the one before. */
-  let queue: Promise<void> = Promise.resolve();
-
   const moved = (feedId: number) => states.set(feedId, (states.get(feedId) ?? 0) + 1);
-
-  function keep(versionId: number, entry: Pending): void {
-    const earlier = pending.get(versionId);
-    if (earlier === undefined) {
-      pending.set(versionId, { ...entry });
-      return;
-    }
-    earlier.count += entry.count;
-    if (entry.at > earlier.at) earlier.at = entry.at;
-  }
-
-  /** Entries not written: pending again, and their feeds' listings not to be kept. */
-  function putBack(entries: ReadonlyMap<number, Pending>): void {
-    for (const [versionId, entry] of entries) {
-      keep(versionId, entry);
-      moved(entry.feedId);
-    }
-    if (entries.size > 0) schedule();
-  }
-
-  async function write(): Promise<void> {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    let left: Map<number, Pending>;
-    try {
-      left = await quietTransaction(db, (client) => writeBatch(client, batch));
-    } catch (error) {
-      putBack(batch);
-      throw error;
-    }
-    putBack(left);
-  }
-
-  function flush(): Promise<void> {
-    const run = queue.then(write);
-    queue = run.catch(() => undefined);
-    return run;
-  }
-
-  function schedule(): void {
-    if (timer !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      // A pool ended meanwhile (tests, shutdown without an app) has nowhere to write to.
-      if (db.pool.ending) return void pending.clear();
-      // A failure is rescheduled by write; a timer has no caller to report to.
-      flush().catch(() => undefined);
-    }, FLUSH_INTERVAL_MS);
-    // Pending counts never keep a process alive; graceful shutdown flushes them.
-    timer.unref();
-  }
+  // By version id.
+  const batches = createPostgresQuietBatches<number, Pending>(db, {
+    intervalMs: FLUSH_INTERVAL_MS,
+    write: writeBatch,
+    merge(pending, next) {
+      pending.count += next.count;
+      if (next.at > pending.at) pending.at = next.at;
+      return pending;
+    },
+    // Counts not written: their feeds' listings read meanwhile are not to be kept.
+    kept(entries) {
+      for (const entry of entries.values()) moved(entry.feedId);
+    },
+  });
 
   return {
     add(feedId, versionId, packageId, at) {
-      keep(versionId, { feedId, packageId, count: 1, at });
+      batches.add(versionId, { feedId, packageId, count: 1, at });
       moved(feedId);
-      schedule();
     },
-    flush,
+    flush: batches.flush,
     stateOf: (feedId) => states.get(feedId) ?? 0,
   };
 }

@@ -3,7 +3,9 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { countParam, hasParam, param, parseBoolean, type QueryLike } from "../../../http/params.js";
 import type { BlobStore } from "../../../storage/blob-store.js";
+import { isPostgres } from "../../../storage/metadata-db.js";
 import { downloadCounterOf } from "../download/counts.js";
+import { postgresDownloadCounterOf } from "./download-counts-postgres.js";
 import { queryDoc } from "../../../http/query-doc.js";
 import { upackDownloadRoutes } from "../download/routes.js";
 import { errors, feedNeed, feedOf, TAGS } from "../http.js";
@@ -149,8 +151,12 @@ export const upackReadRoutes: FastifyPluginAsync<UpackReadOptions> = async (app,
   });
   // Batched download counts are written before the database closes (main.ts closes it after the app).
   app.addHook("onClose", async () => {
+    const { db } = options;
     try {
-      if (options.db.open) downloadCounterOf(options.db).flush();
+      if (isPostgres(db)) {
+        // The node's database is closed after the app (main.ts), as on SQLite.
+        if (!db.pool.ending) await postgresDownloadCounterOf(db).flush();
+      } else if (db.open) downloadCounterOf(db).flush();
     } catch (error) {
       app.log.error({ err: error }, "pending download counts not written at shutdown");
     }

@@ -13,7 +13,7 @@ import type { GuardedFetch } from "../../../net/fetch-guard.js";
 import type { BlobKeeper, FeedKeepers } from "../../../storage/blob-keeper.js";
 import { type BlobInfo, type BlobStore, canOpenReader } from "../../../storage/blob-store.js";
 import { isBusy } from "../../../storage/busy.js";
-import type { Db } from "../../../storage/database.js";
+import { byDatabase, type MetadataDb } from "../../../storage/metadata-db.js";
 import { isForeignKeyViolation } from "../../../storage/sqlite-errors.js";
 import type { AssembleVirtual, StoredPackage, VirtualPackageVersion } from "../download/service.js";
 import type { UpackQueryRepository } from "../read/query-repository.js";
@@ -23,11 +23,12 @@ import {
   assembleVirtualPackage,
   createAssembledCache,
 } from "./assembly.js";
+import { createPostgresAssembledCache } from "./cache-postgres.js";
 
 export interface VirtualDownloadsDeps {
-  /** SQLite: the cache of assemblies is virtual/cache.ts's on it, unless `assembled` is given. */
-  readonly db?: Db;
-  /** The cache of assemblies (on PostgreSQL virtual/cache-postgres.ts's); by default SQLite's on `db`. */
+  /** The cache of assemblies is virtual/cache.ts's (or cache-postgres.ts's) on it, unless `assembled` is given. */
+  readonly db?: MetadataDb;
+  /** The cache of assemblies; by default the one on `db`. */
   readonly assembled?: AssembledCache;
   readonly repository: UpackQueryRepository;
   readonly blobs: BlobStore;
@@ -166,7 +167,13 @@ export function createVirtualDownloads(deps: VirtualDownloadsDeps): VirtualDownl
 
 function cacheOf(deps: VirtualDownloadsDeps): AssembledCache {
   if (deps.assembled !== undefined) return deps.assembled;
-  if (deps.db !== undefined) return createAssembledCache(deps.db, deps.clock);
+  if (deps.db !== undefined) {
+    return byDatabase(
+      deps.db,
+      (sqlite) => createAssembledCache(sqlite, deps.clock),
+      (postgres) => createPostgresAssembledCache(postgres, deps.clock),
+    );
+  }
   throw new Error("virtual downloads need a database or a cache of assemblies");
 }
 

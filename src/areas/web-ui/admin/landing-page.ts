@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { isDatabaseUsable } from "../../../storage/database.js";
+import { databaseUsable } from "../../../storage/metadata-db.js";
 import { WHARF_VERSION } from "../../../version.js";
 import { ADMINISTER } from "../../security/model.js";
 import type { WebUiDeps } from "../index.js";
@@ -45,7 +45,7 @@ export function registerLandingPage(app: FastifyInstance, { db, disk }: WebUiDep
     return sendPage(request, reply, LANDING_VIEW, {
       title: "Administration",
       version: WHARF_VERSION,
-      databaseOk: isDatabaseUsable(db),
+      databaseOk: await databaseUsable(db),
       disk: { low: status.low, text },
     });
   });

@@ -82,7 +82,7 @@ export async function sendEntityPage(
         : await infrastructure.findEnvironment(name);
   if (ref === undefined) return sendNotFound(request, reply, `There is no ${type} named '${name}'.`);
   const own = statusView(await status.statusOf(type, ref.name));
-  const all = new Map<string, StatusObject>(status.statusOfAll().map((o) => [byKey(o.type, o.name), o]));
+  const all = new Map<string, StatusObject>((await status.allStatuses()).map((o) => [byKey(o.type, o.name), o]));
   const serverRows = (ids: readonly { name: string }[]): StatusView[] =>
     ids.flatMap((server) => {
       const object = all.get(byKey("server", server.name));
@@ -106,7 +106,7 @@ export async function sendEntityPage(
     ];
   } else if (type === "role") {
     const members: ServerSummary[] = [];
-    for (const id of status.serversOfRole(ref.id)) {
+    for (const id of await status.serversWithRole(ref.id)) {
       const server = await infrastructure.getServer(id);
       if (server !== undefined) members.push(server);
     }
@@ -116,9 +116,9 @@ export async function sendEntityPage(
     servers = serverRows(await infrastructure.environmentServers(ref.id));
     links = [];
   }
-  const jobRows = (type === "server" ? jobs.recentOfServer(ref.id) : jobs.recentOfEntity(type, ref.name)).map((job) =>
-    jobView(job, deps.clock.now()),
-  );
+  const jobRows = (
+    type === "server" ? await jobs.recentOfServer(ref.id) : await jobs.recentOfEntity(type, ref.name)
+  ).map((job) => jobView(job, deps.clock.now()));
   const base = entityUrl(type, ref.name);
   const actions = (await request.can(CONFIGURATION_MANAGE))
     ? {

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { createCollectionsRepository } from "../../configuration/collections-repository.js";
+import { createPostgresCollectionsRepository } from "../../configuration/collections-repository-postgres.js";
+import { byDatabase } from "../../../storage/metadata-db.js";
 import { CONFIGURATION_VIEW } from "../../configuration/configuration-routes.js";
 import type { WebUiDeps } from "../index.js";
 import { BROWSE_PAGE, requireView, sendNotFound } from "../pages/access.js";
@@ -8,6 +10,7 @@ import { registerConfigurationActions } from "./actions.js";
 import { KINDS, sendEntityPage } from "./entity-page.js";
 import { isMoving, jobView, statusCounts, statusView } from "./present.js";
 import { createRemediationJobs } from "./remediation-jobs.js";
+import { createPostgresRemediationJobs } from "./remediation-jobs-postgres.js";
 import { JOB, OVERVIEW } from "./templates.js";
 import { CONFIGURATION_MANAGE } from "../../configuration/configuration-routes.js";
 
@@ -26,16 +29,16 @@ const checkedNotice = (query: unknown) =>
  * Infrastructure_View to look, Infrastructure_Manage to check and remediate.
  */
 export async function registerConfigurationPages(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
-  const jobs = createRemediationJobs(deps.db);
-  const collections = createCollectionsRepository(deps.db);
+  const jobs = byDatabase(deps.db, createRemediationJobs, createPostgresRemediationJobs);
+  const collections = byDatabase(deps.db, createCollectionsRepository, createPostgresCollectionsRepository);
   const reads = { jobs, recentChecks: (serverId: number) => collections.recentOf(serverId) };
   const status = deps.configurationRuntime.status;
 
   app.get("/configuration", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, CONFIGURATION_VIEW))) return reply;
-    const all = status.statusOfAll();
+    const all = await status.allStatuses();
     const servers = all.filter((o) => o.type === "server");
-    const jobRows = jobs.recent().map((job) => jobView(job, deps.clock.now()));
+    const jobRows = (await jobs.recent()).map((job) => jobView(job, deps.clock.now()));
     return sendPage(request, reply, OVERVIEW_VIEW, {
       title: "Configuration",
       counts: statusCounts(servers),
@@ -60,7 +63,7 @@ export async function registerConfigurationPages(app: FastifyInstance, deps: Web
   app.get("/configuration/jobs/:id", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, CONFIGURATION_VIEW))) return reply;
     const text = (request.params as { id: string }).id;
-    const job = /^[1-9][0-9]{0,14}$/.test(text) ? jobs.get(Number(text)) : undefined;
+    const job = /^[1-9][0-9]{0,14}$/.test(text) ? await jobs.get(Number(text)) : undefined;
     if (job === undefined) return sendNotFound(request, reply, "There is no remediation job with this number.");
     const log = (await deps.jobs.readLog(job.id)).map((line) => ({
       level: line.level,

@@ -1,4 +1,4 @@
-import type { Database } from "better-sqlite3";
+import type { Db } from "../../../storage/database.js";
 import type { EntityType } from "../../configuration/remediation-repository.js";
 import { type RemediationState, stateOfJob } from "../../configuration/remediation.js";
 import type { JobStatus } from "../../../jobs/runner.js";
@@ -7,6 +7,8 @@ import type { JobStatus } from "../../../jobs/runner.js";
  * Read-only SQL for the configuration pages' job lists: remediation jobs (migration 0011's
  * `config_remediations` joined with the job runner's `jobs`), newest first. Their state is the
  * word `remediate/status` answers (stateOfJob), so a page and the API never disagree.
+ * Asynchronous (PostgreSQL in cluster mode: remediation-jobs-postgres.ts); on SQLite each method is
+ * still one synchronous statement.
  */
 export interface RemediationJobRow {
   readonly id: number;
@@ -21,7 +23,7 @@ export interface RemediationJobRow {
   readonly endedAt: string | undefined;
 }
 
-interface Row {
+export interface RemediationJobSqlRow {
   job_id: number;
   name: string | null;
   entity_type: EntityType;
@@ -35,7 +37,7 @@ interface Row {
   canceled_at: string | null;
 }
 
-const SELECT = `SELECT r.job_id, r.name, r.entity_type, r.entity_name, r.simulate, r.created_at,
+export const SELECT = `SELECT r.job_id, r.name, r.entity_type, r.entity_name, r.simulate, r.created_at,
     j.status, j.not_before, j.started_at, j.ended_at, j.canceled_at
   FROM config_remediations r JOIN jobs j ON j.id = r.job_id`;
 
@@ -43,15 +45,34 @@ const SELECT = `SELECT r.job_id, r.name, r.entity_type, r.entity_name, r.simulat
 export const RECENT_JOBS = 20;
 
 export interface RemediationJobs {
-  recent(): RemediationJobRow[];
+  recent(): Promise<RemediationJobRow[]>;
   /** Jobs that cover the server (any entity that included it). */
-  recentOfServer(serverId: number): RemediationJobRow[];
-  /** Jobs asked for this role or environment by name. */
-  recentOfEntity(type: EntityType, name: string): RemediationJobRow[];
-  get(id: number): RemediationJobRow | undefined;
+  recentOfServer(serverId: number): Promise<RemediationJobRow[]>;
+  /** Jobs asked for this role or environment by name (case-insensitively). */
+  recentOfEntity(type: EntityType, name: string): Promise<RemediationJobRow[]>;
+  get(id: number): Promise<RemediationJobRow | undefined>;
 }
 
-export function createRemediationJobs(db: Database): RemediationJobs {
+type Row = RemediationJobSqlRow;
+
+export const toJob = (row: Row): RemediationJobRow => ({
+  id: row.job_id,
+  name: row.name ?? undefined,
+  entityType: row.entity_type,
+  entityName: row.entity_name,
+  simulate: row.simulate === 1,
+  state: stateOfJob({
+    status: row.status,
+    canceledAt: row.canceled_at === null ? undefined : new Date(row.canceled_at),
+    startedAt: row.started_at === null ? undefined : new Date(row.started_at),
+  }),
+  createdAt: row.created_at,
+  notBefore: row.not_before ?? undefined,
+  startedAt: row.started_at ?? undefined,
+  endedAt: row.ended_at ?? undefined,
+});
+
+export function createRemediationJobs(db: Db): RemediationJobs {
   const q = {
     recent: db.prepare<[number], Row>(`${SELECT} ORDER BY r.job_id DESC LIMIT ?`),
     ofServer: db.prepare<[number, number], Row>(
@@ -63,27 +84,11 @@ export function createRemediationJobs(db: Database): RemediationJobs {
     ),
     one: db.prepare<[number], Row>(`${SELECT} WHERE r.job_id = ?`),
   };
-  const toJob = (row: Row): RemediationJobRow => ({
-    id: row.job_id,
-    name: row.name ?? undefined,
-    entityType: row.entity_type,
-    entityName: row.entity_name,
-    simulate: row.simulate === 1,
-    state: stateOfJob({
-      status: row.status,
-      canceledAt: row.canceled_at === null ? undefined : new Date(row.canceled_at),
-      startedAt: row.started_at === null ? undefined : new Date(row.started_at),
-    }),
-    createdAt: row.created_at,
-    notBefore: row.not_before ?? undefined,
-    startedAt: row.started_at ?? undefined,
-    endedAt: row.ended_at ?? undefined,
-  });
   return {
-    recent: () => q.recent.all(RECENT_JOBS).map(toJob),
-    recentOfServer: (serverId) => q.ofServer.all(serverId, RECENT_JOBS).map(toJob),
-    recentOfEntity: (type, name) => q.ofEntity.all(type, name, RECENT_JOBS).map(toJob),
-    get: (id) => {
+    recent: async () => q.recent.all(RECENT_JOBS).map(toJob),
+    recentOfServer: async (serverId) => q.ofServer.all(serverId, RECENT_JOBS).map(toJob),
+    recentOfEntity: async (type, name) => q.ofEntity.all(type, name, RECENT_JOBS).map(toJob),
+    get: async (id) => {
       const row = q.one.get(id);
       return row && toJob(row);
     },

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { changeWatchOf } from "../../../storage/change-watch.js";
+import { cacheVersionOf } from "../../../storage/metadata-db.js";
 import { ciBadgesArea } from "../../ci-badges/index.js";
 import { mountForBrowsers } from "../browser-mounts.js";
 import type { WebUiDeps } from "../index.js";
@@ -12,6 +12,6 @@ import type { WebUiDeps } from "../index.js";
  */
 export async function registerUiBadgeImages(app: FastifyInstance, { releases, config, db }: WebUiDeps): Promise<void> {
   await mountForBrowsers(app, (scoped) =>
-    scoped.register(ciBadgesArea, { releases: releases.releases, config, watch: changeWatchOf(db) }),
+    scoped.register(ciBadgesArea, { releases: releases.releases, config, watch: cacheVersionOf(db) }),
   );
 }

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from "fastify";
-import { changeWatchOf } from "../../../storage/change-watch.js";
 import type { Db } from "../../../storage/database.js";
+import { byDatabase, cacheVersionOf, type MetadataDb } from "../../../storage/metadata-db.js";
 import { feedsVisibleTo } from "../../management/index.js";
 import { browseUrl } from "../asset-dirs/paths.js";
 import type { WebUiDeps } from "../index.js";
 import { FEEDS } from "../templates/feeds.js";
 import { defineView, sendPage } from "../views.js";
 import { BROWSE_PAGE } from "./access.js";
+import { createPostgresFeedTotals } from "./feeds-page-postgres.js";
 import { feedPageUrl, formatBytes } from "./present.js";
 
 const FEEDS_VIEW = defineView("feeds", FEEDS);
@@ -32,9 +33,16 @@ export interface FeedTotalsRow {
  * their versions (universal and romp feeds), files and their summed size (asset directories). The
  * sizes are what the feed's versions or files weigh, not disk use (identical content is stored
  * once). Kept until the next write anywhere (ChangeWatch): the list is read far more often than
- * packages are published, and a first read costs one pass over the versions.
+ * packages are published, and a first read costs one pass over the versions. On PostgreSQL
+ * (cluster mode): feeds-page-postgres.ts, kept until the next write on any node.
  */
-export function createFeedTotals(db: Db): () => Promise<ReadonlyMap<number, FeedTotals>> {
+export function createFeedTotals(db: MetadataDb): () => Promise<ReadonlyMap<number, FeedTotals>> {
+  return byDatabase(db, createSqliteFeedTotals, (postgres) =>
+    createPostgresFeedTotals(postgres, cacheVersionOf(postgres)),
+  );
+}
+
+function createSqliteFeedTotals(db: Db): () => Promise<ReadonlyMap<number, FeedTotals>> {
   const totals = db.prepare<[], FeedTotalsRow>(
     `SELECT p.feed_id, COUNT(DISTINCT CASE WHEN p.latest_version_id IS NOT NULL THEN p.id END) AS items,
        COALESCE(SUM(v.size), 0) AS bytes
@@ -42,7 +50,7 @@ export function createFeedTotals(db: Db): () => Promise<ReadonlyMap<number, Feed
      UNION ALL
      SELECT feed_id, COUNT(*), COALESCE(SUM(size), 0) FROM asset_items WHERE is_folder = 0 GROUP BY feed_id`,
   );
-  const watch = changeWatchOf(db);
+  const watch = cacheVersionOf(db);
   let kept: { version: string; byFeed: ReadonlyMap<number, FeedTotals> } | undefined;
   return async () => {
     const version = watch.version();

@@ -1,8 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import type { Principal } from "../../../domain/principal.js";
 import type { UiSessionReader } from "../../../http/auth.js";
+import { byDatabase, type MetadataDb } from "../../../storage/metadata-db.js";
 import { readCookie, SESSION_COOKIE } from "./cookies.js";
 import { createUiSessionStore, type UiSessionStore, type UiSessionStoreDeps } from "./session-store.js";
+import { createPostgresUiSessionStore } from "./session-store-postgres.js";
 
 /**
  * What @fastify/csrf-protection reads a request's CSRF secret from (its `@fastify/session` mode:
@@ -26,9 +28,25 @@ export interface UiSessions extends UiSessionReader {
   readonly store: UiSessionStore;
 }
 
+/** As the session store's, on either database: the data directory's SQLite or a cluster's PostgreSQL. */
+export type UiSessionsDeps = Omit<UiSessionStoreDeps, "db"> & { readonly db: MetadataDb };
+
+/**
+ * The session store of the database at hand (session-store.ts, or session-store-postgres.ts in
+ * cluster mode, where any node finds a session any other node started).
+ */
+export function createUiSessionStoreOf(deps: UiSessionsDeps): UiSessionStore {
+  const { db, ...rest } = deps;
+  return byDatabase(
+    db,
+    (sqlite) => createUiSessionStore({ ...rest, db: sqlite }),
+    (postgres) => createPostgresUiSessionStore(postgres, rest),
+  );
+}
+
 /** The session rows and the reader the authentication hook asks for UI routes (http/auth.ts). */
-export function createUiSessions(deps: UiSessionStoreDeps): UiSessions {
-  const store = createUiSessionStore(deps);
+export function createUiSessions(deps: UiSessionsDeps): UiSessions {
+  const store = createUiSessionStoreOf(deps);
   return {
     store,
     async principalOf(request: FastifyRequest): Promise<Principal | undefined> {
