@@ -62,7 +62,7 @@ import { defaultNodeId } from "./storage/postgres/cluster-nodes.js";
 import { postgresBlobReferenceCheck } from "./storage/blob-keeper-postgres.js";
 import { createPostgresJobRunner } from "./jobs/runner-postgres.js";
 import { createLedSingletons, createLocalSingletons } from "./jobs/singletons.js";
-import { clusterRoutes } from "./areas/health/cluster-routes.js";
+import { clusterRoutes, clusterView } from "./areas/health/cluster-routes.js";
 import { NODE_HEARTBEAT_MS } from "./cluster-node.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
@@ -249,7 +249,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     disk,
     node: { id: nodeId, ...(deps.node ? { changeFeedListening: () => deps.node?.changeFeed.listening ?? false } : {}) },
   });
-  await app.register(clusterRoutes, { db: deps.db, nodeId, startedAt, heartbeatMs: NODE_HEARTBEAT_MS });
+  const clusterDeps = { db: deps.db, nodeId, startedAt, heartbeatMs: NODE_HEARTBEAT_MS };
+  await app.register(clusterRoutes, clusterDeps);
   // One set of security services: the security API's routes and the web UI's pages (API keys).
   const security = createSecurityServices({ db: deps.db, clock, feeds });
   await app.register(securityArea, { services: security });
@@ -449,6 +450,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     jobs,
     nativeRegistry,
     disk,
+    cluster: () => clusterView(clusterDeps),
     webhooks,
     audit,
     retention: retention.service,

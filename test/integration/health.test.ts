@@ -26,6 +26,35 @@ describe("health, version and cross-cutting headers", () => {
     },
   );
 
+  it("names the node and its database; on one machine there is no change feed to report", async () => {
+    const body = (await t.app.inject({ method: "GET", url: "/health" })).json();
+    expect(body.node).toEqual({ id: expect.stringMatching(/^.+-[0-9a-f]{6}$/), database: "SQLite" });
+  });
+
+  it("GET /api/cluster/nodes lists this node alone, for administrators only", async () => {
+    const anonymous = await t.app.inject({ method: "GET", url: "/api/cluster/nodes" });
+    expect(anonymous.statusCode).toBe(401);
+    const res = await t.app.inject({ method: "GET", url: "/api/cluster/nodes", headers: { "x-apikey": t.adminKey } });
+    expect(res.statusCode).toBe(200);
+    const id = (await t.app.inject({ method: "GET", url: "/health" })).json().node.id;
+    expect(res.json()).toEqual({
+      database: "SQLite",
+      nodes: [
+        {
+          nodeId: id,
+          version: expect.any(String),
+          url: null,
+          startedAt: expect.any(String),
+          lastHeartbeatAt: expect.any(String),
+          secondsSinceHeartbeat: 0,
+          alive: true,
+          runsSchedulers: true,
+          self: true,
+        },
+      ],
+    });
+  });
+
   it("answers 500 with Error statuses when the database is unusable", async () => {
     const broken = await buildTestApp();
     broken.db.close();

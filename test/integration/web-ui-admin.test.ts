@@ -56,6 +56,17 @@ describe("/admin", () => {
     }
   });
 
+  it("lists the nodes serving the database: on one machine, this one, running the schedulers", async () => {
+    const res = await admin.get("/admin");
+    expectHtml(res, 200);
+    const node = ((await t.app.inject({ url: "/health" })).json() as { node: { id: string; database: string } }).node;
+    expect(node.database).toBe("SQLite");
+    expect(res.body).toContain("<h2>Nodes</h2>");
+    expect(res.body).toContain(`<td>${node.id} (this node)</td>`);
+    expect(res.body).toContain("Alive, runs the schedulers");
+    expect(res.body).toContain("One machine, on SQLite");
+  });
+
   it("is a 403 page for a signed-in user without the privilege and sends Anonymous to sign in", async () => {
     expectHtml(await viewer.get("/admin"), 403);
     const anonymous = await t.app.inject({ url: "/admin" });

@@ -37,6 +37,7 @@ import type { WebhookService } from "../webhooks/index.js";
 import type { PromotionService } from "../promotions/index.js";
 import type { RetentionService } from "../retention/index.js";
 import { ASSET_VERSION } from "./views.js";
+import type { ClusterView } from "../health/cluster-routes.js";
 
 /** What the pages read through: the same services as the APIs (no second copy of any rule). */
 export interface WebUiDeps {
@@ -69,6 +70,8 @@ export interface WebUiDeps {
   readonly nativeRegistry: NativeRegistry;
   /** Free space where the data directory is (server health). */
   readonly disk: DiskSpace;
+  /** The nodes serving this database, as /api/cluster/nodes lists them (one machine: this one). */
+  readonly cluster: () => Promise<ClusterView>;
   /** Signed-in browsers' sessions: the rows, and what the authentication hook asks (http/auth.ts). */
   readonly sessions: UiSessions;
   /** The audit log (areas/audit/): its page reads what /api/audit reads. */

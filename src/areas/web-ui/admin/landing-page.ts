@@ -16,6 +16,22 @@ const LANDING = `<% layout("@layout") %>
   <dt>Disk</dt><dd class="<%= it.disk.low ? 'error' : '' %>"><%= it.disk.text %></dd>
 </dl>
 <p class="muted">The same facts as <a href="/health">/health</a>.</p>
+<h2>Nodes</h2>
+<table class="admin-table">
+  <thead><tr><th scope="col">Node</th><th scope="col">Version</th><th scope="col">Started</th><th scope="col">Last heartbeat</th><th scope="col">State</th></tr></thead>
+  <tbody>
+  <% for (const node of it.nodes) { %>
+    <tr>
+      <td><%= node.nodeId %><%= node.self ? " (this node)" : "" %></td>
+      <td><%= node.version %></td>
+      <td><time datetime="<%= node.startedAt %>"><%= node.startedAt %></time></td>
+      <td><%= node.secondsAgo %> s ago</td>
+      <td class="<%= node.alive ? '' : 'error' %>"><%= node.alive ? "Alive" : "Silent" %><%= node.runsSchedulers ? ", runs the schedulers" : "" %></td>
+    </tr>
+  <% } %>
+  </tbody>
+</table>
+<p class="muted"><%= it.database %>; the same list as <a href="/api/cluster/nodes">/api/cluster/nodes</a>.</p>
 <h2>Manage</h2>
 <ul class="admin-links">
   <li><a href="/admin/feeds">Feeds</a>: create, edit, delete, storage</li>
@@ -34,7 +50,7 @@ const LANDING_VIEW = defineView("admin-landing", LANDING);
  * from the same sources) and links to every administration page. Needs what the security API
  * needs (ADMINISTER): the pages it links to each check their own API's need again.
  */
-export function registerLandingPage(app: FastifyInstance, { db, disk }: WebUiDeps): void {
+export function registerLandingPage(app: FastifyInstance, { db, disk, cluster }: WebUiDeps): void {
   app.get("/admin", BROWSE_PAGE, async (request, reply) => {
     if (!(await requireView(request, reply, ADMINISTER))) return reply;
     const status = await disk.status();
@@ -47,6 +63,20 @@ export function registerLandingPage(app: FastifyInstance, { db, disk }: WebUiDep
       version: WHARF_VERSION,
       databaseOk: await databaseUsable(db),
       disk: { low: status.low, text },
+      ...(await nodesOf(cluster)),
     });
   });
+}
+
+/** The cluster view for the page; a database that cannot answer leaves the list empty (the Database line says why). */
+async function nodesOf(cluster: WebUiDeps["cluster"]) {
+  try {
+    const view = await cluster();
+    return {
+      database: view.database === "SQLite" ? "One machine, on SQLite" : "A cluster on PostgreSQL",
+      nodes: view.nodes.map((node) => ({ ...node, secondsAgo: Math.round(node.secondsSinceHeartbeat) })),
+    };
+  } catch {
+    return { database: "The nodes cannot be listed now", nodes: [] };
+  }
 }
