@@ -73,6 +73,9 @@ import { loadSecretKeys } from "./storage/secret-keys.js";
 import { createDiskSpace } from "./storage/disk-space.js";
 import { PROGET_API_VERSION, PROGET_EDITION } from "./version.js";
 
+/** An address no content hashes to in practice: what /health asks the package stores for. */
+const NO_BLOB = "0".repeat(64);
+
 export interface AppDeps {
   /**
    * The data directory's SQLite (switched to never block the event loop on another process's
@@ -248,6 +251,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     db: deps.db,
     disk,
     node: { id: nodeId, ...(deps.node ? { changeFeedListening: () => deps.node?.changeFeed.listening ?? false } : {}) },
+    // A blob nobody has: every store is asked, and one that fails makes the answer fail.
+    probeStores: async () => void (await stores.reader.stat(NO_BLOB)),
   });
   const clusterDeps = { db: deps.db, nodeId, startedAt, heartbeatMs: NODE_HEARTBEAT_MS };
   await app.register(clusterRoutes, clusterDeps);

@@ -39,12 +39,13 @@ describe.skipIf(!postgresInstalled())("two nodes on one PostgreSQL and one objec
     await azurite?.stop();
   });
 
-  it("each node's /health names it, its database and its change feed", async () => {
+  it("each node's /health names it, its database, its package store and its change feed", async () => {
     for (const node of [a, b]) {
       const res = await send(node, { method: "GET", url: "/health" });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({
         databaseStatus: "OK",
+        packageStores: { status: "OK" },
         node: { id: node.nodeId, database: "PostgreSQL", changeFeed: "OK" },
       });
     }

@@ -104,6 +104,30 @@ describe("the server-wide default package store", () => {
     await t.stop();
   }, 60_000);
 
+  it("/health says whether the package stores answer: OK, and Error with the reason when one refuses", async () => {
+    const good = await start(azureEnv());
+    try {
+      const res = await good.app.inject({ method: "GET", url: "/health" });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().packageStores).toEqual({ status: "OK" });
+    } finally {
+      await good.stop();
+    }
+    const wrongKey = Buffer.alloc(64, 1).toString("base64");
+    const refused = await start({ ...azureEnv(), WHARF_AZURE_CONNECTION_STRING: azurite.connectionString(wrongKey) });
+    try {
+      const res = await refused.app.inject({ method: "GET", url: "/health" });
+      // The node still serves what it can: the store's state is reported, not a failed health check.
+      expect(res.statusCode).toBe(200);
+      const stores = res.json().packageStores as { status: string; detail: string };
+      expect(stores.status).toBe("Error");
+      expect(stores.detail).toMatch(/^A package store does not answer: /);
+      expect(stores.detail).not.toContain(wrongKey);
+    } finally {
+      await refused.stop();
+    }
+  });
+
   it("refuses to start with a default store that lacks a required property, naming the variable", async () => {
     await expect(
       buildTestApp({ env: { WHARF_PACKAGE_STORE: "azure", WHARF_AZURE_CONTAINER_NAME: "c" } }),

@@ -24,6 +24,11 @@ const healthSchema = z.object({
       detail: z.string().optional(),
     })
     .describe("Wharf extension: free space where the data directory is; Low: uploads are refused (507)"),
+  packageStores: z
+    .object({ status: z.enum(["OK", "Error"]), detail: z.string().optional() })
+    .describe(
+      "Wharf extension: whether every package store (the disk, S3 and Azure stores feeds use) answers; checked at most every few seconds",
+    ),
   node: z
     .object({
       id: z.string(),
@@ -57,10 +62,40 @@ function diskHealth({ freeBytes, requiredBytes, low }: DiskStatus): z.infer<type
  * `/health` answers JSON on every spelling (docs/compat.md 0.5: pgutil requires the five status and
  * version members); `/api/version` answers text starting with "ProGet" (the Jenkins plugin checks it).
  */
-export const healthRoutes: FastifyPluginAsync<{ db: MetadataDb; disk: DiskSpace; node: NodeHealth }> = async (
-  app,
-  { db, disk, node },
-) => {
+/** How long a package stores' answer stands: load balancers ask /health every few seconds, each of them. */
+const STORES_CHECK_MS = 5_000;
+
+/**
+ * The package stores' state for /health: `probe` asks every store (an object store's answer is a
+ * round trip), at most once per STORES_CHECK_MS whatever the number of callers.
+ */
+function storesHealth(probe: () => Promise<void>): () => Promise<z.infer<typeof healthSchema>["packageStores"]> {
+  let checked: { at: number; answer: Promise<z.infer<typeof healthSchema>["packageStores"]> } | undefined;
+  return () => {
+    if (checked === undefined || performance.now() - checked.at >= STORES_CHECK_MS) {
+      checked = {
+        at: performance.now(),
+        answer: probe().then(
+          () => ({ status: "OK" }) as const,
+          (error: unknown) => ({
+            status: "Error" as const,
+            detail: `A package store does not answer: ${error instanceof Error ? error.message : String(error)}`,
+          }),
+        ),
+      };
+    }
+    return checked.answer;
+  };
+}
+
+export const healthRoutes: FastifyPluginAsync<{
+  db: MetadataDb;
+  disk: DiskSpace;
+  node: NodeHealth;
+  /** Asks every package store something cheap; rejects when one fails. */
+  probeStores: () => Promise<void>;
+}> = async (app, { db, disk, node, probeStores }) => {
+  const stores = storesHealth(probeStores);
   const api = app.withTypeProvider<ZodTypeProvider>();
   const health = {
     schema: {
@@ -85,6 +120,7 @@ export const healthRoutes: FastifyPluginAsync<{ db: MetadataDb; disk: DiskSpace;
       serviceStatus: "OK",
       extensionsInstalled: {},
       disk: diskHealth(await disk.status()),
+      packageStores: await stores(),
       node: {
         id: node.id,
         database: isPostgres(db) ? "PostgreSQL" : "SQLite",
