@@ -91,6 +91,28 @@ describe.skipIf(!postgresInstalled())("two nodes on one PostgreSQL and one objec
     );
   });
 
+  it("downloads counted on both nodes at once add up exactly", async () => {
+    const bytes = await buildUpack({ name: "counted", version: "1.0.0", files: { "c.txt": "count me" } });
+    expect(
+      (await send(a, { method: "PUT", url: "/upack/main/upload", headers: admin(), payload: bytes })).statusCode,
+    ).toBe(201);
+    const download = (node: ClusterTestApp) =>
+      send(node, { method: "GET", url: "/upack/main/download/counted/1.0.0", headers: admin() });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => download(i % 2 === 0 ? a : b)));
+    expect(answers.every((res) => res.statusCode === 200)).toBe(true);
+    // Each node writes its counts in batches (within a second); the other node's listing then shows both.
+    const count = async () => {
+      const res = await send(b, { method: "GET", url: "/upack/main/versions?name=counted", headers: admin() });
+      return (res.json() as { downloads: string }[])[0]?.downloads;
+    };
+    let seen = await count();
+    for (let i = 0; i < 50 && seen !== "20"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      seen = await count();
+    }
+    expect(seen).toBe("20");
+  });
+
   it("a key revoked through one node is refused by the other within the change feed's bound", async () => {
     const created = await send(a, {
       method: "POST",
