@@ -132,7 +132,9 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
   if (subcommand === "status") {
     if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
     const entity = entityOption(values);
-    const objects = entity ? [await runtime.status.statusOf(entity.type, entity.name)] : runtime.status.statusOfAll();
+    const objects = entity
+      ? [await runtime.status.statusOf(entity.type, entity.name)]
+      : await runtime.status.allStatuses();
     if (values.json) ctx.out(JSON.stringify(entity ? objects[0] : objects, null, 2));
     else if (objects.length === 0) ctx.out("No servers, roles or environments.");
     else printStatuses(objects, ctx);
@@ -146,7 +148,7 @@ async function run({ positionals, values }: Line, ctx: ConfigCommandContext): Pr
     if (entity === undefined) ids = (await infrastructure.listServers()).map((s) => s.id);
     else if (entity.type === "server") ids = [requireEntity(await infrastructure.findServer(entity.name), entity).id];
     else if (entity.type === "role") {
-      ids = runtime.status.serversOfRole(requireEntity(await infrastructure.findRole(entity.name), entity).id);
+      ids = await runtime.status.serversWithRole(requireEntity(await infrastructure.findRole(entity.name), entity).id);
     } else {
       const environment = requireEntity(await infrastructure.findEnvironment(entity.name), entity);
       ids = (await infrastructure.environmentServers(environment.id)).map((s) => s.id);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { WorkItem } from "../../src/agent/protocol.js";
-import { type AgentHub, createAgentHub } from "../../src/areas/configuration/agent-hub.js";
+import { type AgentHub, type AgentServer, createAgentHub } from "../../src/areas/configuration/agent-hub.js";
 import type { ServerTarget, TransportRun } from "../../src/areas/configuration/transport.js";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
 import type { DesiredItem } from "../../src/drift/model.js";
@@ -54,14 +54,15 @@ function run(lines: string[] = []): TransportRun {
   };
 }
 
-function agentOf(key: string) {
-  const server = hub.authenticate(key);
+async function agentOf(key: string) {
+  const server = await hub.identify(key);
   if (server === undefined) throw new Error("unknown key");
   return server;
 }
 
-const poll = (key: string, waitMs = 0) =>
-  hub.poll(agentOf(key), { waitMs, version: "1.2.3", signal: new AbortController().signal });
+/** Takes a resolved agent, not a key: the poll is held when this returns, before the work a test queues next. */
+const poll = (agent: AgentServer, waitMs = 0) =>
+  hub.poll(agent, { waitMs, version: "1.2.3", signal: new AbortController().signal });
 
 beforeEach(() => {
   db = openDatabase(":memory:");
@@ -76,15 +77,16 @@ afterEach(() => {
 describe("the agent hub", () => {
   it("hands a check to the held poll at once and settles it with the agent's result, in the items' order", async () => {
     const server = addServer("a1", "key-1");
-    const held = poll("key-1", 5000);
+    const agent = await agentOf("key-1");
+    const held = poll(agent, 5000);
     const lines: string[] = [];
     const checked = hub.transport.check(server, [ITEM, { ...ITEM, key: "/etc/b", properties: {} }], run(lines));
     const work = (await held) as WorkItem[];
     expect(work).toHaveLength(1);
     expect(work[0]).toMatchObject({ kind: "check", simulate: false, variables: { port: "8080" }, leaseSeconds: 1 });
     const id = work[0]?.id ?? "";
-    hub.log(agentOf("key-1"), id, [{ level: "info", message: "hello from the agent" }]);
-    hub.complete(agentOf("key-1"), id, {
+    hub.log(agent, id, [{ level: "info", message: "hello from the agent" }]);
+    hub.complete(agent, id, {
       results: [{ type: "file", key: "/etc/b", role: "spoofed", status: "current", differences: [] }],
       changes: [],
     });
@@ -94,20 +96,21 @@ describe("the agent hub", () => {
       ["/etc/b", "current", null],
     ]);
     expect(lines).toEqual(["hello from the agent"]);
-    expect(() => hub.complete(agentOf("key-1"), id, { results: [], changes: [] })).toThrow(/No work/);
+    expect(() => hub.complete(agent, id, { results: [], changes: [] })).toThrow(/No work/);
     const row = db.prepare("SELECT agent_version, agent_last_seen_at FROM servers WHERE id = ?").get(server.id);
     expect(row).toEqual({ agent_version: "1.2.3", agent_last_seen_at: time.at() });
   });
 
   it("fails work the agent took and then went silent on after the lease, and keeps work it renews", async () => {
     const server = addServer("a2", "key-2");
-    await poll("key-2");
+    const agent = await agentOf("key-2");
+    await poll(agent);
     const checked = hub.transport.check(server, [ITEM], run());
-    const [work] = (await poll("key-2")) as WorkItem[];
+    const [work] = (await poll(agent)) as WorkItem[];
     // Log posts (even empty) renew the lease.
     for (let i = 0; i < 4; i++) {
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 2));
-      hub.log(agentOf("key-2"), work?.id ?? "", []);
+      hub.log(agent, work?.id ?? "", []);
     }
     const started = performance.now();
     await expect(checked).rejects.toThrow(
@@ -118,21 +121,22 @@ describe("the agent hub", () => {
 
   it("keeps queued work alive while the agent is busy and alive", async () => {
     const server = addServer("a3", "key-3");
-    await poll("key-3");
+    const agent = await agentOf("key-3");
+    await poll(agent);
     const first = hub.transport.check(server, [ITEM], run());
-    const [taken] = (await poll("key-3")) as WorkItem[];
+    const [taken] = (await poll(agent)) as WorkItem[];
     const second = hub.transport.remediate(server, [ITEM], { ...run(), simulate: true });
     // The agent works on the first for longer than a lease, saying so; the second waits meanwhile.
     for (let i = 0; i < 4; i++) {
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 2));
-      hub.seen(agentOf("key-3"), undefined);
-      hub.log(agentOf("key-3"), taken?.id ?? "", []);
+      hub.seen(agent, undefined);
+      hub.log(agent, taken?.id ?? "", []);
     }
-    hub.complete(agentOf("key-3"), taken?.id ?? "", { results: [], changes: [] });
+    hub.complete(agent, taken?.id ?? "", { results: [], changes: [] });
     await first;
-    const [next] = (await poll("key-3")) as WorkItem[];
+    const [next] = (await poll(agent)) as WorkItem[];
     expect(next).toMatchObject({ kind: "remediate", simulate: true });
-    hub.complete(agentOf("key-3"), next?.id ?? "", {
+    hub.complete(agent, next?.id ?? "", {
       results: [],
       changes: [{ type: "file", key: "/etc/app.conf", description: "would write" }],
     });
@@ -144,7 +148,7 @@ describe("the agent hub", () => {
     await expect(hub.transport.check(server, [ITEM], run())).rejects.toThrow(
       "The agent of server a4 has never connected to Wharf.",
     );
-    await poll("key-4");
+    await poll(await agentOf("key-4"));
     const seenAt = time.at().slice(0, 19);
     time.advance(OFFLINE_MS + 1);
     await expect(hub.transport.check(server, [ITEM], run())).rejects.toThrow(
@@ -154,7 +158,7 @@ describe("the agent hub", () => {
 
   it("gives an inactive server or one without a key no work", async () => {
     const inactive = addServer("a5", "key-5", false);
-    await poll("key-5");
+    await poll(await agentOf("key-5"));
     await expect(hub.transport.check(inactive, [ITEM], run())).rejects.toThrow("Server a5 is inactive");
     const revoked = addServer("a6", null);
     await expect(hub.transport.check(revoked, [ITEM], run())).rejects.toThrow(/Server a6 has no agent key/);
@@ -165,10 +169,11 @@ describe("the agent hub", () => {
     // A short offline time: held polls are looked at every quarter of it (at most every 2 s).
     hub.close();
     hub = createAgentHub({ db, clock: time.clock, config: { agentLeaseMs: LEASE_MS, agentOfflineMs: 400 } });
-    const held = poll("key-7", 10_000);
-    await expect(poll("key-7")).rejects.toThrow(/Another agent is already connected/);
+    const agent = await agentOf("key-7");
+    const held = poll(agent, 10_000);
+    await expect(poll(agent)).rejects.toThrow(/Another agent is already connected/);
     db.prepare("UPDATE servers SET agent_key_hash = NULL WHERE name = 'a7'").run();
-    expect(hub.authenticate("key-7")).toBeUndefined();
+    expect(await hub.identify("key-7")).toBeUndefined();
     expect(await held).toBe("revoked");
   });
 });

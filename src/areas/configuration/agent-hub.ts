@@ -60,11 +60,6 @@ export interface AgentHub {
   readonly transport: ServerTransport;
   /** The agent server whose current key this is; undefined for an unknown or revoked key. */
   identify(key: string): Promise<AgentServer | undefined>;
-  /**
-   * identify, synchronously: SQLite only (the callers written before cluster mode); on PostgreSQL
-   * it throws "not available in cluster mode yet".
-   */
-  authenticate(key: string): AgentServer | undefined;
   /** Records a sign of life of the server's agent (servers.agent_last_seen_at, agent_version), at most every few seconds. */
   seen(server: AgentServer, version: string | undefined): void;
   /**
@@ -131,7 +126,7 @@ const itemId = (type: string, key: string) => `${type}\u0000${key}`;
 
 export function createAgentHub(deps: AgentHubDeps): AgentHub {
   const { clock, config } = deps;
-  const repository = byDatabase<AgentRepository & Partial<Pick<SqliteAgentRepository, "findByKeyHashNow" | "getNow">>>(
+  const repository = byDatabase<AgentRepository & Partial<Pick<SqliteAgentRepository, "getNow">>>(
     deps.db,
     createAgentRepository,
     createPostgresAgentRepository,
@@ -363,13 +358,6 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
     },
 
     identify: async (key) => (key === "" ? undefined : repository.findByKeyHash(hashApiKey(key))),
-
-    authenticate(key) {
-      if (repository.findByKeyHashNow === undefined) {
-        throw new Error("not available in cluster mode yet: the synchronous agent key look-up (use identify)");
-      }
-      return key === "" ? undefined : repository.findByKeyHashNow(hashApiKey(key));
-    },
 
     seen,
 

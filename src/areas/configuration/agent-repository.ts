@@ -4,8 +4,8 @@ import type { Db } from "../../storage/database.js";
  * The SQL of the agent protocol (migration 0011 `servers`): finding a server by its agent key's
  * hash, and recording when its agent was last seen and which version it runs. Single statements;
  * the hub throttles the writes. Asynchronous (PostgreSQL in cluster mode: agent-repository-postgres.ts);
- * on SQLite each method is still one synchronous statement (WAL: reads never wait), also reachable
- * synchronously (SqliteAgentRepository) for the hub's synchronous `authenticate`.
+ * on SQLite each method is still one synchronous statement (WAL: reads never wait), and `getNow`
+ * is reachable synchronously (SqliteAgentRepository) so that the hub queues work within the call.
  */
 export interface AgentServerRow {
   readonly id: number;
@@ -28,9 +28,8 @@ export interface AgentRepository {
   recordSeen(serverId: number, seenAt: string, version: string | undefined): Promise<void>;
 }
 
-/** On SQLite the look-ups are also synchronous (AgentHub.authenticate, and work queued in the call that hands it over). */
+/** On SQLite a server is also read synchronously: the hub queues work in the call that hands it over. */
 export interface SqliteAgentRepository extends AgentRepository {
-  findByKeyHashNow(keyHash: string): AgentServerRow | undefined;
   getNow(serverId: number): AgentServerRow | undefined;
 }
 
@@ -66,12 +65,10 @@ export function createAgentRepository(db: Db): SqliteAgentRepository {
   const seen = db.prepare<[string, string | null, number]>(
     "UPDATE servers SET agent_last_seen_at = ?, agent_version = coalesce(?, agent_version) WHERE id = ?",
   );
-  const findByKeyHashNow = (keyHash: string) => toAgentServer(byHash.get(keyHash));
   const getNow = (serverId: number) => toAgentServer(byId.get(serverId));
   return {
-    findByKeyHashNow,
     getNow,
-    findByKeyHash: async (keyHash) => findByKeyHashNow(keyHash),
+    findByKeyHash: async (keyHash) => toAgentServer(byHash.get(keyHash)),
     get: async (serverId) => getNow(serverId),
     async recordSeen(serverId, seenAt, version) {
       seen.run(seenAt, version ?? null, serverId);

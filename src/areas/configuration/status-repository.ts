@@ -7,8 +7,7 @@ import { OPEN_SQL, type OpenRemediation, type OpenRow, toOpen } from "./remediat
  * per role of the last checks that found drift; a handful of statements over all servers, so that
  * the status of a thousand servers stays cheap. Asynchronous (PostgreSQL in cluster mode:
  * status-repository-postgres.ts); on SQLite the same statements run synchronously inside each
- * method, and are also reachable synchronously (SqliteStatusRepository) for the status service's
- * synchronous methods.
+ * method.
  */
 export interface StatusServerRow {
   id: number;
@@ -53,11 +52,6 @@ export interface StatusRepository {
   memberships(): Promise<Memberships>;
 }
 
-export interface SqliteStatusRepository extends StatusRepository {
-  factsNow(): StatusFacts;
-  membershipsNow(): Memberships;
-}
-
 export const SERVER_SQL = `SELECT s.id, s.name, s.server_type, s.drift_mode, s.active, s.agent_last_seen_at,
     c.id AS collection_id, c.status AS collection_status, c.started_at, c.error_text, c.drifted
   FROM servers s LEFT JOIN config_collections c
@@ -74,7 +68,7 @@ export function driftedCollections(servers: readonly StatusServerRow[]): number[
   return ids;
 }
 
-export function createStatusRepository(db: Db): SqliteStatusRepository {
+export function createStatusRepository(db: Db): StatusRepository {
   const q = {
     all: db.prepare<[], StatusServerRow>(`${SERVER_SQL} ORDER BY s.name_key`),
     one: db.prepare<[number], StatusServerRow>(`${SERVER_SQL} WHERE s.id = ?`),
@@ -95,24 +89,22 @@ export function createStatusRepository(db: Db): SqliteStatusRepository {
         GROUP BY collection_id, role_id`,
     ),
   };
-  const membershipsNow = (): Memberships => ({ dependencies: q.dependencies.all(), serverRoles: q.serverRoles.all() });
-  const factsNow = (): StatusFacts => {
+  const readMemberships = (): Memberships => ({ dependencies: q.dependencies.all(), serverRoles: q.serverRoles.all() });
+  const readFacts = (): StatusFacts => {
     const servers = q.all.all();
     return {
       servers,
       open: q.open.all().map(toOpen),
       roleDrift: q.roleDrift.all(JSON.stringify(driftedCollections(servers))),
       environmentMembers: q.environmentMembers.all(),
-      ...membershipsNow(),
+      ...readMemberships(),
       roles: q.roles.all(),
       environments: q.environments.all(),
     };
   };
   return {
-    factsNow,
-    membershipsNow,
-    facts: async () => factsNow(),
+    facts: async () => readFacts(),
     server: async (id) => q.one.get(id),
-    memberships: async () => membershipsNow(),
+    memberships: async () => readMemberships(),
   };
 }

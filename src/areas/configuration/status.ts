@@ -8,7 +8,6 @@ import type { EntityType, OpenRemediation, RemediationRepository } from "./remed
 import {
   createStatusRepository,
   type Memberships,
-  type SqliteStatusRepository,
   type StatusFacts,
   type StatusRepository,
   type StatusServerRow,
@@ -88,12 +87,6 @@ export interface StatusService {
   itemsOf(serverName: string): Promise<ItemObject[]>;
   /** The servers whose roles include the role, directly or through dependencies. */
   serversWithRole(roleId: number): Promise<number[]>;
-  /** allStatuses, synchronously: SQLite only (the CLI, the native API); on PostgreSQL it throws. */
-  statusOfAll(): StatusObject[];
-  /** allStatusesJson, synchronously: SQLite only; on PostgreSQL it throws. */
-  statusOfAllJson(): Buffer;
-  /** serversWithRole, synchronously: SQLite only (the CLI); on PostgreSQL it throws. */
-  serversOfRole(roleId: number): number[];
 }
 
 export interface StatusDeps {
@@ -128,21 +121,8 @@ interface ServerFacts {
 
 export function createStatusService(deps: StatusDeps): StatusService {
   const { clock, config, infrastructure, collections, remediations, watch } = deps;
-  const repository = byDatabase<StatusRepository & Partial<SqliteStatusRepository>>(
-    deps.db,
-    createStatusRepository,
-    createPostgresStatusRepository,
-  );
+  const repository = byDatabase<StatusRepository>(deps.db, createStatusRepository, createPostgresStatusRepository);
   let snapshot: { version: string; at: number; loaded: Loaded; allJson: Buffer | undefined } | undefined;
-
-  /** The SQLite repository's synchronous reads, for the synchronous methods; on PostgreSQL they throw. */
-  function now(what: string): Pick<SqliteStatusRepository, "factsNow" | "membershipsNow"> {
-    const { factsNow, membershipsNow } = repository;
-    if (factsNow === undefined || membershipsNow === undefined) {
-      throw new Error(`not available in cluster mode yet: ${what} read synchronously (use its asynchronous form)`);
-    }
-    return { factsNow, membershipsNow };
-  }
 
   function serverStatus(facts: ServerFacts): { status: ConfigurationStatus; errorText?: string } {
     const { row } = facts;
@@ -280,11 +260,6 @@ export function createStatusService(deps: StatusDeps): StatusService {
     return loaded ?? keep(version, at, fromFacts(await repository.facts()));
   }
 
-  function loadNow(what: string): Loaded {
-    const { version, at, loaded } = kept();
-    return loaded ?? keep(version, at, fromFacts(now(what).factsNow()));
-  }
-
   function fromFacts(facts: StatusFacts) {
     const rows = facts.servers;
     const byId = new Map(rows.map((row) => [row.id, row]));
@@ -360,7 +335,6 @@ export function createStatusService(deps: StatusDeps): StatusService {
 
   return {
     serversWithRole: async (roleId) => membersByRole(await repository.memberships()).get(roleId) ?? [],
-    serversOfRole: (roleId) => membersByRole(now("the servers of a role").membershipsNow()).get(roleId) ?? [],
 
     async statusOf(type, name) {
       if (type === "server") {
@@ -384,8 +358,6 @@ export function createStatusService(deps: StatusDeps): StatusService {
 
     allStatuses: async () => allOf(await load()),
     allStatusesJson: async () => allJsonOf(await load()),
-    statusOfAll: () => allOf(loadNow("the status of every entity")),
-    statusOfAllJson: () => allJsonOf(loadNow("the status of every entity")),
 
     async itemsOf(serverName) {
       const server = await infrastructure.findServer(serverName);

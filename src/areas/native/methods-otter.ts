@@ -16,7 +16,7 @@ import { defineNativeMethod, type NativeMethod } from "./registry.js";
 export interface NativeConfigurationServices {
   readonly infrastructure: ConfigurationServices["infrastructure"];
   readonly roles: Pick<ConfigurationServices["roles"], "list">;
-  readonly status: Pick<ConfigurationRuntime["status"], "statusOf" | "statusOfAll" | "itemsOf">;
+  readonly status: Pick<ConfigurationRuntime["status"], "statusOf" | "allStatuses" | "itemsOf">;
 }
 
 const id = z.number().int();
@@ -200,7 +200,7 @@ const getConfigurationStatus = defineNativeMethod({
     }
     const [entity] = named;
     let statuses;
-    if (entity === undefined) statuses = configuration.status.statusOfAll();
+    if (entity === undefined) statuses = await configuration.status.allStatuses();
     else {
       try {
         statuses = [await configuration.status.statusOf(entity[0], entity[1])];
