@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { PostgresDb } from "../../storage/postgres/database.js";
+import { inSnapshot, type PostgresDb } from "../../storage/postgres/database.js";
 import { OPEN_SQL, type OpenRow, toOpen } from "./remediation-repository.js";
 import {
   driftedCollections,
@@ -18,25 +18,8 @@ import {
  * notification (this node's cache version stays where it is).
  */
 export function createPostgresStatusRepository(db: PostgresDb): StatusRepository {
-  async function snapshot<T>(read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await db.pool.connect();
-    let broken = false;
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      try {
-        const result = await read(client);
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {
-          broken = true;
-        });
-        throw error;
-      }
-    } finally {
-      client.release(broken);
-    }
-  }
+  const snapshot = <T>(read: (client: pg.PoolClient) => Promise<T>) => inSnapshot(db, read);
+
   const rows = async <Row extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, params: unknown[] = []) =>
     (await client.query<Row>(sql, params)).rows;
   const memberships = async (client: pg.PoolClient): Promise<Memberships> => ({

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
+import { inSnapshot, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
 import { flushPostgresDownloadCounts } from "../upack/read/download-counts-postgres.js";
 import {
   CANDIDATE_COLUMNS,
@@ -137,29 +137,4 @@ export function createPostgresRetentionRepository(db: PostgresDb): RetentionRepo
       );
     },
   };
-}
-
-/**
- * Reads in one REPEATABLE READ, READ ONLY transaction: one snapshot for all of them. Writes
- * nothing, so it tells no cache (inTransaction would).
- */
-async function inSnapshot<T>(db: PostgresDb, reads: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await db.pool.connect();
-  let broken = false;
-  try {
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-    try {
-      const result = await reads(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {
-        broken = true;
-      });
-      throw error;
-    }
-  } finally {
-    // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
-    client.release(broken);
-  }
 }

@@ -43,7 +43,7 @@ export async function writeRows<Row extends pg.QueryResultRow>(
  * it read (SELECT ... FOR UPDATE) or make the write conditional.
  */
 export async function inTransaction<T>(db: PostgresDb, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return transaction(db, work, false);
+  return transaction(db, work, "write");
 }
 
 /**
@@ -51,15 +51,28 @@ export async function inTransaction<T>(db: PostgresDb, work: (client: pg.PoolCli
  * no node and leave this node's cache version alone, as ChangeWatch.quietly does on SQLite.
  */
 export async function quietTransaction<T>(db: PostgresDb, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return transaction(db, work, true);
+  return transaction(db, work, "quiet");
 }
 
-async function transaction<T>(db: PostgresDb, work: (client: pg.PoolClient) => Promise<T>, quiet: boolean): Promise<T> {
+/**
+ * Reads in one REPEATABLE READ, READ ONLY transaction: every statement sees the same moment, as
+ * SQLite's reads in one transaction do, while other nodes write. Writes nothing, so it tells no cache.
+ */
+export async function inSnapshot<T>(db: PostgresDb, reads: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return transaction(db, reads, "snapshot");
+}
+
+async function transaction<T>(
+  db: PostgresDb,
+  work: (client: pg.PoolClient) => Promise<T>,
+  kind: "write" | "quiet" | "snapshot",
+): Promise<T> {
+  const quiet = kind !== "write";
   const client = await db.pool.connect();
   let broken = false;
   try {
-    await client.query("BEGIN");
-    if (quiet) await markQuiet(client);
+    await client.query(kind === "snapshot" ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN");
+    if (kind === "quiet") await markQuiet(client);
     let result: T;
     try {
       result = await work(client);
