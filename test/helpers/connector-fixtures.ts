@@ -175,20 +175,6 @@ export function expectError(res: LightMyRequestResponse, status: number, ...frag
   for (const fragment of fragments) expect(res.body).toContain(fragment);
 }
 
-/** Waits until `check` stops throwing (background work such as caching a pulled package). */
-export async function eventually(check: () => void | Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
-
 /** A clock the test moves forward. */
 export function movableClock(): Clock & { advance(ms: number): void } {
   let offset = 0;

@@ -12,13 +12,14 @@ import {
 import { createFeedService, type Feed, type FeedService } from "../../src/areas/management/index.js";
 import { loadConfig } from "../../src/config.js";
 import { parseAssetPath } from "../../src/domain/asset-path.js";
-import { DomainError } from "../../src/domain/errors.js";
 import { createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import type { MetadataDb } from "../../src/storage/metadata-db.js";
 import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/node-database.js";
+import { bytesOf } from "../helpers/blob-bytes.js";
 import { postgresInstalled } from "../helpers/postgres.js";
+import { domainErrorOf } from "../helpers/responses.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 
 /**
@@ -30,23 +31,6 @@ import { testPostgres } from "../helpers/shared-postgres.js";
 
 const PART_SIZE = 1024;
 const HOUR = 3_600_000;
-
-async function rejection(work: Promise<unknown>): Promise<DomainError> {
-  const error = await work.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  if (!(error instanceof DomainError)) throw new Error(`expected a DomainError, got ${String(error)}`);
-  return error;
-}
-
-async function bytesOf(blobs: BlobStore, sha256: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  const stream = await blobs.open(sha256);
-  if (stream === undefined) throw new Error(`blob ${sha256} is not stored`);
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 const partQuery = (id: string, file: Buffer, index: number) => ({
   multipart: "upload",
@@ -137,7 +121,7 @@ describe.skipIf(!postgresInstalled())("asset directory services on PostgreSQL", 
     expect(
       (await assets.list(directory, parseAssetPath("", { allowRoot: true }), true)).map((entry) => entry.path),
     ).toEqual(["empty"]);
-    expect((await rejection(otherEndpoints.assets.item(directory, parseAssetPath("docs/readme.txt")))).code).toBe(
+    expect((await domainErrorOf(otherEndpoints.assets.item(directory, parseAssetPath("docs/readme.txt")))).code).toBe(
       "ASSET_NOT_FOUND",
     );
   });
@@ -181,13 +165,13 @@ describe.skipIf(!postgresInstalled())("asset directory services on PostgreSQL", 
     const id = randomBytes(16).toString("hex");
     const target = parseAssetPath("split.bin");
     await endpoints.multipart.uploadPart(directory, target, partQuery(id, file, 0), partBody(file, 0));
-    const part = await rejection(
+    const part = await domainErrorOf(
       otherEndpoints.multipart.uploadPart(directory, target, partQuery(id, file, 1), partBody(file, 1)),
     );
     expect([part.kind, part.code]).toEqual(["conflict", "MULTIPART_ON_OTHER_NODE"]);
     expect(part.message).toMatch(/not available in cluster mode yet/);
     await endpoints.multipart.uploadPart(directory, target, partQuery(id, file, 1), partBody(file, 1));
-    const done = await rejection(
+    const done = await domainErrorOf(
       otherEndpoints.multipart.complete(directory, target, { multipart: "complete", id }, completion),
     );
     expect(done.code).toBe("MULTIPART_ON_OTHER_NODE");

@@ -4,7 +4,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type ConnectorService,
   connectorsArea,
@@ -18,9 +18,9 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import type { MetadataDb } from "../../src/storage/metadata-db.js";
 import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/node-database.js";
-import { createSecretBox, generateSecretKey, parseSecretKey, type SecretBox } from "../../src/storage/secrets.js";
 import { type FakeUpstream, sendJson, startFakeUpstream } from "../helpers/connector-fixtures.js";
 import { postgresInstalled } from "../helpers/postgres.js";
+import { newSecretBox } from "../helpers/secret-box.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 
 /**
@@ -29,25 +29,6 @@ import { testPostgres } from "../helpers/shared-postgres.js";
  * connector service (health checks, resealing), and the upstreams' metadata cache and connector
  * lists, the latter following another node's change through the change feed.
  */
-
-function newSecretBox(): SecretBox {
-  const key = parseSecretKey(generateSecretKey());
-  if (key === undefined) throw new Error("a generated secret key must parse");
-  return createSecretBox(key);
-}
-
-/** Polls until `check` passes (another node's change arrives as a notification). */
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await sleep(20);
-    }
-  }
-}
 
 describe.skipIf(!postgresInstalled())("feeds and connectors on PostgreSQL", () => {
   let dir: string;
@@ -236,9 +217,15 @@ describe.skipIf(!postgresInstalled())("feeds and connectors on PostgreSQL", () =
     // Renamed through another node: this node's remembered list goes with the change feed.
     const otherConnectors = connectorsOn(other.db, feedsOn(other.db));
     await otherConnectors.updateConnector("cached", { name: "renamed" });
-    await eventually(async () => expect(await upstreams.connectorsOf(["cached"])).toEqual([]));
+    await vi.waitFor(async () => expect(await upstreams.connectorsOf(["cached"])).toEqual([]), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect((await upstreams.connectorsOf(["renamed"])).map((c) => c.id)).toEqual([cached.id]);
     await otherConnectors.deleteConnector("renamed");
-    await eventually(async () => expect(await upstreams.connectorsOf(["renamed"])).toEqual([]));
+    await vi.waitFor(async () => expect(await upstreams.connectorsOf(["renamed"])).toEqual([]), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 });

@@ -12,6 +12,7 @@ import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/
 import { describeOnBothDatabases, present, type TestDatabase } from "../helpers/both-databases.js";
 import { postgresInstalled } from "../helpers/postgres.js";
 import { itOnPostgres, otherNodesForBlock } from "../helpers/postgres-races.js";
+import { domainErrorOf } from "../helpers/responses.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 
 /**
@@ -24,17 +25,6 @@ const clock = { now: () => new Date() };
 const log = { warn: () => undefined, error: () => undefined };
 const dbOf = (database: TestDatabase): MetadataDb => (database.kind === "sqlite" ? database.sqlite : database.postgres);
 const none = new Map<string, string>();
-
-async function rejectionOf(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
 
 /** Application, environments, a plan and a two-stage pipeline (Integration -> Production). */
 async function catalogOf(services: ReleasesServices, app: string) {
@@ -94,15 +84,15 @@ describeOnBothDatabases("Releases services", (database) => {
       id: application.id,
       description: "the shop",
     });
-    expect((await rejectionOf(catalog.deletePlan("shop-plan"))).code).toBe("PLAN_IN_USE");
-    const duplicate = await rejectionOf(
+    expect((await domainErrorOf(catalog.deletePlan("shop-plan"))).code).toBe("PLAN_IN_USE");
+    const duplicate = await domainErrorOf(
       catalog.createApplication({ name: "Shop", active: true, releaseUsage: "none", buildNumberScheme: "sequential" }),
     );
     expect(duplicate.kind).toBe("conflict");
     await catalog.createEnvironment({ name: "Scratch", active: false, variables: {} });
     await catalog.deleteEnvironment("scratch");
     expect((await catalog.listEnvironments()).map((e) => e.name)).toEqual(["Integration", "Production"]);
-    expect((await rejectionOf(catalog.deleteEnvironment("scratch"))).kind).toBe("not_found");
+    expect((await domainErrorOf(catalog.deleteEnvironment("scratch"))).kind).toBe("not_found");
   });
 
   it("takes a release's build through its pipeline: deployments, their ends, the release deployed", async () => {
@@ -137,7 +127,7 @@ describeOnBothDatabases("Releases services", (database) => {
       log: "done\n",
       executionId: 77,
     });
-    expect((await rejectionOf(releases.completeDeployment(first.id, "failed", ""))).kind).toBe("conflict");
+    expect((await domainErrorOf(releases.completeDeployment(first.id, "failed", ""))).kind).toBe("conflict");
 
     const [second] = await releases.deployBuild(
       { applicationId: application.id, releaseNumber: "1.0", buildNumber: "1", force: false, variables: none },
@@ -198,9 +188,9 @@ describeOnBothDatabases("Releases services", (database) => {
     expect(await changeScripts.delete(script.id)).toBe(true);
     expect(await changeScripts.delete(script.id)).toBe(false);
     const gone = { applicationId: application.id, releaseNumber: "3.1", scriptId: script.id, name: "a", text: "b" };
-    expect((await rejectionOf(changeScripts.save(gone, "bob"))).kind).toBe("not_found");
+    expect((await domainErrorOf(changeScripts.save(gone, "bob"))).kind).toBe("not_found");
     const noRelease = { applicationId: application.id, releaseNumber: "9.9", name: "a", text: "b" };
-    expect((await rejectionOf(changeScripts.save(noRelease, "bob"))).kind).toBe("not_found");
+    expect((await domainErrorOf(changeScripts.save(noRelease, "bob"))).kind).toBe("not_found");
   });
 
   onPostgres("two nodes creating one application: one gets it, the other the same conflict as on SQLite", async () => {

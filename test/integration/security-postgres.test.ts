@@ -1,19 +1,18 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
 import { createAuthenticator } from "../../src/areas/security/authenticator.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { createAuthRepositoryOf } from "../../src/areas/security/repository.js";
 import { createSecurityServices, type SecurityServices } from "../../src/areas/security/service.js";
 import { systemClock } from "../../src/domain/clock.js";
-import { DomainError } from "../../src/domain/errors.js";
 import type { Authenticator } from "../../src/http/auth.js";
 import { dataPaths } from "../../src/storage/data-paths.js";
 import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/node-database.js";
 import { postgresInstalled } from "../helpers/postgres.js";
+import { domainErrorOf } from "../helpers/responses.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 
 /**
@@ -24,29 +23,6 @@ import { testPostgres } from "../helpers/shared-postgres.js";
  */
 
 const noFeeds = { findScope: async () => undefined };
-
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await sleep(20);
-    }
-  }
-}
-
-async function rejectionOf(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
 
 describe.skipIf(!postgresInstalled())("security on PostgreSQL", () => {
   let dir: string;
@@ -102,7 +78,7 @@ describe.skipIf(!postgresInstalled())("security on PostgreSQL", () => {
       groups: ["Developers"],
     });
     expect(dave).toMatchObject({ name: "dave", displayName: "Dave", groups: ["Developers"] });
-    expect((await rejectionOf(services.users.addUser({ name: "Dave", password: "dave-password-2" }))).code).toBe(
+    expect((await domainErrorOf(services.users.addUser({ name: "Dave", password: "dave-password-2" }))).code).toBe(
       "USER_EXISTS",
     );
     await services.users.addUser({ name: "erin", password: "erin-password-1" });
@@ -121,12 +97,18 @@ describe.skipIf(!postgresInstalled())("security on PostgreSQL", () => {
     expect(await authenticator.allows(principal, need)).toBe(false);
 
     const permission = await otherServices.permissions.addPermission({ group: "Developers", task: "Administer" });
-    await eventually(async () => expect(await authenticator.allows(principal, need)).toBe(true));
+    await vi.waitFor(async () => expect(await authenticator.allows(principal, need)).toBe(true), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(
-      (await rejectionOf(services.permissions.addPermission({ group: "Developers", task: "Administer" }))).code,
+      (await domainErrorOf(services.permissions.addPermission({ group: "Developers", task: "Administer" }))).code,
     ).toBe("PERMISSION_EXISTS");
     await otherServices.permissions.removePermission(permission.id);
-    await eventually(async () => expect(await authenticator.allows(principal, need)).toBe(false));
+    await vi.waitFor(async () => expect(await authenticator.allows(principal, need)).toBe(false), {
+      timeout: 5_000,
+      interval: 20,
+    });
 
     await services.permissions.addTask({ name: "Readers", attributes: ["feeds_viewfeed"] });
     expect((await services.permissions.listTasks()).find((task) => task.name === "Readers")?.attributes).toEqual([
@@ -143,9 +125,12 @@ describe.skipIf(!postgresInstalled())("security on PostgreSQL", () => {
     expect((await services.apiKeys.list()).map((listed) => listed.id)).toContain(created.id);
 
     await otherServices.apiKeys.delete(created.id);
-    await eventually(async () => {
-      await expect(authenticator.authenticate(key)).rejects.toMatchObject({ kind: "forbidden" });
-    });
-    expect((await rejectionOf(services.apiKeys.delete(created.id))).kind).toBe("not_found");
+    await vi.waitFor(
+      async () => {
+        await expect(authenticator.authenticate(key)).rejects.toMatchObject({ kind: "forbidden" });
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    expect((await domainErrorOf(services.apiKeys.delete(created.id))).kind).toBe("not_found");
   });
 });

@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type Downstream,
-  eventually,
   expectError,
   type FakeUpstream,
   okJson,
@@ -92,7 +91,10 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
     expect(res.headers["content-disposition"]).toContain("tool.1.1.0.upack");
     expect(res.rawPayload.equals(expected?.bytes ?? Buffer.alloc(0))).toBe(true);
     // Kept in the background once the upstream's last byte is in and the sha1 matched.
-    await eventually(() => expect(cachedRow(down, "tool", "1.1.0")).toEqual({ isCached: 1, sha1: expected?.sha1 }));
+    await vi.waitFor(() => expect(cachedRow(down, "tool", "1.1.0")).toEqual({ isCached: 1, sha1: expected?.sha1 }), {
+      timeout: 5_000,
+      interval: 20,
+    });
     const listed = okJson<VersionJson>(await down.get("/upack/proxy/versions?group=acme&name=tool&version=1.1.0"));
     expect(listed).toMatchObject({ isLocal: false, isCached: true, sha1: expected?.sha1 });
     const again = await down.get("/upack/proxy/download/acme/tool/1.1.0");
@@ -123,7 +125,10 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
     // A key with `add` has Feeds_PullPackage: its download is kept.
     const puller = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view", "add"]) };
     expect((await down.get("/upack/proxy/download/viewer-pkg/1.0.0", puller)).statusCode).toBe(200);
-    await eventually(() => expect(cachedRow(down, "viewer-pkg", "1.0.0")?.isCached).toBe(1));
+    await vi.waitFor(() => expect(cachedRow(down, "viewer-pkg", "1.0.0")?.isCached).toBe(1), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 
   it("records the deployment a remote download announces in X-ProGet-Deployment-* headers", async () => {
@@ -170,7 +175,10 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
     const sha256 = createHash("sha256")
       .update(remote["zip-pkg@1.0.0"]?.bytes ?? "")
       .digest("hex");
-    await eventually(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined());
+    await vi.waitFor(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined(), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 
   it("serves a remote virtual package as the upstream assembles it (its upack.json names it), never kept", async () => {
@@ -296,7 +304,10 @@ describe("an upstream that lies about sha1 or about what a file is", () => {
     // The refused bytes are not left in the store either.
     for (const bytes of [small.claimed, small.otherVersion]) {
       const sha256 = createHash("sha256").update(bytes).digest("hex");
-      await eventually(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined());
+      await vi.waitFor(async () => expect(await down.upack.blobs.stat(sha256)).toBeUndefined(), {
+        timeout: 5_000,
+        interval: 20,
+      });
     }
   });
 
@@ -330,7 +341,10 @@ describe("an upstream that lies about sha1 or about what a file is", () => {
     expect(fake.requests.filter((r) => r.path.includes("/download/")).length).toBe(before);
     const res = await down.get("/upack/proxy/download/honest/1.0.0");
     expect(res.rawPayload.equals(small.honest)).toBe(true);
-    await eventually(() => expect(cachedRow(down, "honest", "1.0.0")?.isCached).toBe(1));
+    await vi.waitFor(() => expect(cachedRow(down, "honest", "1.0.0")?.isCached).toBe(1), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 
   it("streams and keeps a file the upstream sends without a Content-Length", async () => {
@@ -338,6 +352,9 @@ describe("an upstream that lies about sha1 or about what a file is", () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-length"]).toBeUndefined();
     expect(res.rawPayload.subarray(0, 2).toString("latin1")).toBe("PK");
-    await eventually(() => expect(cachedRow(down, "chunked", "1.0.0")?.isCached).toBe(1));
+    await vi.waitFor(() => expect(cachedRow(down, "chunked", "1.0.0")?.isCached).toBe(1), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 });

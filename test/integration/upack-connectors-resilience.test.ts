@@ -12,7 +12,6 @@ import {
   startFakeUpstream,
   startUpstreamWharf,
   type UpstreamWharf,
-  eventually,
 } from "../helpers/connector-fixtures.js";
 
 /**
@@ -64,10 +63,13 @@ describe("the upstream goes away: cached metadata and packages keep being served
     ]);
     expect(okJson<VersionJson[]>(await down.get("/upack/proxy/versions?group=acme&name=tool"))).toHaveLength(2);
     expect((await down.get("/upack/proxy/download/acme/tool/1.1.0")).statusCode).toBe(200);
-    await eventually(async () => {
-      const one = okJson<VersionJson>(await down.get("/upack/proxy/versions?group=acme&name=tool&version=1.1.0"));
-      expect(one.isCached).toBe(true);
-    });
+    await vi.waitFor(
+      async () => {
+        const one = okJson<VersionJson>(await down.get("/upack/proxy/versions?group=acme&name=tool&version=1.1.0"));
+        expect(one.isCached).toBe(true);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
   });
 
   it("after it stops: stale lists, the cached package, and 502s naming the connector for the rest", async () => {

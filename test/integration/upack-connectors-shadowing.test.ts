@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type Downstream,
-  eventually,
   expectError,
   type FakeUpstream,
   okJson,
@@ -194,10 +193,13 @@ describe("connectors and the feed's own packages", () => {
       payload: { mergeWithLocalPackages: true },
     });
     expect(okJson<{ mergeWithLocalPackages: boolean }>(res).mergeWithLocalPackages).toBe(true);
-    await eventually(async () => {
-      const app = okJson<PackageJson>(await down.get("/upack/shadow/packages?group=acme&name=app"));
-      expect(app.versions).toEqual(["99.0.0", "1.0.0"]);
-    });
+    await vi.waitFor(
+      async () => {
+        const app = okJson<PackageJson>(await down.get("/upack/shadow/packages?group=acme&name=app"));
+        expect(app.versions).toEqual(["99.0.0", "1.0.0"]);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     expect((await down.get("/upack/shadow/download/acme/app/99.0.0")).statusCode).toBe(200);
   });
 });

@@ -2,21 +2,21 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createFeedService, type Feed, type FeedService } from "../../src/areas/management/index.js";
 import { packagesApiRepositoryOf } from "../../src/areas/upack/packages-api/index.js";
 import { createUpackQueries, createUpackServices, type UpackServices } from "../../src/areas/upack/services.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
-import { DomainError } from "../../src/domain/errors.js";
 import type { Principal } from "../../src/domain/principal.js";
 import { createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import type { MetadataDb } from "../../src/storage/metadata-db.js";
 import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/node-database.js";
+import { bytesOf } from "../helpers/blob-bytes.js";
 import { postgresInstalled } from "../helpers/postgres.js";
+import { domainErrorOf } from "../helpers/responses.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 import { buildUpack, sha1Hex } from "../helpers/upack-fixtures.js";
 
@@ -29,36 +29,6 @@ import { buildUpack, sha1Hex } from "../helpers/upack-fixtures.js";
 
 const principal: Principal = { type: "anonymous" };
 const log = { warn: () => undefined, error: () => undefined, info: () => undefined, debug: () => undefined };
-
-/** Polls until `check` passes (another node's change arrives as a notification). */
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await sleep(20);
-    }
-  }
-}
-
-async function rejection(work: Promise<unknown>): Promise<DomainError> {
-  const error = await work.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  if (!(error instanceof DomainError)) throw new Error(`expected a DomainError, got ${String(error)}`);
-  return error;
-}
-
-async function bytesOf(blobs: BlobStore, sha256: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  const stream = await blobs.open(sha256);
-  if (stream === undefined) throw new Error(`blob ${sha256} is not stored`);
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe.skipIf(!postgresInstalled())("universal feed services on PostgreSQL", () => {
   let dir: string;
@@ -131,12 +101,14 @@ describe.skipIf(!postgresInstalled())("universal feed services on PostgreSQL", (
     expect(await bytesOf(blobs, file.sha256)).toEqual(first);
     const latest = await services.downloads.resolve("main", "lib-a", true);
     expect(latest.target.version).toBe("2.0.0");
-    expect((await rejection(services.downloads.resolve("main", "lib-a/3.0.0", false))).code).toBe("VERSION_NOT_FOUND");
+    expect((await domainErrorOf(services.downloads.resolve("main", "lib-a/3.0.0", false))).code).toBe(
+      "VERSION_NOT_FOUND",
+    );
   });
 
   it("refuses a second upload of a version without the overwrite privilege; replaces it with it", async () => {
     const again = await buildUpack({ name: "lib-a", version: "1.0.0", files: { "other.txt": "x" } });
-    expect((await rejection(put(again))).code).toBe("VERSION_EXISTS");
+    expect((await domainErrorOf(put(again))).code).toBe("VERSION_EXISTS");
     expect(await put(again, services, true)).toMatchObject({ version: "1.0.0", sha1: sha1Hex(again) });
     expect(await rows("SELECT type FROM lifecycle_events WHERE package_name = 'lib-a' ORDER BY id")).toEqual([
       { type: "package.added" },
@@ -174,15 +146,21 @@ describe.skipIf(!postgresInstalled())("universal feed services on PostgreSQL", (
     // Cached on the other node (download/cache.ts), keyed on its change feed.
     expect((await otherServices.downloads.resolve("main", "lib-a/2.0.0", false)).target.version).toBe("2.0.0");
     await services.write.deleteVersion(feed.id, "lib-a/2.0.0", { actor: "test" });
-    await eventually(async () => {
-      expect((await rejection(otherServices.downloads.resolve("main", "lib-a/2.0.0", false))).code).toBe(
-        "VERSION_NOT_FOUND",
-      );
-    });
+    await vi.waitFor(
+      async () => {
+        expect((await domainErrorOf(otherServices.downloads.resolve("main", "lib-a/2.0.0", false))).code).toBe(
+          "VERSION_NOT_FOUND",
+        );
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     await put(await buildUpack({ name: "late", version: "1.0.0" }), otherServices);
-    await eventually(async () => {
-      expect((await services.downloads.resolve("main", "late/1.0.0", false)).target.name).toBe("late");
-    });
+    await vi.waitFor(
+      async () => {
+        expect((await services.downloads.resolve("main", "late/1.0.0", false)).target.name).toBe("late");
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     const names = (await services.browse.packagesPage(feed.id, { order: "name", offset: 0, limit: 10 })).rows.map(
       (row) => row.name,
     );
@@ -191,7 +169,7 @@ describe.skipIf(!postgresInstalled())("universal feed services on PostgreSQL", (
       { type: "package.added" },
       { type: "package.deleted" },
     ]);
-    expect((await rejection(services.write.deleteVersion(feed.id, "lib-a/2.0.0", { actor: "test" }))).code).toBe(
+    expect((await domainErrorOf(services.write.deleteVersion(feed.id, "lib-a/2.0.0", { actor: "test" }))).code).toBe(
       "PACKAGE_NOT_FOUND",
     );
   });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { fastifyCookie } from "@fastify/cookie";
 import Fastify, { type FastifyRequest } from "fastify";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createFeedTotals } from "../../src/areas/web-ui/pages/feeds-page.js";
 import { SESSION_COOKIE } from "../../src/areas/web-ui/session/cookies.js";
 import { createUiSessions, type UiSessions } from "../../src/areas/web-ui/session/ui-sessions.js";
@@ -25,18 +25,6 @@ const requestWith = (token: string | undefined) =>
     headers: token === undefined ? {} : { cookie: `${SESSION_COOKIE}=${token}` },
     session: null,
   }) as unknown as FastifyRequest;
-
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await sleep(20);
-    }
-  }
-}
 
 describe.skipIf(!postgresInstalled())("web UI sessions and feed totals on PostgreSQL", () => {
   const time = manualClock();
@@ -143,6 +131,9 @@ describe.skipIf(!postgresInstalled())("web UI sessions and feed totals on Postgr
         [feedId, file, file.padEnd(64, "0"), size, at],
       );
     }
-    await eventually(async () => expect(await totals()).toEqual(new Map([[feedId, { items: 2, bytes: 42 }]])));
+    await vi.waitFor(async () => expect(await totals()).toEqual(new Map([[feedId, { items: 2, bytes: 42 }]])), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 });

@@ -4,7 +4,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { findConnectorReference } from "../../src/areas/connectors/index.js";
 import { createFeedService, type FeedService } from "../../src/areas/management/index.js";
 import { type WebhookService, webhooksArea } from "../../src/areas/webhooks/index.js";
@@ -12,8 +12,8 @@ import type { WebhookCaller } from "../../src/areas/webhooks/service.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import { type NodeDatabase, openNodeDatabase } from "../../src/storage/postgres/node-database.js";
-import { createSecretBox, generateSecretKey, parseSecretKey, type SecretBox } from "../../src/storage/secrets.js";
 import { postgresInstalled } from "../helpers/postgres.js";
+import { newSecretBox } from "../helpers/secret-box.js";
 import { testPostgres } from "../helpers/shared-postgres.js";
 import { type Receiver, startReceiver, verifySignature } from "../helpers/webhook-receiver.js";
 
@@ -24,24 +24,6 @@ import { type Receiver, startReceiver, verifySignature } from "../helpers/webhoo
  */
 
 const admin: WebhookCaller = { actor: "admin", can: async () => true, authorize: async () => undefined };
-
-function newSecretBox(): SecretBox {
-  const key = parseSecretKey(generateSecretKey());
-  if (key === undefined) throw new Error("a generated secret key must parse");
-  return createSecretBox(key);
-}
-
-async function eventually(check: () => Promise<void> | void, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await sleep(20);
-    }
-  }
-}
 
 describe.skipIf(!postgresInstalled())("webhooks on PostgreSQL", () => {
   let dir: string;
@@ -161,14 +143,17 @@ describe.skipIf(!postgresInstalled())("webhooks on PostgreSQL", () => {
     await sleep(300);
     const sent = receiver.received.map((request) => (JSON.parse(request.body) as { eventId: number }).eventId);
     expect(sent.sort((a, b) => a - b)).toEqual(events);
-    await eventually(async () => {
-      const { rows } = await node.db.pool.query<{ state: string; attempts: number; n: number }>(
-        `SELECT state, attempts, count(*)::int AS n FROM webhook_deliveries
+    await vi.waitFor(
+      async () => {
+        const { rows } = await node.db.pool.query<{ state: string; attempts: number; n: number }>(
+          `SELECT state, attempts, count(*)::int AS n FROM webhook_deliveries
           WHERE event_id = ANY ($1::bigint[]) GROUP BY state, attempts`,
-        [events],
-      );
-      expect(rows).toEqual([{ state: "succeeded", attempts: 1, n: events.length }]);
-    });
+          [events],
+        );
+        expect(rows).toEqual([{ state: "succeeded", attempts: 1, n: events.length }]);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
   });
 
   it("retries a failed delivery, and deleting the webhook stops it", async () => {
