@@ -1,5 +1,7 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { postgresInstalled } from "./test/helpers/postgres.js";
+import { POSTGRES_SUITES } from "./test/helpers/postgres-suites.js";
 
 export default defineConfig({
   test: {
@@ -27,6 +29,18 @@ export default defineConfig({
           // again for each file was a quarter of the run. A test must therefore leave nothing
           // running behind it (servers closed, response bodies read or discarded, timers cleared):
           // what fires later fails in whichever file the worker runs next.
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres",
+          // The integration files that pass on PostgreSQL too (issue 18), each app a cluster node of
+          // its own (test/helpers/postgres-test-app.ts). Without a server, one skipped placeholder.
+          include: postgresInstalled() ? [...POSTGRES_SUITES] : ["test/helpers/postgres-suites-skipped.ts"],
+          env: { WHARF_TEST_DATABASE: "postgres" },
+          globalSetup: ["test/helpers/postgres-global.ts", "test/helpers/azurite-global.ts"],
           isolate: false,
         },
       },

@@ -1,4 +1,4 @@
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import type { Config } from "../config.js";
 import type { Clock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
@@ -126,6 +126,23 @@ function sqliteBlobStoreRows(db: Db): BlobStoreRows {
   };
 }
 
+/**
+ * Awaits `lookup` (the feed's store: on PostgreSQL a round trip) while `source` waits unread. A
+ * source may fail meanwhile (a fetched content-url body over WHARF_FETCH_MAX_BYTES is refused as
+ * it arrives): its 'error' must find a listener, or it crashes the process. The store's put still
+ * sees that error, which the destroyed stream keeps (`readable.errored`).
+ */
+async function whileSourceWaits<T>(source: Readable | AsyncIterable<Uint8Array>, lookup: Promise<T>): Promise<T> {
+  if (!(source instanceof Readable)) return lookup;
+  const kept = () => {};
+  source.on("error", kept);
+  try {
+    return await lookup;
+  } finally {
+    source.off("error", kept);
+  }
+}
+
 /** How many blob -> store answers the reader remembers. */
 const LOCATIONS_KEPT = 10_000;
 
@@ -244,7 +261,7 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
     entryFor,
     forFeed,
     keeperFor: (feedId) => ({
-      put: async (source, options) => (await forFeed(feedId)).keeper.put(source, options),
+      put: async (source, options) => (await whileSourceWaits(source, forFeed(feedId))).keeper.put(source, options),
       hold: async (sha256) => (await forFeed(feedId)).keeper.hold(sha256),
       discardIfUnused: async (sha256) => (await forFeed(feedId)).keeper.discardIfUnused(sha256),
     }),

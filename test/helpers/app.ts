@@ -10,9 +10,17 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { type Clock, systemClock } from "../../src/domain/clock.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { isPostgres, type MetadataDb } from "../../src/storage/metadata-db.js";
+import { joinTestCluster, postgresTestEnv, testsRunOnPostgres } from "./postgres-test-app.js";
 
 export interface TestApp {
   readonly app: FastifyInstance;
+  /** The app's metadata database: SQLite, or PostgreSQL under WHARF_TEST_DATABASE=postgres. */
+  readonly database: MetadataDb;
+  /**
+   * The data directory's SQLite, for tests that read or write it directly: they run on SQLite
+   * alone. On PostgreSQL it throws "this test reads SQLite directly" at its first use.
+   */
   readonly db: Db;
   readonly config: Config;
   readonly dataDir: string;
@@ -27,38 +35,109 @@ export interface TestApp {
  */
 const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
 
+/** The app's database and, on PostgreSQL, its seat in the cluster; closed after the app. */
+interface Metadata {
+  readonly database: MetadataDb;
+  readonly node?: AppDeps["node"];
+  close(): Promise<void>;
+}
+
+async function openMetadata(config: Config): Promise<Metadata> {
+  if (config.databaseUrl !== undefined) {
+    const cluster = await joinTestCluster(config);
+    return { database: cluster.db, node: cluster.node, close: cluster.close };
+  }
+  const db = openDatabase(path.join(config.dataDir, "wharf.sqlite"));
+  return {
+    database: db,
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+const SQLITE_ONLY =
+  "this test reads SQLite directly (t.db, writeFromOutside): it cannot run on PostgreSQL, leave it off postgres-suites.ts";
+
+function assertSqlite(database: MetadataDb): asserts database is Db {
+  if (isPostgres(database)) throw new Error(SQLITE_ONLY);
+}
+
+/**
+ * On PostgreSQL, a stand-in for the SQLite connection that throws at its first use: helpers that
+ * take `t.db` up front but use it for some steps alone (createUpackFixtures' addVersion) still
+ * serve the steps that go through the API.
+ */
+const noSqlite: Db = new Proxy({} as Db, {
+  get: () => {
+    throw new Error(SQLITE_ONLY);
+  },
+  has: () => {
+    throw new Error(SQLITE_ONLY);
+  },
+});
+
 /**
  * A real app on a fresh temp data dir (file database, real blob store), for inject()-based tests;
- * `dataDir` (not there yet) puts it elsewhere, e.g. on a small filesystem. Removed on close.
+ * `dataDir` (not there yet) puts it elsewhere, e.g. on a small filesystem. Removed on close. With
+ * WHARF_TEST_DATABASE=postgres, a cluster node on a PostgreSQL database and an Azurite container
+ * of its own instead (postgres-test-app.ts).
  */
 export async function buildTestApp(
   options: { env?: Record<string, string>; clock?: Clock; logger?: AppDeps["logger"]; dataDir?: string } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "wharf-test-")));
   const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
-  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...UNTHROTTLED, ...options.env });
-  const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
-  const blobs = createFileBlobStore(dataDir);
+  const cluster = testsRunOnPostgres() ? await postgresTestEnv() : {};
+  const config = loadConfig({
+    WHARF_DATA_DIR: dataDir,
+    WHARF_LOG_LEVEL: "silent",
+    ...cluster,
+    ...UNTHROTTLED,
+    ...options.env,
+  });
+  const metadata = await openMetadata(config);
+  const { database } = metadata;
   const clock = options.clock ?? systemClock;
-  bootstrapAdminKey(db, dataDir, adminKey, clock);
-  const app = await buildApp(config, { db, blobs, clock, logger: options.logger ?? false });
-  await app.ready();
+  const removeAll = async () => {
+    await metadata.close();
+    await fs.rm(dataDir, { recursive: true, force: true });
+  };
+  let app: FastifyInstance | undefined;
+  try {
+    await bootstrapAdminKey(database, dataDir, adminKey, clock);
+    app = await buildApp(config, {
+      db: database,
+      ...(metadata.node ? { node: metadata.node } : {}),
+      blobs: createFileBlobStore(dataDir),
+      clock,
+      logger: options.logger ?? false,
+    });
+    await app.ready();
+  } catch (error) {
+    // A PostgreSQL node left open would keep its connections and heartbeat after the file.
+    await app?.close();
+    await removeAll();
+    throw error;
+  }
+  const built = app;
   return {
-    app,
-    db,
+    app: built,
+    database,
+    db: isPostgres(database) ? noSqlite : database,
     config,
     dataDir,
     adminKey,
     async close() {
-      await app.close();
-      db.close();
-      await fs.rm(dataDir, { recursive: true, force: true });
+      await built.close();
+      await removeAll();
     },
   };
 }
 
 /** Runs one statement through a second connection to the app's database file, as another process (the CLI) would. */
 export function writeFromOutside(t: TestApp, sql: string, ...params: unknown[]): void {
+  assertSqlite(t.database);
   const other = new Database(path.join(t.dataDir, "wharf.sqlite"));
   try {
     other.prepare(sql).run(...params);

@@ -51,7 +51,7 @@ async function buildCountingApp(env: Record<string, string>): Promise<{ t: TestA
     db.close();
     await rm(dataDir, { recursive: true, force: true });
   };
-  return { t: { app, db, config, dataDir, adminKey, close }, puts: () => count };
+  return { t: { app, db, database: db, config, dataDir, adminKey, close }, puts: () => count };
 }
 
 let t: TestApp;
