@@ -23,6 +23,7 @@ Commands:
   serve                      run the server (configured by WHARF_* environment variables)
   healthcheck                ask that server's /health (exit 0 when healthy, 1 when not)
   migrate                    bring the database's schema up to date (PostgreSQL with WHARF_DATABASE_URL)
+  cluster import             copy this stopped single node (SQLite + disk) into cluster mode, verified and resumable
   gc [--dry-run]             delete stored blobs nothing references (asks the running server, if any)
   audit [--from --to --actor --action --object --limit --json|--jsonl]   read the audit log (asks the running server)
   storage move|status <feed> move a feed to another package store and follow it (asks the running server)
@@ -52,7 +53,7 @@ Run 'wharf <command> --help' for a command's own usage.
 
 Environment:
   WHARF_DATA_DIR             data directory (default ./data); every command works on it
-  WHARF_DATABASE_URL         cluster mode's PostgreSQL (postgres://...); today only 'migrate' uses it
+  WHARF_DATABASE_URL         cluster mode's PostgreSQL (postgres://...): 'serve', 'migrate' and 'cluster import'
   WHARF_PORT, WHARF_HOST     where 'serve' listens (default 0.0.0.0:8624)
   WHARF_ADMIN_API_KEY        full-control API key ensured at start-up (else one is generated once)
   WHARF_BASE_URL             public base URL when behind a proxy
@@ -149,6 +150,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
     if (command === "migrate") {
       const { migrateCommand } = await import("./migrate.js");
       return await migrateCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
+    }
+    if (command === "cluster") {
+      const { clusterCommand } = await import("./cluster-import.js");
+      return await clusterCommand(args, { config: await loadConfig(io.env), out: io.out, err: io.err });
     }
     if (command === "gc") {
       const { gcCommand } = await import("./gc.js");

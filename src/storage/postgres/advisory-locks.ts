@@ -8,6 +8,8 @@ export const WHARF_LOCK_SPACE = 0x57485246;
 export const ADVISORY_LOCKS = {
   /** Held while the schema is migrated: one node (or `wharf migrate`) at a time. */
   migrate: 1,
+  /** Held by `wharf cluster import` (cli/cluster-import.ts): one import into a database at a time. */
+  clusterImport: 7,
   /*
    * Leaderships (leadership.ts): each held, on its own session, by the one node that runs that
    * background work for the whole cluster.
