@@ -181,6 +181,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     ...(config.outboundProxy ? { outboundProxy: config.outboundProxy } : {}),
     ...(deps.createObjectStore ? { createStore: deps.createObjectStore } : {}),
     onUnreadable: (key) => app.log.warn({ store: key }, "a package store's credentials cannot be decrypted"),
+    nodeId,
+    onHoldError: (error) => app.log.warn({ err: error }, "a blob hold could not be dropped; it lapses on its own"),
   });
   const feeds = createFeedService({
     db: deps.db,

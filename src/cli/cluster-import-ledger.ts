@@ -95,7 +95,7 @@ export async function recordStep(client: pg.ClientBase, step: string, detail: st
  */
 async function tablesWithData(client: pg.ClientBase, tables: readonly SharedTable[]): Promise<string[]> {
   const occupied: string[] = [];
-  const names = [...tables.map((table) => table.name), "cluster_nodes", "job_leases"];
+  const names = [...tables.map((table) => table.name), "cluster_nodes", "job_leases", "blob_holds"];
   for (const name of names) {
     if (SEEDED_TABLES.has(name)) continue;
     const found = await client.query(`SELECT 1 FROM ${quoted(name)} LIMIT 1`);

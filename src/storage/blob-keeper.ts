@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import { DomainError } from "../domain/errors.js";
 import type { BlobInfo, BlobStore, PutOptions } from "./blob-store.js";
 import type { Db } from "./database.js";
+import type { SharedBlobHolds } from "./postgres/blob-holds.js";
 
 /** A blob in the store that a caller holds until `release`; no discardIfUnused deletes it meanwhile. */
 export interface HeldBlob {
@@ -52,6 +53,8 @@ export function createBlobKeeper(
   blobs: BlobStore,
   isReferenced: (sha256: string) => Promise<boolean>,
   copyFrom?: BlobStore,
+  /** Cluster mode: the holds of every node (storage/postgres/blob-holds.ts), besides this process's own. */
+  shared?: SharedBlobHolds,
 ): BlobKeeper {
   const held = new Map<string, number>();
   const deleting = new Map<string, Promise<void>>();
@@ -81,6 +84,25 @@ export function createBlobKeeper(
     return true;
   }
 
+  /**
+   * The local claim (taken synchronously, before the first await) and, in a cluster, the shared
+   * hold; one release drops both.
+   */
+  async function claimEverywhere(sha256: string): Promise<() => void> {
+    const release = claim(sha256);
+    if (shared === undefined) return release;
+    try {
+      const releaseShared = await shared.take(sha256);
+      return () => {
+        release();
+        releaseShared();
+      };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
   return {
     async put(source, options = {}) {
       const claimed: { release?: () => void } = {};
@@ -88,7 +110,7 @@ export function createBlobKeeper(
         const blob = await blobs.put(source, {
           ...options,
           beforePublish: async (sha256) => {
-            claimed.release = claim(sha256);
+            claimed.release = await claimEverywhere(sha256);
             // Then the put finds the blob absent and publishes its own copy (or, should the
             // deletion have failed, finds it still there).
             await deleting.get(sha256)?.catch(() => undefined);
@@ -103,7 +125,7 @@ export function createBlobKeeper(
     },
 
     async hold(sha256) {
-      const releaseOnce = claim(sha256);
+      const releaseOnce = await claimEverywhere(sha256);
       try {
         await deleting.get(sha256);
         if ((await blobs.stat(sha256)) === undefined && !(await copyHere(sha256))) {
@@ -126,10 +148,22 @@ export function createBlobKeeper(
       if (await referenced(sha256)) return false;
       // Another upload may have taken (and even committed and released) it while we looked.
       if (epoch !== before || held.has(sha256) || deleting.has(sha256)) return false;
-      const deletion = blobs.delete(sha256).finally(() => deleting.delete(sha256));
+      if (shared === undefined) {
+        const deletion = blobs.delete(sha256).finally(() => deleting.delete(sha256));
+        deleting.set(sha256, deletion);
+        await deletion;
+        return true;
+      }
+      // In a cluster another node may hold it, or commit a row naming it, meanwhile: the shared
+      // holds decide under the blob's lock, and mark it as being deleted until it is gone.
+      let settle = () => {};
+      const deletion = new Promise<void>((resolve) => (settle = resolve)).finally(() => deleting.delete(sha256));
       deleting.set(sha256, deletion);
-      await deletion;
-      return true;
+      try {
+        return await shared.deleteIfUnheld(sha256, () => blobs.delete(sha256));
+      } finally {
+        settle();
+      }
     },
   };
 }

@@ -19,6 +19,7 @@ import type { Db } from "./database.js";
 import { byDatabase, isPostgres, type MetadataDb } from "./metadata-db.js";
 import { createPostgresBlobStoreRows } from "./blob-stores-postgres.js";
 import { postgresBlobReferenceCheck } from "./blob-keeper-postgres.js";
+import { createSharedBlobHolds } from "./postgres/blob-holds.js";
 import { dataPaths } from "./data-paths.js";
 import { createFileBlobStore } from "./file-blob-store.js";
 import { loadSecretKeys } from "./secret-keys.js";
@@ -90,6 +91,10 @@ export interface BlobStoresDeps {
   readonly createStore?: typeof createObjectStore;
   /** A known store whose credentials no configured secret key opens: left out until the key is given. */
   readonly onUnreadable?: (key: string) => void;
+  /** Cluster mode: this node, as its blob holds name it (storage/postgres/blob-holds.ts). */
+  readonly nodeId?: string;
+  /** Cluster mode: a blob hold that could not be dropped (it lapses on its own). */
+  readonly onHoldError?: (error: unknown) => void;
 }
 
 /** The rows behind BlobStores: the stores ever named (`blob_stores`, secrets sealed) and feeds' settings. */
@@ -161,6 +166,9 @@ const diskStoreInCluster = () =>
 export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores> {
   const { db, secrets } = deps;
   const cluster = isPostgres(db);
+  const sharedHolds = isPostgres(db)
+    ? createSharedBlobHolds(db, deps.nodeId ?? "wharf", (error) => deps.onHoldError?.(error))
+    : undefined;
   const isReferenced = byDatabase(db, blobReferenceCheck, postgresBlobReferenceCheck);
   const rows = byDatabase<BlobStoreRows>(db, sqliteBlobStoreRows, createPostgresBlobStoreRows);
   const createStore = deps.createStore ?? createObjectStore;
@@ -173,7 +181,7 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
     () => putTarget(),
   );
   const entryOf = (key: string, kind: StorageConfig["id"], blobs: BlobStore): StoreEntry => {
-    const keeper = createBlobKeeper(blobs, isReferenced, reader);
+    const keeper = createBlobKeeper(blobs, isReferenced, reader, sharedHolds);
     return { key, kind, blobs, keeper: cluster ? neverDiscarding(keeper) : keeper, collectThrough: keeper };
   };
   const disk = entryOf(DISK_STORE_KEY, "disk", deps.disk);

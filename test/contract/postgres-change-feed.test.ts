@@ -25,9 +25,9 @@ const NOTIFIED_WITHIN_MS = 1_000;
 /**
  * Tables without 0002's triggers: the migrations' ledger (only migrations write it, and a node
  * refuses any schema but its own), and tables no cache reads that are written every few seconds,
- * whose every write would otherwise empty every node's caches: heartbeats and job leases.
+ * whose every write would otherwise empty every node's caches: heartbeats, job leases and blob holds.
  */
-const UNNOTIFIED_TABLES = ["wharf_schema_migrations", "cluster_nodes", "job_leases"];
+const UNNOTIFIED_TABLES = ["wharf_schema_migrations", "cluster_nodes", "job_leases", "blob_holds"];
 
 describe.skipIf(!postgresInstalled())("PostgreSQL change notifications", () => {
   let server: SharedPostgres;

@@ -24,6 +24,7 @@ const POSTGRES_ONLY_TABLES: readonly string[] = [
   "wharf_schema_migrations", // storage/postgres/migrations.ts: the migrations applied
   "cluster_nodes", // 0003-cluster-nodes.sql
   "job_leases", // 0004-job-leases.sql
+  "blob_holds", // 0005-blob-holds.sql
 ];
 
 /**
