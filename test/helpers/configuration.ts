@@ -39,7 +39,7 @@ export async function configurationWorld(options: { clock?: Clock; env?: Record<
     env: { WHARF_DEPLOY_ROOT: deployRoot, WHARF_CONFIG_CHECK_MINUTES: "0", ...options.env },
     ...(options.clock && { clock: options.clock }),
   });
-  const configKey = createSystemKey(t.db, ["configuration"]);
+  const configKey = await createSystemKey(t.database, ["configuration"]);
   const world: ConfigurationWorld = {
     t,
     deployRoot,

@@ -38,7 +38,7 @@ export async function startUpstreamWharf(): Promise<UpstreamWharf> {
   const t = await buildTestApp();
   const upack = createUpackFixtures(t);
   await upack.createFeed("remote");
-  const key = createFeedKey(t.db, "remote", ["view"]);
+  const key = await createFeedKey(t.database, "remote", ["view"]);
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   const { port } = t.app.server.address() as AddressInfo;
   let stopped = false;

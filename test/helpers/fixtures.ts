@@ -5,10 +5,13 @@
  * grant to). Rows follow migrations/0001-initial.sql and 0010 (feed keys and feed-scoped grants
  * are bound to the feed's id, so the feed must exist first); keys are stored as hashApiKey(key).
  *
+ * They write to either metadata database (`t.database`: SQLite, or PostgreSQL in the "postgres"
+ * project), so each returns a Promise; on SQLite the statements still run at once.
+ *
  * Typical use:
- *   const key = createFeedKey(t.db, "main", ["view"]);
- *   const userId = await createUser(t.db, "alice", "s3cret");
- *   grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
+ *   const key = await createFeedKey(t.database, "main", ["view"]);
+ *   const userId = await createUser(t.database, "alice", "s3cret");
+ *   await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
  *   await t.app.inject({ url, headers: { ...basic("alice", "s3cret") } });
  */
 import { randomBytes } from "node:crypto";
@@ -16,7 +19,9 @@ import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
 import { hashPassword } from "../../src/areas/security/passwords.js";
 import { FEED_ATTRIBUTES } from "../../src/domain/attributes.js";
 import type { FeedKeyPermission, SystemApi } from "../../src/domain/principal.js";
-import type { Db } from "../../src/storage/database.js";
+import type { QueryResultRow } from "pg";
+import { readRows, writeRows } from "../../src/storage/postgres/database.js";
+import { isPostgres, type MetadataDb } from "../../src/storage/metadata-db.js";
 
 export interface KeyOptions {
   /** ISO 8601; a past date makes an expired key. */
@@ -29,8 +34,41 @@ export function newKey(prefix = "test"): string {
   return `${prefix}-${randomBytes(16).toString("hex")}`;
 }
 
-function insertKey(
-  db: Db,
+/** `?` placeholders as PostgreSQL's `$1, $2, ...` (the fixtures' SQL has no `?` of its own). */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+/**
+ * Runs one statement written with `?` placeholders on either database; its rows. On PostgreSQL a
+ * write goes through writeRows, which moves the node's cache version as the app's own writes do.
+ */
+async function execute<Row>(
+  db: MetadataDb,
+  sql: string,
+  params: readonly unknown[],
+  kind: "read" | "write" = "write",
+): Promise<Row[]> {
+  if (isPostgres(db)) {
+    if (kind === "read") return readRows<Row & QueryResultRow>(db, numbered(sql), params);
+    return (await writeRows<Row & QueryResultRow>(db, numbered(sql), params)).rows;
+  }
+  const statement = db.prepare(sql);
+  if (statement.reader) return statement.all(...params) as Row[];
+  statement.run(...params);
+  return [];
+}
+
+/** The `id` a single-row INSERT ... RETURNING id gave back. */
+async function insertReturningId(db: MetadataDb, sql: string, params: readonly unknown[]): Promise<number> {
+  const [row] = await execute<{ id: number }>(db, sql, params);
+  if (row === undefined) throw new Error(`no id returned by: ${sql}`);
+  return row.id;
+}
+
+async function insertKey(
+  db: MetadataDb,
   columns: {
     type: "System" | "Feed" | "Personal";
     systemApis?: readonly SystemApi[];
@@ -40,29 +78,32 @@ function insertKey(
     userId?: number;
   },
   options: KeyOptions,
-): string {
+): Promise<string> {
   const key = newKey(columns.type.toLowerCase());
-  db.prepare(
+  const feedId = columns.feed === undefined ? null : await feedIdOf(db, columns.feed);
+  await execute(
+    db,
     `INSERT INTO api_keys (key_hash, key_type, display_name, system_apis, package_permissions, feed_id, feed_group,
                            user_id, expires_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
-    hashApiKey(key),
-    columns.type,
-    options.displayName ?? `${columns.type} key (test)`,
-    columns.systemApis ? JSON.stringify(columns.systemApis) : null,
-    columns.permissions ? JSON.stringify(columns.permissions) : null,
-    columns.feed === undefined ? null : feedIdOf(db, columns.feed),
-    columns.feedGroup ?? null,
-    columns.userId ?? null,
-    options.expiresAt ?? null,
-    new Date().toISOString(),
+    [
+      hashApiKey(key),
+      columns.type,
+      options.displayName ?? `${columns.type} key (test)`,
+      columns.systemApis ? JSON.stringify(columns.systemApis) : null,
+      columns.permissions ? JSON.stringify(columns.permissions) : null,
+      feedId,
+      columns.feedGroup ?? null,
+      columns.userId ?? null,
+      options.expiresAt ?? null,
+      new Date().toISOString(),
+    ],
   );
   return key;
 }
 
 /** A System key with these API scopes, e.g. ["feeds"] or ["full-control"]. Returns the key. */
-export function createSystemKey(db: Db, apis: readonly SystemApi[], options: KeyOptions = {}): string {
+export function createSystemKey(db: MetadataDb, apis: readonly SystemApi[], options: KeyOptions = {}): Promise<string> {
   return insertKey(db, { type: "System", systemApis: apis }, options);
 }
 
@@ -71,17 +112,17 @@ export function createSystemKey(db: Db, apis: readonly SystemApi[], options: Key
  * ("view", "add", "promote", "delete"). Returns the key.
  */
 export function createFeedKey(
-  db: Db,
+  db: MetadataDb,
   target: string | { group: string },
   permissions: readonly FeedKeyPermission[],
   options: KeyOptions = {},
-): string {
+): Promise<string> {
   const scope = typeof target === "string" ? { feed: target } : { feedGroup: target.group };
   return insertKey(db, { type: "Feed", permissions, ...scope }, options);
 }
 
 /** A Personal key acting as the user. Returns the key. */
-export function createPersonalKey(db: Db, userId: number, options: KeyOptions = {}): string {
+export function createPersonalKey(db: MetadataDb, userId: number, options: KeyOptions = {}): Promise<string> {
   return insertKey(db, { type: "Personal", userId }, options);
 }
 
@@ -93,37 +134,41 @@ export function createPersonalKey(db: Db, userId: number, options: KeyOptions = 
 const CHEAP_HASHING = { N: 2 ** 10, r: 8, p: 1 } as const;
 
 /** A user who can log in with this password (Basic or `X-ApiKey: user:password`). Returns the user id. */
-export async function createUser(db: Db, name: string, password?: string): Promise<number> {
+export async function createUser(db: MetadataDb, name: string, password?: string): Promise<number> {
   const hash = password === undefined ? null : await hashPassword(password, CHEAP_HASHING);
-  const row = db
-    .prepare<[string, string, string | null, string], { id: number }>(
-      "INSERT INTO users (name, name_key, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-    )
-    .get(name, name.toLowerCase(), hash, new Date().toISOString());
-  return (row as { id: number }).id;
+  return insertReturningId(
+    db,
+    "INSERT INTO users (name, name_key, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+    [name, name.toLowerCase(), hash, new Date().toISOString()],
+  );
 }
 
 /** A group with these members. Returns the group id. */
-export function createGroup(db: Db, name: string, memberIds: readonly number[] = []): number {
-  const row = db
-    .prepare<[string, string], { id: number }>("INSERT INTO groups (name, name_key) VALUES (?, ?) RETURNING id")
-    .get(name, name.toLowerCase()) as { id: number };
-  const add = db.prepare<[number, number]>("INSERT INTO group_members (group_id, user_id) VALUES (?, ?)");
-  for (const userId of memberIds) add.run(row.id, userId);
-  return row.id;
+export async function createGroup(db: MetadataDb, name: string, memberIds: readonly number[] = []): Promise<number> {
+  const id = await insertReturningId(db, "INSERT INTO groups (name, name_key) VALUES (?, ?) RETURNING id", [
+    name,
+    name.toLowerCase(),
+  ]);
+  for (const userId of memberIds) {
+    await execute(db, "INSERT INTO group_members (group_id, user_id) VALUES (?, ?)", [id, userId]);
+  }
+  return id;
 }
 
 let taskCounter = 0;
 
 /** A task (named set of privilege attributes, docs/compat.md section 9). Returns the task id. */
-export function createTask(db: Db, attributes: readonly string[], name = `test-task-${++taskCounter}`): number {
+export function createTask(
+  db: MetadataDb,
+  attributes: readonly string[],
+  name = `test-task-${++taskCounter}`,
+): Promise<number> {
   const feedScoped = attributes.every((a) => FEED_ATTRIBUTES.has(a)) ? 1 : 0;
-  const row = db
-    .prepare<[string, string, number, string], { id: number }>(
-      `INSERT INTO tasks (name, name_key, feed_scoped, built_in, attributes) VALUES (?, ?, ?, 0, ?) RETURNING id`,
-    )
-    .get(name, name.toLowerCase(), feedScoped, JSON.stringify(attributes)) as { id: number };
-  return row.id;
+  return insertReturningId(
+    db,
+    "INSERT INTO tasks (name, name_key, feed_scoped, built_in, attributes) VALUES (?, ?, ?, 0, ?) RETURNING id",
+    [name, name.toLowerCase(), feedScoped, JSON.stringify(attributes)],
+  );
 }
 
 export type GrantTarget = { user: number } | { group: number } | { anonymous: true };
@@ -138,34 +183,32 @@ export type GrantOptions = GrantTarget & {
 };
 
 /** Grants (or denies) a new task made of `attributes` to a user, a group or Anonymous. */
-export function grant(db: Db, options: GrantOptions): void {
-  const taskId = createTask(db, options.attributes);
+export async function grant(db: MetadataDb, options: GrantOptions): Promise<void> {
+  const taskId = await createTask(db, options.attributes);
   const [type, userId, groupId] =
     "user" in options
       ? (["user", options.user, null] as const)
       : "group" in options
         ? (["group", null, options.group] as const)
         : (["anonymous", null, null] as const);
-  db.prepare(
+  const feedId = options.feed === undefined ? null : await feedIdOf(db, options.feed);
+  await execute(
+    db,
     `INSERT INTO permissions (principal_type, user_id, group_id, task_id, feed_id, feed_group_key, deny)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
-    type,
-    userId,
-    groupId,
-    taskId,
-    options.feed === undefined ? null : feedIdOf(db, options.feed),
-    options.feedGroup?.toLowerCase() ?? null,
-    options.deny ? 1 : 0,
+    [type, userId, groupId, taskId, feedId, options.feedGroup?.toLowerCase() ?? null, options.deny ? 1 : 0],
   );
 }
 
 /** The id of the feed with this name or alternate name; throws when there is none. */
-export function feedIdOf(db: Db, name: string): number {
-  const id = db
-    .prepare<[string], number>("SELECT feed_id FROM feed_names WHERE name_key = ?")
-    .pluck()
-    .get(name.toLowerCase());
+export async function feedIdOf(db: MetadataDb, name: string): Promise<number> {
+  const [row] = await execute<{ feed_id: number }>(
+    db,
+    "SELECT feed_id FROM feed_names WHERE name_key = ?",
+    [name.toLowerCase()],
+    "read",
+  );
+  const id = row?.feed_id;
   if (id === undefined) throw new Error(`no feed is named '${name}': create it before its keys and grants`);
   return id;
 }

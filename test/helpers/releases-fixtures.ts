@@ -24,7 +24,7 @@ export interface ReleasesFixtures {
 }
 
 export function releasesFixtures(t: TestApp): ReleasesFixtures {
-  const services = createReleasesServices({ db: t.db, clock: { now: () => new Date() } });
+  const services = createReleasesServices({ db: t.database, clock: { now: () => new Date() } });
   const json: ReleasesFixtures["json"] = (method, url, body, key = t.adminKey) =>
     t.app.inject({
       method,

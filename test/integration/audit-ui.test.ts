@@ -11,8 +11,11 @@ let admin: UiClient;
 
 beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_GC_INTERVAL_HOURS: "0" } });
-  grant(t.db, { user: await createUser(t.db, "auditor", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
-  await createUser(t.db, "plain", PASSWORD);
+  await grant(t.database, {
+    user: await createUser(t.database, "auditor", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
+  await createUser(t.database, "plain", PASSWORD);
   admin = new UiClient(t);
   await admin.signIn("auditor", PASSWORD);
 });

@@ -70,14 +70,14 @@ describe("authentication caches: a change takes effect on the next request", () 
       "UPDATE api_keys SET feed_id = (SELECT feed_id FROM feed_names WHERE name_key = 'other') WHERE key_hash = ?",
     ],
   ])("refuses a key %s by another connection", async (_change, sql) => {
-    const key = createFeedKey(t.db, "main", ["view"]);
+    const key = await createFeedKey(t.database, "main", ["view"]);
     await expectWorks({ "x-apikey": key });
     outside(sql, hashApiKey(key));
     expect(await withKey(key)).toBe(403);
   });
 
   it("refuses a key deleted by another process", async () => {
-    const key = createFeedKey(t.db, "main", ["view"]);
+    const key = await createFeedKey(t.database, "main", ["view"]);
     await expectWorks({ "x-apikey": key });
     const script = `
       import Database from "better-sqlite3";
@@ -91,22 +91,22 @@ describe("authentication caches: a change takes effect on the next request", () 
   });
 
   it("refuses a cached key once the clock passes its expiry", async () => {
-    const key = createFeedKey(t.db, "main", ["view"], { expiresAt: new Date(now + 10_000).toISOString() });
+    const key = await createFeedKey(t.database, "main", ["view"], { expiresAt: new Date(now + 10_000).toISOString() });
     await expectWorks({ "x-apikey": key });
     now += 10_000;
     expect(await withKey(key)).toBe(403);
   });
 
   it("follows a user's grants, password and existence", async () => {
-    const userId = await createUser(t.db, "carol", "carol-password-1");
+    const userId = await createUser(t.database, "carol", "carol-password-1");
     const login = basic("carol", "carol-password-1");
     expect(await download(login)).toBe(403);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
     await expectWorks(login);
 
     outside("DELETE FROM permissions WHERE user_id = ?", userId);
     expect(await download(login)).toBe(403);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
     await expectWorks(login);
 
     const edit = await t.app.inject({
@@ -129,7 +129,7 @@ describe("authentication caches: a change takes effect on the next request", () 
   });
 
   it("writes a key's last-used time at most once a minute, as without the cache", async () => {
-    const key = createFeedKey(t.db, "main", ["view"]);
+    const key = await createFeedKey(t.database, "main", ["view"]);
     const lastUsed = () =>
       (
         t.db.prepare("SELECT last_used_at FROM api_keys WHERE key_hash = ?").get(hashApiKey(key)) as {

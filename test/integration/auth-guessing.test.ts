@@ -40,8 +40,11 @@ const DEFAULTS = { WHARF_AUTH_ADDRESS_FAILURES: "10", WHARF_AUTH_USER_FREE_FAILU
 async function guessing(env: Record<string, string> = {}, clock?: Clock): Promise<Guessing> {
   const t = await buildTestApp({ env: { ...DEFAULTS, ...env }, ...(clock ? { clock } : {}) });
   apps.push(t);
-  grant(t.db, { user: await createUser(t.db, "alice", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
-  await createUser(t.db, "passwordless");
+  await grant(t.database, {
+    user: await createUser(t.database, "alice", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
+  await createUser(t.database, "passwordless");
   return {
     t,
     get: (headers, address) => t.app.inject({ method: "GET", url: USERS, headers, remoteAddress: address }),
@@ -268,7 +271,10 @@ describe("replayed downloads", () => {
     apps.push(t);
     const u = createUpackFixtures(t);
     await u.createFeed("main");
-    grant(t.db, { user: await createUser(t.db, "dev", "dev-password-1"), attributes: ["Feeds_DownloadPackage"] });
+    await grant(t.database, {
+      user: await createUser(t.database, "dev", "dev-password-1"),
+      attributes: ["Feeds_DownloadPackage"],
+    });
     const base = await t.app.listen({ port: 0, host: "127.0.0.1" });
     const send = (path: string, headers: Record<string, string>, client: string, init: RequestInit = {}) =>
       fetch(`${base}${path}`, { ...init, headers: { ...headers, "x-forwarded-for": client } });

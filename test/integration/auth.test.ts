@@ -31,8 +31,8 @@ describe("authentication: every transport, one principal", () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ clock: time.clock });
-    const adminId = await createUser(t.db, "root", "root-password-1");
-    await createUser(t.db, "plain", "plain-password-1");
+    const adminId = await createUser(t.database, "root", "root-password-1");
+    await createUser(t.database, "plain", "plain-password-1");
     const res = await t.app.inject({
       method: "POST",
       url: "/api/security/permissions/add",
@@ -40,7 +40,7 @@ describe("authentication: every transport, one principal", () => {
       payload: { user: "root", task: "Administer" },
     });
     expect(res.statusCode).toBe(200);
-    adminUserKey = createPersonalKey(t.db, adminId);
+    adminUserKey = await createPersonalKey(t.database, adminId);
     // Feed keys are bound to a feed that exists (migration 0010).
     const feed = await t.app.inject({
       method: "POST",
@@ -121,11 +121,11 @@ describe("authentication: every transport, one principal", () => {
   });
 
   it("refuses every bad or insufficient credential with 403 and the standard sentence", async () => {
-    const expired = createSystemKey(t.db, ["full-control"], {
+    const expired = await createSystemKey(t.database, ["full-control"], {
       expiresAt: new Date(time.clock.now().getTime() - 1000).toISOString(),
     });
-    const goneId = await createUser(t.db, "gone", "gone-password-1");
-    const goneKey = createPersonalKey(t.db, goneId);
+    const goneId = await createUser(t.database, "gone", "gone-password-1");
+    const goneKey = await createPersonalKey(t.database, goneId);
     const del = await t.app.inject({
       method: "DELETE",
       url: "/api/security/users/delete?user=gone",
@@ -145,18 +145,22 @@ describe("authentication: every transport, one principal", () => {
       ["a user without the privilege", basic("plain", "plain-password-1"), [KEYS, USERS, "/metrics"]],
       [
         "the personal key of a user without the privilege",
-        { "x-apikey": createPersonalKey(t.db, plainId) },
+        { "x-apikey": await createPersonalKey(t.database, plainId) },
         [KEYS, USERS],
       ],
       [
         "a feed key on a non-feed endpoint",
-        { "x-apikey": createFeedKey(t.db, "main", ["view", "add", "delete"]) },
+        { "x-apikey": await createFeedKey(t.database, "main", ["view", "add", "delete"]) },
         [KEYS, USERS, "/metrics"],
       ],
-      ["a feeds-scoped System key", { "x-apikey": createSystemKey(t.db, ["feeds"]) }, [KEYS, USERS, "/metrics"]],
+      [
+        "a feeds-scoped System key",
+        { "x-apikey": await createSystemKey(t.database, ["feeds"]) },
+        [KEYS, USERS, "/metrics"],
+      ],
       [
         "a metrics-scoped System key on the admin APIs",
-        { "x-apikey": createSystemKey(t.db, ["metrics"]) },
+        { "x-apikey": await createSystemKey(t.database, ["metrics"]) },
         [KEYS, USERS],
       ],
     ];
@@ -172,7 +176,7 @@ describe("authentication: every transport, one principal", () => {
   });
 
   it("lets a System key scoped to `metrics` read /metrics only", async () => {
-    const key = createSystemKey(t.db, ["metrics"]);
+    const key = await createSystemKey(t.database, ["metrics"]);
     expect((await t.app.inject({ method: "GET", url: "/metrics", headers: { "x-apikey": key } })).statusCode).toBe(200);
     expect((await t.app.inject({ method: "GET", url: KEYS, headers: { "x-apikey": key } })).statusCode).toBe(403);
   });
@@ -188,7 +192,7 @@ describe("authentication: every transport, one principal", () => {
     const weak = await t.app.inject({
       method: "POST",
       url: "/api/security/users/add",
-      payload: { api_key: createSystemKey(t.db, ["feeds"]), name: "mallory" },
+      payload: { api_key: await createSystemKey(t.database, ["feeds"]), name: "mallory" },
     });
     expect(weak.statusCode).toBe(403);
     const form = await t.app.inject({
@@ -278,8 +282,8 @@ describe("authentication: grants, groups, Anonymous and deny", () => {
 
   beforeAll(async () => {
     t = await buildTestApp();
-    await createUser(t.db, "member", "member-password-1");
-    await createUser(t.db, "outsider", "outsider-password-1");
+    await createUser(t.database, "member", "member-password-1");
+    await createUser(t.database, "outsider", "outsider-password-1");
   });
   afterAll(async () => t?.close());
 
@@ -311,7 +315,7 @@ describe("authentication: grants, groups, Anonymous and deny", () => {
 
   it("applies a group's grants to its members only", async () => {
     const memberId = (t.db.prepare("SELECT id FROM users WHERE name = 'member'").get() as { id: number }).id;
-    createGroup(t.db, "Admins", [memberId]);
+    await createGroup(t.database, "Admins", [memberId]);
     const id = await addPermission({ group: "admins", task: "administer" });
     expect(await status(basic("member", "member-password-1"))).toBe(200);
     expect(await status(basic("outsider", "outsider-password-1"))).toBe(403);
@@ -348,7 +352,7 @@ describe("authentication: grants, groups, Anonymous and deny", () => {
     const id = await addPermission({ user: "Anonymous", task: "Administer" });
     expect(await status()).toBe(200);
     expect(await status(basic("outsider", "outsider-password-1"))).toBe(200);
-    expect(await status({ "x-apikey": createSystemKey(t.db, ["feeds"]) })).toBe(403); // keys are judged by their scope
+    expect(await status({ "x-apikey": await createSystemKey(t.database, ["feeds"]) })).toBe(403); // keys are judged by their scope
     expect(await status({ "x-apikey": newKey("unknown") })).toBe(403); // bad credentials are never Anonymous
     await removePermission(id);
     expect(await status()).toBe(401);

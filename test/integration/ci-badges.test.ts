@@ -26,7 +26,7 @@ beforeAll(async () => {
   // Execution states are set by hand here: no deployment runner.
   t = await buildTestApp({ env: { WHARF_BASE_URL: "https://ci.example.com", WHARF_DEPLOY_CONCURRENCY: "0" } });
   r = releasesFixtures(t);
-  badgesKey = createSystemKey(t.db, ["ci-badges"]);
+  badgesKey = await createSystemKey(t.database, ["ci-badges"]);
   appId = await r.setup("Web");
   await r.release(appId, "1.0", "Web-pipeline");
 });
@@ -158,7 +158,7 @@ describe("image: filters, encoding, validators, access", () => {
   });
 
   it("403 for an unknown key or one without the ci-badges scope", async () => {
-    for (const key of ["not-a-key", createSystemKey(t.db, ["feeds"])]) {
+    for (const key of ["not-a-key", await createSystemKey(t.database, ["feeds"])]) {
       const res = await badge(`key=${key}&$ApplicationId=${appId}`);
       expect(res.statusCode).toBe(403);
       expect(res.headers["content-type"]).toBe("text/plain");

@@ -73,7 +73,7 @@ describe("response compression", () => {
       );
     }
     packageBytes = (await u.addVersion("main", { name: "lib", version: "2.0.0", files: { "a.txt": TEXT } })).bytes;
-    readKey = createFeedKey(t.db, "main", ["view"]);
+    readKey = await createFeedKey(t.database, "main", ["view"]);
     await createAssetDirectory(t, "files");
     base = new URL(await t.app.listen({ port: 0, host: "127.0.0.1" }));
   }, 60_000);

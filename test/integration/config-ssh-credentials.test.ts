@@ -188,10 +188,10 @@ describe("stored credentials API", () => {
   });
 
   it("needs the infrastructure scope, and Manage to write", async () => {
-    const other = createSystemKey(t.db, ["feeds"]);
+    const other = await createSystemKey(t.database, ["feeds"]);
     expect((await send("GET", `${BASE}/list`, undefined, other)).statusCode).toBe(403);
     expect((await send("POST", `${BASE}/create/x1`, { userName: "u", password: "p" }, other)).statusCode).toBe(403);
-    const infra = createSystemKey(t.db, ["infrastructure"]);
+    const infra = await createSystemKey(t.database, ["infrastructure"]);
     expect((await send("GET", `${BASE}/list`, undefined, infra)).statusCode).toBe(200);
     const anonymous = await t.app.inject({ method: "GET", url: `${BASE}/list` });
     expect([401, 403]).toContain(anonymous.statusCode);

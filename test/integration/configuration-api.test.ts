@@ -161,7 +161,7 @@ describe("errors of the seed", () => {
 
   it("403 in plain text for an invalid key or one without the configuration scope; other key transports work", async () => {
     expectText(await w.inedo("/api/configuration/status?server=alpha", "not-a-key"), 403);
-    const feedsOnly = createSystemKey(w.t.db, ["feeds"]);
+    const feedsOnly = await createSystemKey(w.t.database, ["feeds"]);
     expectText(await w.inedo("/api/configuration/status?server=alpha", feedsOnly), 403);
     expectText(await w.inedo("/api/configuration/remediate/server/alpha", feedsOnly), 403);
     // The seed's own form: key in the query string, by POST as well as GET.

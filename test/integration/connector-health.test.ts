@@ -426,7 +426,7 @@ describe("health endpoints: shapes and statuses", () => {
     expectText(await get({}, `${HEALTH}/424242`), 401); // no hint whether an id exists
 
     for (const apis of [["feeds"], ["releases"]] as const) {
-      const res = await get({ "x-apikey": createSystemKey(t.db, apis) });
+      const res = await get({ "x-apikey": await createSystemKey(t.database, apis) });
       expectText(res, 403);
       expect(res.body).toBe(PERMISSION_DENIED_MESSAGE);
     }
@@ -439,22 +439,22 @@ describe("health endpoints: shapes and statuses", () => {
       payload: { name: "mid", feedType: "universal" },
     });
     expectJson(feed, 201);
-    expectText(await get({ "x-apikey": createFeedKey(t.db, "mid", ["view", "add", "delete"]) }), 403);
-    expectJson(await get({ "x-apikey": createSystemKey(t.db, ["connector-health"]) }), 200);
-    expectJson(await get({ "x-apikey": createSystemKey(t.db, ["connector-health"]) }, HEALTH), 200);
+    expectText(await get({ "x-apikey": await createFeedKey(t.database, "mid", ["view", "add", "delete"]) }), 403);
+    expectJson(await get({ "x-apikey": await createSystemKey(t.database, ["connector-health"]) }), 200);
+    expectJson(await get({ "x-apikey": await createSystemKey(t.database, ["connector-health"]) }, HEALTH), 200);
 
-    const plain = await createUser(t.db, "plain", "plain-pw");
-    grant(t.db, { user: plain, attributes: ["Feeds_ViewFeed", "Admin_ManageFeed"] });
+    const plain = await createUser(t.database, "plain", "plain-pw");
+    await grant(t.database, { user: plain, attributes: ["Feeds_ViewFeed", "Admin_ManageFeed"] });
     expectText(await get(basic("plain", "plain-pw")), 403);
-    const scoped = await createUser(t.db, "scoped", "scoped-pw");
-    grant(t.db, { user: scoped, attributes: ["Feeds_Manage"], feed: "mid" });
+    const scoped = await createUser(t.database, "scoped", "scoped-pw");
+    await grant(t.database, { user: scoped, attributes: ["Feeds_Manage"], feed: "mid" });
     expectText(await get(basic("scoped", "scoped-pw")), 403);
-    const manager = await createUser(t.db, "manager", "manager-pw");
-    grant(t.db, { user: manager, attributes: ["Feeds_Manage"] });
+    const manager = await createUser(t.database, "manager", "manager-pw");
+    await grant(t.database, { user: manager, attributes: ["Feeds_Manage"] });
     expectJson(await get(basic("manager", "manager-pw")), 200);
     expectJson(await get(basic("manager", "manager-pw"), HEALTH), 200);
 
-    grant(t.db, { anonymous: true, attributes: ["Feeds_Manage"] });
+    await grant(t.database, { anonymous: true, attributes: ["Feeds_Manage"] });
     expectJson(await get({}), 200);
   });
 });

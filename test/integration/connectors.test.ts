@@ -331,10 +331,10 @@ describe("connector management: who may do what (as for feeds)", () => {
     expect(
       (await as(key(t.adminKey), "POST", `${FEEDS}/create`, { name: "f", feedType: "universal" })).statusCode,
     ).toBe(201);
-    keys.feeds = createSystemKey(t.db, ["feeds"]);
-    keys.releases = createSystemKey(t.db, ["releases"]);
-    keys.health = createSystemKey(t.db, ["connector-health"]);
-    keys.feedKey = createFeedKey(t.db, "f", ["view", "add", "promote", "delete"]);
+    keys.feeds = await createSystemKey(t.database, ["feeds"]);
+    keys.releases = await createSystemKey(t.database, ["releases"]);
+    keys.health = await createSystemKey(t.database, ["connector-health"]);
+    keys.feedKey = await createFeedKey(t.database, "f", ["view", "add", "promote", "delete"]);
     keys.unknown = newKey("unknown");
   });
   afterAll(async () => t.close());
@@ -373,12 +373,12 @@ describe("connector management: who may do what (as for feeds)", () => {
   });
 
   it("users: only a global Admin_ManageFeed reads or changes; viewers and feed-scoped grants see nothing", async () => {
-    const viewer = await createUser(t.db, "viewer", "viewer-pw");
-    grant(t.db, { user: viewer, attributes: ["Feeds_ViewFeed"] });
-    const manager = await createUser(t.db, "manager", "manager-pw");
-    grant(t.db, { user: manager, attributes: ["Admin_ManageFeed"] });
-    const scoped = await createUser(t.db, "scoped", "scoped-pw");
-    grant(t.db, { user: scoped, attributes: ["Feeds_ViewFeed", "Admin_ManageFeed"], feed: "f" });
+    const viewer = await createUser(t.database, "viewer", "viewer-pw");
+    await grant(t.database, { user: viewer, attributes: ["Feeds_ViewFeed"] });
+    const manager = await createUser(t.database, "manager", "manager-pw");
+    await grant(t.database, { user: manager, attributes: ["Admin_ManageFeed"] });
+    const scoped = await createUser(t.database, "scoped", "scoped-pw");
+    await grant(t.database, { user: scoped, attributes: ["Feeds_ViewFeed", "Admin_ManageFeed"], feed: "f" });
 
     // A connector names an upstream and its account: viewing feeds does not show it.
     const v = basic("viewer", "viewer-pw");

@@ -61,7 +61,7 @@ describe("a write lock held by another process", () => {
 
   it("answers /health, reads and downloads at once, without blocking the event loop, while writes wait and then 503", async () => {
     // Never used: its once-a-minute last-used stamp is due, so this read would write.
-    const freshKey = createSystemKey(t.db, ["full-control"]);
+    const freshKey = await createSystemKey(t.database, ["full-control"]);
     holder = await holdWriteLock(dbFile(t));
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();

@@ -283,7 +283,7 @@ describe("asset directory export and import (docs/compat.md 4.5)", () => {
     it("refuses overwrite=true over existing files without the overwrite permission, writing nothing", async () => {
       await createAssetDirectory(t, "imp-perm");
       await putAsset(t, "imp-perm", "x.txt", "old");
-      const key = createFeedKey(t.db, "imp-perm", ["view", "add"]);
+      const key = await createFeedKey(t.database, "imp-perm", ["view", "add"]);
       const zip = await buildZip({ "new.txt": "n", "x.txt": "replacement" });
       const res = await importArchive("/endpoints/imp-perm/import?overwrite=true", zip, { "x-apikey": key });
       expect(res.statusCode).toBe(403);
@@ -340,7 +340,7 @@ describe("asset directory export and import (docs/compat.md 4.5)", () => {
     it("refuses keys without Feeds_AddPackage (403) and anonymous callers (401)", async () => {
       await createAssetDirectory(t, "imp-auth");
       const zip = await buildZip({ "a.txt": "a" });
-      const viewer = createFeedKey(t.db, "imp-auth", ["view"]);
+      const viewer = await createFeedKey(t.database, "imp-auth", ["view"]);
       const forbidden = await importArchive("/endpoints/imp-auth/import", zip, { "x-apikey": viewer });
       expect(forbidden.statusCode).toBe(403);
       // Refused before the body was read: the connection is closed rather than the body drained.

@@ -14,7 +14,7 @@ let key: string;
 beforeAll(async () => {
   t = await buildTestApp();
   await createAssetDirectory(t, "assets");
-  key = createFeedKey(t.db, "assets", ["view", "add", "delete"]);
+  key = await createFeedKey(t.database, "assets", ["view", "add", "delete"]);
 });
 afterAll(async () => t.close());
 

@@ -335,7 +335,7 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
       },
     );
     expect(anonymous.statusCode).toBe(401);
-    const viewer = createFeedKey(t.db, dir, ["view"]);
+    const viewer = await createFeedKey(t.database, dir, ["view"]);
     const readOnly = await sendForm(`/endpoints/${dir}/content/a.txt`, [filePart("a.txt", "x")], {
       headers: { "x-apikey": viewer },
     });

@@ -427,7 +427,7 @@ describe("multipart uploads: limits, permissions and clean-up", () => {
         });
       };
 
-      const adder = createFeedKey(t.db, "dir", ["view", "add"]);
+      const adder = await createFeedKey(t.database, "dir", ["view", "add"]);
       const refused = await upload(adder);
       expect(refused.statusCode).toBe(403);
       expect(refused.headers["x-wharf-error"]).toBe("OVERWRITE_FORBIDDEN");
@@ -470,7 +470,7 @@ describe("multipart uploads: limits, permissions and clean-up", () => {
       });
       expect(overwrite.statusCode).toBe(403);
 
-      const replacer = createFeedKey(t.db, "dir", ["view", "add", "delete"]);
+      const replacer = await createFeedKey(t.database, "dir", ["view", "add", "delete"]);
       const replaced = await upload(replacer);
       expect(replaced.statusCode, replaced.body).toBe(200);
       expect(replaced.json()).toMatchObject({ size: 50, sha256: sha("sha256", file) });

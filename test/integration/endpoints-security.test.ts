@@ -99,7 +99,7 @@ describe("privileges (docs/compat.md 4.6)", () => {
     t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
 
   it("lets a view-only Feed key read, and nothing more", async () => {
-    const key = { "x-apikey": createFeedKey(t.db, "vault", ["view"]) };
+    const key = { "x-apikey": await createFeedKey(t.database, "vault", ["view"]) };
     expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", key)).statusCode).toBe(200);
     expect((await ask("GET", "/endpoints/vault/dir/docs", key)).statusCode).toBe(200);
     expect((await ask("GET", "/endpoints/vault/metadata/docs/secret.txt", key)).statusCode).toBe(200);
@@ -120,7 +120,7 @@ describe("privileges (docs/compat.md 4.6)", () => {
   });
 
   it("needs Overwrite/Delete to replace or delete, Add to create", async () => {
-    const adder = { "x-apikey": createFeedKey(t.db, "vault", ["view", "add"]) };
+    const adder = { "x-apikey": await createFeedKey(t.database, "vault", ["view", "add"]) };
     expect((await ask("POST", "/endpoints/vault/content/team/a.txt", adder, "a")).statusCode).toBe(201);
     expect((await ask("PUT", "/endpoints/vault/content/team/b.txt", adder, "b")).statusCode).toBe(201);
     const overwrite = await ask("POST", "/endpoints/vault/content/team/a.txt", adder, "changed");
@@ -130,14 +130,14 @@ describe("privileges (docs/compat.md 4.6)", () => {
     expect((await ask("DELETE", "/endpoints/vault/content/team/a.txt", adder)).statusCode).toBe(403);
     expect((await ask("GET", "/endpoints/vault/content/team/a.txt", admin())).body).toBe("a");
 
-    const owner = { "x-apikey": createFeedKey(t.db, "vault", ["view", "add", "delete"]) };
+    const owner = { "x-apikey": await createFeedKey(t.database, "vault", ["view", "add", "delete"]) };
     expect((await ask("POST", "/endpoints/vault/content/team/a.txt", owner, "changed")).statusCode).toBe(201);
     expect((await ask("DELETE", "/endpoints/vault/content/team/a.txt", owner)).statusCode).toBe(200);
     expect((await ask("POST", "/endpoints/vault/delete/team?recursive=true", owner)).statusCode).toBe(200);
   });
 
   it("scopes a Feed key to its own directory", async () => {
-    const other = { "x-apikey": createFeedKey(t.db, "public", ["view", "add", "delete"]) };
+    const other = { "x-apikey": await createFeedKey(t.database, "public", ["view", "add", "delete"]) };
     expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", other)).statusCode).toBe(403);
     expect((await ask("POST", "/endpoints/vault/content/x.txt", other, "x")).statusCode).toBe(403);
     expect((await ask("GET", "/endpoints/public/content/hello.txt", other)).statusCode).toBe(200);
@@ -147,7 +147,11 @@ describe("privileges (docs/compat.md 4.6)", () => {
     const denied = await ask("GET", "/endpoints/public/content/hello.txt", {});
     expect(denied.statusCode).toBe(401);
     expect(denied.headers["www-authenticate"]).toContain("Basic");
-    grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "public" });
+    await grant(t.database, {
+      anonymous: true,
+      attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"],
+      feed: "public",
+    });
     expect((await ask("GET", "/endpoints/public/content/hello.txt", {})).body).toBe("hello");
     expect((await ask("GET", "/endpoints/public/dir/", {})).statusCode).toBe(200);
     expect((await ask("POST", "/endpoints/public/content/x.txt", {}, "x")).statusCode).toBe(401);
@@ -155,28 +159,28 @@ describe("privileges (docs/compat.md 4.6)", () => {
   });
 
   it("applies a user's grants through Basic credentials and Personal keys", async () => {
-    const userId = await createUser(t.db, "reader", "reader-password-1");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "vault" });
-    const personal = { "x-apikey": createPersonalKey(t.db, userId) };
+    const userId = await createUser(t.database, "reader", "reader-password-1");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "vault" });
+    const personal = { "x-apikey": await createPersonalKey(t.database, userId) };
     for (const headers of [basic("reader", "reader-password-1"), personal]) {
       expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", headers)).statusCode).toBe(200);
       expect((await ask("POST", "/endpoints/vault/content/docs/x.txt", headers, "x")).statusCode).toBe(403);
     }
-    grant(t.db, { user: userId, attributes: ["Feeds_AddPackage"], feed: "vault" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_AddPackage"], feed: "vault" });
     expect((await ask("POST", "/endpoints/vault/content/users/x.txt", personal, "x")).statusCode).toBe(201);
     expect((await ask("DELETE", "/endpoints/vault/content/users/x.txt", personal)).statusCode).toBe(403);
   });
 
   it("gives a System key with the feeds API everything, and one without it nothing", async () => {
-    const feeds = { "x-apikey": createSystemKey(t.db, ["feeds"]) };
+    const feeds = { "x-apikey": await createSystemKey(t.database, ["feeds"]) };
     expect((await ask("POST", "/endpoints/vault/content/sys/a.txt", feeds, "a")).statusCode).toBe(201);
     expect((await ask("DELETE", "/endpoints/vault/content/sys/a.txt", feeds)).statusCode).toBe(200);
-    const badges = { "x-apikey": createSystemKey(t.db, ["ci-badges"]) };
+    const badges = { "x-apikey": await createSystemKey(t.database, ["ci-badges"]) };
     expect((await ask("GET", "/endpoints/vault/content/docs/secret.txt", badges)).statusCode).toBe(403);
   });
 
   it("refuses anonymous callers (401), unknown keys and other directories' keys (403) on every route", async () => {
-    const other = { "x-apikey": createFeedKey(t.db, "public", ["view", "add", "delete"]) };
+    const other = { "x-apikey": await createFeedKey(t.database, "public", ["view", "add", "delete"]) };
     const multipart = "id=m&index=0&offset=0&totalSize=1&partSize=1&totalParts=1";
     const routes: Array<[InjectOptions["method"], string]> = [
       ["GET", "content/docs/secret.txt"],

@@ -532,13 +532,13 @@ describe("feed management: who may do what", () => {
       });
       expect(res.statusCode).toBe(201);
     }
-    keys.feedsSystem = createSystemKey(t.db, ["feeds"]);
-    keys.releasesSystem = createSystemKey(t.db, ["releases"]);
-    keys.expired = createSystemKey(t.db, ["full-control"], { expiresAt: daysFromNow(-1) });
-    keys.alphaView = createFeedKey(t.db, "alpha", ["view"]);
-    keys.alphaAdd = createFeedKey(t.db, "alpha", ["view", "add", "promote", "delete"]);
-    keys.betaView = createFeedKey(t.db, "beta", ["view"]);
-    keys.teamView = createFeedKey(t.db, { group: "team" }, ["view"]);
+    keys.feedsSystem = await createSystemKey(t.database, ["feeds"]);
+    keys.releasesSystem = await createSystemKey(t.database, ["releases"]);
+    keys.expired = await createSystemKey(t.database, ["full-control"], { expiresAt: daysFromNow(-1) });
+    keys.alphaView = await createFeedKey(t.database, "alpha", ["view"]);
+    keys.alphaAdd = await createFeedKey(t.database, "alpha", ["view", "add", "promote", "delete"]);
+    keys.betaView = await createFeedKey(t.database, "beta", ["view"]);
+    keys.teamView = await createFeedKey(t.database, { group: "team" }, ["view"]);
     keys.unknown = newKey("unknown");
   });
   afterAll(async () => t.close());
@@ -651,11 +651,11 @@ describe("feed management: who may do what", () => {
   });
 
   it("users: grants decide (Basic, pseudo-key and personal key); a feed-scoped grant filters the list", async () => {
-    const manager = await createUser(t.db, "manager", "manager-pw");
-    grant(t.db, { user: manager, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"] });
-    const viewer = await createUser(t.db, "viewer", "viewer-pw");
-    grant(t.db, { user: viewer, attributes: ["Feeds_ViewFeed"], feed: "beta" });
-    await createUser(t.db, "nobody", "nobody-pw");
+    const manager = await createUser(t.database, "manager", "manager-pw");
+    await grant(t.database, { user: manager, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"] });
+    const viewer = await createUser(t.database, "viewer", "viewer-pw");
+    await grant(t.database, { user: viewer, attributes: ["Feeds_ViewFeed"], feed: "beta" });
+    await createUser(t.database, "nobody", "nobody-pw");
 
     expectJson(
       await t.app.inject({
@@ -670,7 +670,7 @@ describe("feed management: who may do what", () => {
       await t.app.inject({ method: "GET", url: `${FEEDS}/get/epsilon`, headers: { "x-apikey": "manager:manager-pw" } }),
       200,
     );
-    const personal = createPersonalKey(t.db, manager);
+    const personal = await createPersonalKey(t.database, manager);
     expect((await as(personal, "DELETE", `${FEEDS}/delete/epsilon`)).statusCode).toBe(200);
 
     const viewerList = await t.app.inject({
@@ -700,8 +700,8 @@ describe("feed management: who may do what", () => {
   });
 
   it("renaming into a free name needs the right to manage feeds in general, not only this feed", async () => {
-    const scoped = await createUser(t.db, "alpha-admin", "pw-alpha");
-    grant(t.db, { user: scoped, attributes: ["Admin_ManageFeed"], feed: "alpha" });
+    const scoped = await createUser(t.database, "alpha-admin", "pw-alpha");
+    await grant(t.database, { user: scoped, attributes: ["Admin_ManageFeed"], feed: "alpha" });
     const headers = basic("alpha-admin", "pw-alpha");
     expectJson(
       await t.app.inject({ method: "POST", url: `${FEEDS}/update/alpha`, headers, payload: { description: "mine" } }),
@@ -715,7 +715,7 @@ describe("feed management: who may do what", () => {
   });
 
   it("anonymous access follows grants: a view grant on one feed shows it, and nothing else", async () => {
-    grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "alpha" });
+    await grant(t.database, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "alpha" });
     expect(names(await as(undefined, "GET", `${FEEDS}/list`))).toEqual(["alpha"]);
     expectJson(await as(undefined, "GET", `${FEEDS}/get/alpha`), 200);
     expectText(await as(undefined, "GET", `${FEEDS}/get/beta`), 401);

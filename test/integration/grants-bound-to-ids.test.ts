@@ -106,10 +106,10 @@ describe("feed keys are bound to their feed, not its name", () => {
     t = await buildTestApp();
     await createFeed("newest");
     const key = await apiFeedKey("newest", ["view"]);
-    const id = feedIdOf(t.db, "newest");
+    const id = await feedIdOf(t.database, "newest");
     deleteFromShell("DELETE FROM feeds WHERE name = 'newest'");
     await createFeed("newest");
-    expect(feedIdOf(t.db, "newest")).toBe(id);
+    expect(await feedIdOf(t.database, "newest")).toBe(id);
     refused(await call(byKey(key), "GET", "/upack/newest/packages"));
   });
 
@@ -158,7 +158,7 @@ describe("feed keys are bound to their feed, not its name", () => {
 describe("permissions are bound to their feed, not its name", () => {
   it("a user's feed permission follows a rename, opens no new feed under the old name, and dies with its feed", async () => {
     t = await buildTestApp();
-    await createUser(t.db, "alice", PASSWORD);
+    await createUser(t.database, "alice", PASSWORD);
     await createFeed("pkgs");
     const granted = await call(admin(), "POST", "/api/security/permissions/add", {
       user: "alice",
@@ -187,8 +187,8 @@ describe("permissions are bound to their feed, not its name", () => {
   it("a group's feed permission (written as before, through the fixtures) is the feed's too", async () => {
     t = await buildTestApp();
     await createFeed("shared");
-    const userId = await createUser(t.db, "bob", PASSWORD);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "shared" });
+    const userId = await createUser(t.database, "bob", PASSWORD);
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "shared" });
     expectJson(await call(basic("bob", PASSWORD), "GET", `${FEEDS}/get/shared`), 200);
     await deleteFeed("shared");
     await createFeed("shared");
@@ -238,8 +238,8 @@ describe("connectors: bound to feeds by id, and their stored credentials lent on
     await createConnector("secret", { username: "svc", password: "upstream-secret" });
     await createConnector("token", { username: "a-token-as-user-name" });
     await createConnector("open");
-    const managerId = await createUser(t.db, "manager", PASSWORD);
-    grant(t.db, { user: managerId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed: "proxy" });
+    const managerId = await createUser(t.database, "manager", PASSWORD);
+    await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed: "proxy" });
     const manager = basic("manager", PASSWORD);
     const update = (headers: Headers, body: object) => call(headers, "POST", `${FEEDS}/update/proxy`, body);
 
@@ -296,10 +296,10 @@ describe("feed groups are labels: putting a feed under one, or taking it out, ne
     t = await buildTestApp();
     await createFeed("mine");
     await createFeed("labelled", { feedGroup: "prod" });
-    const groupKey = createFeedKey(t.db, { group: "prod" }, ["view"]);
-    const userId = await createUser(t.db, "dana", PASSWORD);
+    const groupKey = await createFeedKey(t.database, { group: "prod" }, ["view"]);
+    const userId = await createUser(t.database, "dana", PASSWORD);
     for (const feed of ["mine", "labelled"]) {
-      grant(t.db, { user: userId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed });
+      await grant(t.database, { user: userId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed });
     }
     const dana = basic("dana", PASSWORD);
 
@@ -317,7 +317,7 @@ describe("feed groups are labels: putting a feed under one, or taking it out, ne
     expectJson(await call(dana, "POST", `${FEEDS}/update/labelled`, { feedGroup: "PROD", description: "d" }), 200);
 
     // With the right on the group, the same change passes, and the group's key reaches the feed.
-    grant(t.db, { user: userId, attributes: ["Admin_ManageFeed"], feedGroup: "prod" });
+    await grant(t.database, { user: userId, attributes: ["Admin_ManageFeed"], feedGroup: "prod" });
     expectJson(await call(dana, "POST", `${FEEDS}/update/mine`, { feedGroup: "prod" }), 200);
     expectJson(await call(byKey(groupKey), "GET", "/upack/mine/packages"), 200);
   });
@@ -408,7 +408,7 @@ describe("migration 0010 binds name-bound keys and permissions to ids and drops 
         expect(created.statusCode).toBe(201);
         const orphanRead = await app.inject({ url: `${FEEDS}/get/Deleted-Feed`, headers: byKey(orphanKey) });
         expect(orphanRead.statusCode).toBe(403);
-        expect(feedIdOf(db, "deleted-feed")).toBeGreaterThan(1);
+        expect(await feedIdOf(db, "deleted-feed")).toBeGreaterThan(1);
         expect(db.prepare("SELECT count(*) AS n FROM permissions WHERE feed_id IS NOT NULL").get()).toEqual({ n: 1 });
       } finally {
         await app.close();

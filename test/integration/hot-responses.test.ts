@@ -64,7 +64,7 @@ describe("replayed small downloads", () => {
       body: new Uint8Array(packageBytes),
     });
     expect(upload.status).toBe(201);
-    key = createFeedKey(t.db, "main", ["view"]);
+    key = await createFeedKey(t.database, "main", ["view"]);
   });
 
   it("answers as the route does, with a new request id each time, and counts every download", async () => {
@@ -90,11 +90,11 @@ describe("replayed small downloads", () => {
 
   it("checks each caller's own credentials, and leaves every refusal to the route", async () => {
     // Keys are made first: any write empties what is kept. Then each is known to the caches.
-    const elsewhere = createFeedKey(t.db, SECOND_FEED, ["view"]);
-    const userId = await createUser(t.db, "dev", "secret-password");
-    const outsider = await createUser(t.db, "outsider", "other-password");
-    grant(t.db, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "main" });
-    grant(t.db, { user: outsider, attributes: ["Feeds_DownloadPackage"], feed: SECOND_FEED });
+    const elsewhere = await createFeedKey(t.database, SECOND_FEED, ["view"]);
+    const userId = await createUser(t.database, "dev", "secret-password");
+    const outsider = await createUser(t.database, "outsider", "other-password");
+    await grant(t.database, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "main" });
+    await grant(t.database, { user: outsider, attributes: ["Feeds_DownloadPackage"], feed: SECOND_FEED });
     expect((await download({ "x-apikey": elsewhere })).status).toBe(403);
     expect((await download(basic("outsider", "other-password"))).status).toBe(403);
     await (await download()).arrayBuffer(); // kept for the feed key of beforeEach
@@ -123,7 +123,7 @@ describe("replayed small downloads", () => {
     expect(deleted.status).toBe(200);
     expect((await download()).status).toBe(403);
 
-    const second = createFeedKey(t.db, "main", ["view"]);
+    const second = await createFeedKey(t.database, "main", ["view"]);
     expect((await replaysOf(() => download({ "x-apikey": second }))).replayed).toBe(1);
     outside(
       "DELETE FROM api_keys WHERE key_type = 'Feed' AND feed_id = (SELECT feed_id FROM feed_names WHERE name_key = 'main')",
@@ -133,7 +133,9 @@ describe("replayed small downloads", () => {
   });
 
   it("follows deleted packages and expired keys", async () => {
-    const expiring = createFeedKey(t.db, "main", ["view"], { expiresAt: new Date(now + 3_600_000).toISOString() });
+    const expiring = await createFeedKey(t.database, "main", ["view"], {
+      expiresAt: new Date(now + 3_600_000).toISOString(),
+    });
     expect((await replaysOf(() => download({ "x-apikey": expiring }))).replayed).toBe(1);
     now += 2 * 3_600_000;
     try {

@@ -345,8 +345,8 @@ describe("more server rules", () => {
 
 describe("access", () => {
   it("needs the infrastructure scope (or full control)", async () => {
-    const feeds = createSystemKey(t.db, ["feeds"]);
-    const infra = createSystemKey(t.db, ["infrastructure"]);
+    const feeds = await createSystemKey(t.database, ["feeds"]);
+    const infra = await createSystemKey(t.database, ["infrastructure"]);
     expectText(await send("GET", "/api/infrastructure/servers/list", undefined, feeds), 403);
     expectText(await send("POST", "/api/infrastructure/servers/create/k1", local("k1"), feeds), 403);
     expect((await send("GET", "/api/infrastructure/servers/list", undefined, infra)).statusCode).toBe(200);

@@ -201,8 +201,8 @@ describe("global and scoped variables", () => {
   });
 
   it("needs Infrastructure_View to read and Infrastructure_Manage (infrastructure scope) to write", async () => {
-    const feeds = createSystemKey(t.db, ["feeds"]);
-    const infra = createSystemKey(t.db, ["infrastructure"]);
+    const feeds = await createSystemKey(t.database, ["feeds"]);
+    const infra = await createSystemKey(t.database, ["infrastructure"]);
     expectText(await json("GET", "/api/variables/global", undefined, feeds), 403);
     expectText(await json("POST", "/api/variables/global", { A: "1" }, feeds), 403);
     expect((await json("GET", "/api/variables/scoped/all", undefined, infra)).statusCode).toBe(200);

@@ -49,7 +49,7 @@ beforeEach(() => t.db.exec("DELETE FROM lifecycle_events"));
 
 describe("package events", () => {
   it("raises added, then overwritten, then deleted, naming the feed, the package and the actor", async () => {
-    const named = { "x-apikey": createSystemKey(t.db, ["full-control"], { displayName: "Build agent 7" }) };
+    const named = { "x-apikey": await createSystemKey(t.database, ["full-control"], { displayName: "Build agent 7" }) };
     const bytes = await buildUpack({ group: "tools", name: "hammer", version: "1.0.0" });
     expect((await upload("main", bytes, named)).statusCode).toBe(201);
     expect((await upload("main", bytes, named)).statusCode).toBe(201);
@@ -76,7 +76,7 @@ describe("package events", () => {
     expect((await upload("main", bytes)).statusCode).toBe(201);
     t.db.exec("DELETE FROM lifecycle_events");
     // A feed key that may add but not overwrite: the same version again is a 409.
-    const adder = { "x-apikey": createFeedKey(t.db, "main", ["view", "add"]) };
+    const adder = { "x-apikey": await createFeedKey(t.database, "main", ["view", "add"]) };
     expect((await upload("main", bytes, adder)).statusCode).toBe(409);
     const body = formBody([
       filePart("fresh.upack", await buildUpack({ name: "fresh", version: "1.0.0" })),

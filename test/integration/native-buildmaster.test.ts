@@ -28,7 +28,7 @@ const rows = async (method: string, query = "") => {
 beforeAll(async () => {
   t = await buildTestApp();
   r = releasesFixtures(t);
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   webId = await r.setup("Web");
   apiId = await r.setup("Api");
   await r.release(webId, "1.0", "Web-pipeline");
@@ -145,7 +145,7 @@ describe("Pipelines_GetPipelines, Environments_GetEnvironments, Deployments_GetD
 
 describe("privileges", () => {
   it("a releases-only key is 403 with the seed's sentence", async () => {
-    const releasesKey = createSystemKey(t.db, ["releases"]);
+    const releasesKey = await createSystemKey(t.database, ["releases"]);
     for (const method of ["Releases_GetReleases", "Builds_GetBuilds", "Environments_GetEnvironments"]) {
       const res = await call(method, "", releasesKey);
       expect(res.statusCode).toBe(403);

@@ -30,7 +30,7 @@ type Json = Record<string, unknown>;
 beforeAll(async () => {
   t = await buildTestApp({ clock: time.clock });
   r = releasesFixtures(t);
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   webId = await r.setup("Web");
   apiId = await r.setup("Api");
   for (const number of ["1.0", "2.0"]) await r.release(webId, number, "Web-pipeline");
@@ -158,9 +158,9 @@ describe("DatabaseChangeScripts_CreateOrUpdateChangeScript", () => {
   });
 
   it("updates the script of that name (any case): modified by/on change, created by/on do not", async () => {
-    const viewer = await createUser(t.db, "dba-alice");
-    grant(t.db, { user: viewer, attributes: ["Applications_View", "Releases_Manage"] });
-    const alice = createPersonalKey(t.db, viewer);
+    const viewer = await createUser(t.database, "dba-alice");
+    await grant(t.database, { user: viewer, attributes: ["Applications_View", "Releases_Manage"] });
+    const alice = await createPersonalKey(t.database, viewer);
     const createdOn = time.at();
     const id = await save(
       {
@@ -349,7 +349,7 @@ describe("privileges", () => {
   const saveBody = () => ({ Application_Id: webId, Release_Number: "1.0", Script_Name: "denied", Script_Text: "x" });
 
   it("403 with the seed's sentence for a feeds-only key, no key and a bad key; nothing written", async () => {
-    const feedsKey = createSystemKey(t.db, ["feeds"]);
+    const feedsKey = await createSystemKey(t.database, ["feeds"]);
     for (const res of [
       await get(`${listUrl()}&key=${feedsKey}`),
       await get(listUrl()),
@@ -366,9 +366,9 @@ describe("privileges", () => {
   });
 
   it("a user needs Applications_View to read and Releases_Manage to write", async () => {
-    const viewer = await createUser(t.db, "script-viewer");
-    grant(t.db, { user: viewer, attributes: ["Applications_View"] });
-    const key = createPersonalKey(t.db, viewer);
+    const viewer = await createUser(t.database, "script-viewer");
+    await grant(t.database, { user: viewer, attributes: ["Applications_View"] });
+    const key = await createPersonalKey(t.database, viewer);
     expect((await list(`Application_Id=${webId}`, key)).length).toBeGreaterThan(0);
     refused(
       await postJson("/api/json/DatabaseChangeScripts_CreateOrUpdateChangeScript", { API_Key: key, ...saveBody() }),

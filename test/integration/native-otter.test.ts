@@ -38,7 +38,7 @@ const call = (method: string, query = "", key = nativeKey) =>
 beforeAll(async () => {
   base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "wharf-native-otter-")));
   t = await buildTestApp({ env: { WHARF_DEPLOY_ROOT: base } });
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   expect((await send("/api/infrastructure/environments/create/Prod", {})).statusCode).toBe(201);
   expect((await send("/api/infrastructure/environments/create/Test", { active: false })).statusCode).toBe(201);
   expect((await send("/api/infrastructure/roles/create/web", { description: "Web tier" })).statusCode).toBe(201);
@@ -182,18 +182,18 @@ describe("ServerConfiguration_GetStatus", () => {
 
 describe("privileges", () => {
   it("an infrastructure-only key is 403 with the seed's sentence; a user needs Infrastructure_View", async () => {
-    const infra = createSystemKey(t.db, ["infrastructure"]);
+    const infra = await createSystemKey(t.database, ["infrastructure"]);
     const res = await call("Servers_GetServers", "", infra);
     expect(res.statusCode).toBe(403);
     expect(res.body).toBe(PERMISSION_DENIED_MESSAGE);
-    const userId = await createUser(t.db, "ops", "Ops-pass-123");
+    const userId = await createUser(t.database, "ops", "Ops-pass-123");
     const refused = await t.app.inject({
       method: "GET",
       url: "/api/json/Servers_GetServers",
       headers: basic("ops", "Ops-pass-123"),
     });
     expect(refused.statusCode).toBe(403);
-    grant(t.db, { user: userId, attributes: ["Infrastructure_View"] });
+    await grant(t.database, { user: userId, attributes: ["Infrastructure_View"] });
     const allowed = await t.app.inject({
       method: "GET",
       url: "/api/json/Servers_GetServers",
@@ -214,7 +214,7 @@ describe("configuration status and items after a real check", () => {
   afterAll(async () => w?.close());
 
   it("ServerConfiguration_GetStatus and _GetItems show the drift the check found", async () => {
-    const key = createSystemKey(w.t.db, ["native"]);
+    const key = await createSystemKey(w.t.database, ["native"]);
     const get = (method: string, query: string) =>
       w.t.app.inject({ method: "GET", url: `/api/json/${method}?API_Key=${key}${query}` });
     const status = (await get("ServerConfiguration_GetStatus", "&Server_Name=alpha")).json<Row[]>();

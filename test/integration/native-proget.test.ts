@@ -46,13 +46,13 @@ const json = (res: LightMyRequestResponse) => res.json<Row[]>();
 
 beforeAll(async () => {
   t = await buildTestApp();
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   await createFeed("bower", "universal", { description: "Bower components" });
   await createFeed("upack", "universal");
   await createFeed("retired", "universal", { active: false });
   await createFeed("files", "asset");
-  bowerId = feedIdOf(t.db, "bower");
-  upackId = feedIdOf(t.db, "upack");
+  bowerId = await feedIdOf(t.database, "bower");
+  upackId = await feedIdOf(t.database, "upack");
   bowerBytes = await buildUpack({ group: "bower", name: "jquery", version: "3.7.1", manifest: { title: "jQuery" } });
   await upload("bower", bowerBytes);
   await upload("bower", await buildUpack({ group: "bower", name: "jquery", version: "3.6.0" }));
@@ -177,7 +177,7 @@ describe("the Jenkins ProGet plugin's calls (docs/clients.md 3.7)", () => {
 describe("download counts", () => {
   it("a download through the feed shows in Download_Count of the version and the package", async () => {
     await createFeed("counted", "universal");
-    const counted = feedIdOf(t.db, "counted");
+    const counted = await feedIdOf(t.database, "counted");
     await upload("counted", await buildUpack({ name: "lib", version: "1.0.0" }));
     const download = await get("/upack/counted/download/lib/1.0.0", { "x-apikey": t.adminKey });
     expect(download.statusCode).toBe(200);
@@ -249,7 +249,7 @@ describe("arguments", () => {
   it("unknown ids give empty tables (also a feed of another type, and a package or version that is not there)", async () => {
     for (const url of [
       `/api/json/ProGetPackages_GetPackages?API_Key=${nativeKey}&Feed_Id=99999`,
-      `/api/json/ProGetPackages_GetPackages?API_Key=${nativeKey}&Feed_Id=${feedIdOf(t.db, "files")}`,
+      `/api/json/ProGetPackages_GetPackages?API_Key=${nativeKey}&Feed_Id=${await feedIdOf(t.database, "files")}`,
       `/api/json/ProGetPackages_GetPackageVersions?API_Key=${nativeKey}&Feed_Id=99999&Package_Name=jquery`,
       `/api/json/ProGetPackages_GetPackageVersions?API_Key=${nativeKey}&Feed_Id=${bowerId}&Package_Name=nope`,
       `/api/json/ProGetPackages_GetPackageVersions?API_Key=${nativeKey}&Feed_Id=${bowerId}&Group_Name=bower&Package_Name=jquery&Version_Text=9.9.9`,
@@ -265,8 +265,8 @@ describe("arguments", () => {
 
 describe("privileges", () => {
   it("a key without native access (feeds only, or a feed key) is 403 with the seed's sentence", async () => {
-    const feedsOnly = createSystemKey(t.db, ["feeds"]);
-    const feedKey = createFeedKey(t.db, "bower", ["view", "delete"]);
+    const feedsOnly = await createSystemKey(t.database, ["feeds"]);
+    const feedKey = await createFeedKey(t.database, "bower", ["view", "delete"]);
     for (const key of [feedsOnly, feedKey]) {
       const res = await get(`/api/json/Feeds_GetFeeds?API_Key=${key}&IncludeInactive_Indicator=N`);
       expect(res.statusCode).toBe(403);
@@ -275,9 +275,9 @@ describe("privileges", () => {
   });
 
   it("a user sees only the feeds a grant lets them view, and gets empty tables for the others", async () => {
-    const userId = await createUser(t.db, "viewer", "Viewer-pass-1");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"] });
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "upack", deny: true });
+    const userId = await createUser(t.database, "viewer", "Viewer-pass-1");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"] });
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "upack", deny: true });
     const auth = basic("viewer", "Viewer-pass-1");
     const feeds = json(await get("/api/json/Feeds_GetFeeds", auth));
     expect(feeds.map((r) => r.Feed_Name)).not.toContain("upack");
@@ -315,9 +315,9 @@ describe("finding and deleting a package version", () => {
   });
 
   it("a user needs Feeds_DeletePackage on that feed: a deny there wins over a global grant (403, nothing deleted)", async () => {
-    const userId = await createUser(t.db, "deleter", "Deleter-pass-1");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DeletePackage"] });
-    grant(t.db, { user: userId, attributes: ["Feeds_DeletePackage"], feed: "upack", deny: true });
+    const userId = await createUser(t.database, "deleter", "Deleter-pass-1");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DeletePackage"] });
+    await grant(t.database, { user: userId, attributes: ["Feeds_DeletePackage"], feed: "upack", deny: true });
     const auth = basic("deleter", "Deleter-pass-1");
     const res = await get(
       `/api/json/ProGetPackages_DeletePackage?Feed_Id=${upackId}&Package_Name=tool&Version_Text=2.0.0`,

@@ -28,7 +28,7 @@ const SOAP12 = "http://www.w3.org/2003/05/soap-envelope";
 beforeAll(async () => {
   t = await buildTestApp();
   r = releasesFixtures(t);
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   webId = await r.setup("Web");
   await r.setup("Api");
   r.ok(await r.json("POST", "/api/applications/update", { id: webId, description: 'Tom & "Jerry" <b>' }));
@@ -312,7 +312,7 @@ describe("faults", () => {
     expect(fault11(bad, "Client")).toBe(PERMISSION_DENIED_MESSAGE);
     expect(bad.headers["x-wharf-error"]).toBe("PERMISSION_DENIED");
     expect(fault11(await post11(getApplication({ Application_Id: "1" })), "Client")).toBe(PERMISSION_DENIED_MESSAGE);
-    const feedsOnly = createSystemKey(t.db, ["feeds"]);
+    const feedsOnly = await createSystemKey(t.database, ["feeds"]);
     expect(fault11(await post11(getApplication({ API_Key: feedsOnly, Application_Id: "1" })), "Client")).toBe(
       PERMISSION_DENIED_MESSAGE,
     );

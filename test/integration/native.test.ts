@@ -28,7 +28,7 @@ type Method = InjectOptions["method"];
 beforeAll(async () => {
   t = await buildTestApp();
   r = releasesFixtures(t);
-  nativeKey = createSystemKey(t.db, ["native"]);
+  nativeKey = await createSystemKey(t.database, ["native"]);
   webId = await r.setup("Web");
   apiId = await r.setup("Api");
   oldId = await r.setup("Old");
@@ -317,8 +317,8 @@ describe("keys and access", () => {
   });
 
   it("403 with the seed's sentence for keys without the native scope, bad keys and no key", async () => {
-    const releasesKey = createSystemKey(t.db, ["releases"]);
-    const badgesKey = createSystemKey(t.db, ["ci-badges"]);
+    const releasesKey = await createSystemKey(t.database, ["releases"]);
+    const badgesKey = await createSystemKey(t.database, ["ci-badges"]);
     for (const res of [
       await get(`${url()}&key=${releasesKey}`),
       await get(`${url()}&API_Key=${badgesKey}`),
@@ -338,9 +338,9 @@ describe("keys and access", () => {
   });
 
   it("checks a user's attribute per method: Applications_View reads, Releases_Manage cancels", async () => {
-    const viewer = await createUser(t.db, "native-viewer");
-    grant(t.db, { user: viewer, attributes: ["Applications_View"] });
-    const personal = createPersonalKey(t.db, viewer);
+    const viewer = await createUser(t.database, "native-viewer");
+    await grant(t.database, { user: viewer, attributes: ["Applications_View"] });
+    const personal = await createPersonalKey(t.database, viewer);
     r.ok(await get(`${url()}&key=${personal}`));
     refused(
       await postJson("/api/json/Releases_CancelRelease", {

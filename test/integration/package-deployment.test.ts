@@ -167,8 +167,8 @@ describe("POST /api/package-deployment/: the record in every encoding", () => {
 
 describe("POST: the key in every transport", () => {
   let feedKey: string;
-  beforeAll(() => {
-    feedKey = createFeedKey(t.db, "main", ["view"], { displayName: "deploy bot" });
+  beforeAll(async () => {
+    feedKey = await createFeedKey(t.database, "main", ["view"], { displayName: "deploy bot" });
   });
 
   it("X-ApiKey header", async () => {
@@ -198,11 +198,11 @@ describe("POST: the key in every transport", () => {
 
 describe("POST: defaults", () => {
   it("UserName: the user, the key's display name, or the record's own", async () => {
-    const userId = await createUser(t.db, "alice", "s3cret-pass");
-    grant(t.db, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "main" });
+    const userId = await createUser(t.database, "alice", "s3cret-pass");
+    await grant(t.database, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "main" });
     expect(expectRecord(await postBare(RECORD, basic("alice", "s3cret-pass"))).userName).toBe("alice");
     expect(expectRecord(await postBare(RECORD)).userName).toBe(ADMIN_NAME);
-    const named = createSystemKey(t.db, ["feeds"], { displayName: "pipeline" });
+    const named = await createSystemKey(t.database, ["feeds"], { displayName: "pipeline" });
     expect(expectRecord(await postBare(RECORD, { "x-apikey": named })).userName).toBe("pipeline");
     expect(expectRecord(await postBare({ ...RECORD, UserName: "bob" })).userName).toBe("bob");
     // Blank is absent.
@@ -274,24 +274,24 @@ describe("POST: access (401, 403, 404)", () => {
   });
 
   it("403 for a feed key without Feeds_DownloadPackage, or for another feed", async () => {
-    const addOnly = createFeedKey(t.db, "main", ["add", "delete"]);
+    const addOnly = await createFeedKey(t.database, "main", ["add", "delete"]);
     expectText(await postJson(RECORD, { "x-apikey": addOnly }), 403, PERMISSION_DENIED_MESSAGE);
-    const otherFeed = createFeedKey(t.db, "other", ["view"]);
+    const otherFeed = await createFeedKey(t.database, "other", ["view"]);
     expectText(await postJson(RECORD, { "x-apikey": otherFeed }), 403, PERMISSION_DENIED_MESSAGE);
     expectRecord(await postJson({ ...RECORD, FeedName: "other" }, { "x-apikey": otherFeed }));
   });
 
   it("403 for a System key without the feeds API; the feeds and package-deployment scopes pass", async () => {
-    const configuration = createSystemKey(t.db, ["configuration", "releases"]);
+    const configuration = await createSystemKey(t.database, ["configuration", "releases"]);
     expectText(await postJson(RECORD, { "x-apikey": configuration }), 403, PERMISSION_DENIED_MESSAGE);
-    expectRecord(await postJson(RECORD, { "x-apikey": createSystemKey(t.db, ["feeds"]) }));
-    expectRecord(await postJson(RECORD, { "x-apikey": createSystemKey(t.db, ["package-deployment"]) }));
+    expectRecord(await postJson(RECORD, { "x-apikey": await createSystemKey(t.database, ["feeds"]) }));
+    expectRecord(await postJson(RECORD, { "x-apikey": await createSystemKey(t.database, ["package-deployment"]) }));
   });
 
   it("403 for a user without the privilege on that feed", async () => {
-    const userId = await createUser(t.db, "viewer", "viewer-pass");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
-    grant(t.db, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "other" });
+    const userId = await createUser(t.database, "viewer", "viewer-pass");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_DownloadPackage"], feed: "other" });
     expectText(await postJson(RECORD, basic("viewer", "viewer-pass")), 403, PERMISSION_DENIED_MESSAGE);
     expectRecord(await postJson({ ...RECORD, FeedName: "other" }, basic("viewer", "viewer-pass")));
   });
@@ -300,7 +300,7 @@ describe("POST: access (401, 403, 404)", () => {
     const anonymous = await postBare({ ...RECORD, FeedName: "open" }, {});
     expectText(anonymous, 401);
     expect(anonymous.headers["www-authenticate"]).toBe('Basic realm="Wharf"');
-    grant(t.db, { anonymous: true, attributes: ["Feeds_DownloadPackage"], feed: "open" });
+    await grant(t.database, { anonymous: true, attributes: ["Feeds_DownloadPackage"], feed: "open" });
     expect(expectRecord(await postBare({ ...RECORD, FeedName: "open" }, {})).userName).toBeNull();
     expectText(await postBare(RECORD, {}), 401);
   });
@@ -437,16 +437,16 @@ describe("GET /api/package-deployment/: listing", () => {
   it("needs Feeds_ViewFeed on the feed: 401 Anonymous, 403 other keys and users", async () => {
     const url = `${URL}?feed=listing&name=Lib`;
     expectText(await t.app.inject({ url }), 401);
-    const otherFeed = createFeedKey(t.db, "other", ["view"]);
+    const otherFeed = await createFeedKey(t.database, "other", ["view"]);
     expectText(await t.app.inject({ url, headers: { "x-apikey": otherFeed } }), 403, PERMISSION_DENIED_MESSAGE);
-    const noFeeds = createSystemKey(t.db, ["configuration"]);
+    const noFeeds = await createSystemKey(t.database, ["configuration"]);
     expectText(await t.app.inject({ url, headers: { "x-apikey": noFeeds } }), 403, PERMISSION_DENIED_MESSAGE);
-    const userId = await createUser(t.db, "reader", "reader-pass");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "listing" });
+    const userId = await createUser(t.database, "reader", "reader-pass");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "listing" });
     expect(targets(await list("feed=listing&name=Lib", basic("reader", "reader-pass")))).toHaveLength(3);
-    expect(await list("feed=listing&name=Lib", { "x-apikey": createFeedKey(t.db, "listing", ["view"]) })).toHaveLength(
-      3,
-    );
+    expect(
+      await list("feed=listing&name=Lib", { "x-apikey": await createFeedKey(t.database, "listing", ["view"]) }),
+    ).toHaveLength(3);
   });
 });
 

@@ -158,7 +158,7 @@ describe("upload, pgutil's way, then read through both APIs", () => {
     expectText(await call("PUT", "/api/packages/main/upload", admin), 400);
     expectText(await call("PUT", "/api/packages/main/upload", admin, Buffer.from("not a zip")), 400);
     expectText(await pgutilUpload({ name: "x", version: "1.0.0" }, "nugets"), 404, "feed not found");
-    const adder = { "x-apikey": createFeedKey(t.db, "main", ["view", "add"]) };
+    const adder = { "x-apikey": await createFeedKey(t.database, "main", ["view", "add"]) };
     expect((await pgutilUpload({ name: "once", version: "1.0.0" }, "main", adder)).statusCode).toBe(200);
     expectText(await pgutilUpload({ name: "once", version: "1.0.0" }, "main", adder), 409);
   });
@@ -382,7 +382,7 @@ describe("privileges (docs/compat.md 2.14)", () => {
   });
 
   it("a view key reads and downloads, but cannot upload (body unread) or delete", async () => {
-    const viewer = { "x-apikey": createFeedKey(t.db, "main", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(t.database, "main", ["view"]) };
     for (const url of [...reads, download]) expect((await get(url, viewer)).statusCode, url).toBe(200);
     const { res, read } = await upload(viewer);
     expectText(res, 403, PERMISSION_DENIED_MESSAGE);
@@ -391,23 +391,23 @@ describe("privileges (docs/compat.md 2.14)", () => {
   });
 
   it("a key of another feed, even with every permission: 403 for everything", async () => {
-    const stranger = { "x-apikey": createFeedKey(t.db, "other", ["view", "add", "delete"]) };
+    const stranger = { "x-apikey": await createFeedKey(t.database, "other", ["view", "add", "delete"]) };
     for (const url of [...reads, download]) expectText(await get(url, stranger), 403, PERMISSION_DENIED_MESSAGE);
     expectText((await upload(stranger)).res, 403);
     expectText(await call("DELETE", remove, stranger), 403);
   });
 
   it("a user sent as pgutil's pseudo-key: add then delete as granted; the publisher is the user", async () => {
-    const userId = await createUser(t.db, "pg-user", "pg-pass");
+    const userId = await createUser(t.database, "pg-user", "pg-pass");
     const asUser = { "x-apikey": "pg-user:pg-pass" };
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_AddPackage"], feed: "main" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_AddPackage"], feed: "main" });
     const { res } = await upload(asUser);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ version: "5.0.0", publishedBy: "pg-user" });
     expectText(await call("POST", remove, asUser), 403);
-    grant(t.db, { user: userId, attributes: ["Feeds_DeletePackage"], feed: "main" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_DeletePackage"], feed: "main" });
     expect((await call("POST", remove, asUser)).statusCode).toBe(200);
-    const feedsKey = { "x-apikey": createSystemKey(t.db, ["feeds"]) };
+    const feedsKey = { "x-apikey": await createSystemKey(t.database, ["feeds"]) };
     expect((await call("POST", "/api/packages/main/delete?name=guarded&version=5.0.0", feedsKey)).statusCode).toBe(200);
   });
 });

@@ -70,14 +70,14 @@ describe("wharf promote / promotions / repackage", () => {
 
   it("the server's refusals exit 1 with its message; bad usage and a missing key exit 2", async () => {
     // A user (X-ApiKey: user:password, docs/compat.md 0.1) who may promote but not overwrite.
-    const userId = await createUser(t.db, "promoter", "promoter-password-1");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "ci" });
-    grant(t.db, { user: userId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "stable" });
+    const userId = await createUser(t.database, "promoter", "promoter-password-1");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "ci" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "stable" });
     const asUser = ["--server", server, "--api-key", "promoter:promoter-password-1"];
     expect(await wharf(promoteCommand, "ci", "team/svc", "3.0.0", "stable", ...asUser)).toBe(1);
     expect(err.join("\n")).toMatch(/answered 409: .*already exists/);
 
-    const weak = createFeedKey(t.db, "ci", ["view"]);
+    const weak = await createFeedKey(t.database, "ci", ["view"]);
     expect(
       await wharf(repackageCommand, "ci", "team/svc", "3.0.0", "3.0.1", "--server", server, "--api-key", weak),
     ).toBe(1);

@@ -144,9 +144,9 @@ describe("POST /api/promotions/promote", () => {
   });
 
   it("a version the target holds: 409 without the overwrite privilege, replaced with it", async () => {
-    const userId = await createUser(t.db, "promoter", PASSWORD);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "dev" });
-    grant(t.db, { user: userId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
+    const userId = await createUser(t.database, "promoter", PASSWORD);
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "dev" });
+    await grant(t.database, { user: userId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
     const body = { fromFeed: "dev", group: "tools", name: "cli", version: "1.0.0", toFeed: "prod" };
     expectText(await promote(body, basic("promoter", PASSWORD)), 409, "already exists");
     const again = expectJson(await promote({ ...body, comments: "again" })) as Record<string, unknown>;
@@ -158,30 +158,32 @@ describe("privileges (docs/compat.md 9)", () => {
   const body = { fromFeed: "dev", group: "tools", name: "cli", version: "1.1.0", toFeed: "prod" };
 
   it("users: view on the source and accept-promotions or add on the target; 401 for Anonymous", async () => {
-    const viewer = await createUser(t.db, "viewer-only", PASSWORD);
-    grant(t.db, { user: viewer, attributes: ["Feeds_ViewFeed"], feed: "dev" });
+    const viewer = await createUser(t.database, "viewer-only", PASSWORD);
+    await grant(t.database, { user: viewer, attributes: ["Feeds_ViewFeed"], feed: "dev" });
     expectText(await promote(body, basic("viewer-only", PASSWORD)), 403);
 
-    const blind = await createUser(t.db, "accept-only", PASSWORD);
-    grant(t.db, { user: blind, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
+    const blind = await createUser(t.database, "accept-only", PASSWORD);
+    await grant(t.database, { user: blind, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
     expectText(await promote(body, basic("accept-only", PASSWORD)), 403);
 
-    const adder = await createUser(t.db, "adder", PASSWORD);
-    grant(t.db, { user: adder, attributes: ["Feeds_ViewFeed"], feed: "dev" });
-    grant(t.db, { user: adder, attributes: ["Feeds_AddPackage"], feed: "prod" });
+    const adder = await createUser(t.database, "adder", PASSWORD);
+    await grant(t.database, { user: adder, attributes: ["Feeds_ViewFeed"], feed: "dev" });
+    await grant(t.database, { user: adder, attributes: ["Feeds_AddPackage"], feed: "prod" });
     expect(expectJson(await promote(body, basic("adder", PASSWORD)))).toMatchObject({ promotedBy: "adder" });
 
     expectText(await promote({ ...body, version: "1.0.0" }, {}), 401);
   });
 
   it("feed keys: `view` and `promote` on both feeds (a feed-group key); a key of one feed cannot", async () => {
-    const groupKey = createFeedKey(t.db, { group: "pipeline" }, ["view", "promote"], { displayName: "release bot" });
+    const groupKey = await createFeedKey(t.database, { group: "pipeline" }, ["view", "promote"], {
+      displayName: "release bot",
+    });
     const res = await promote({ ...body, version: "2.0.0-rc.1" }, { "x-apikey": groupKey });
     expect(expectJson(res)).toMatchObject({ promotedBy: "release bot", version: "2.0.0-rc.1" });
 
-    const viewOnly = createFeedKey(t.db, { group: "pipeline" }, ["view"]);
+    const viewOnly = await createFeedKey(t.database, { group: "pipeline" }, ["view"]);
     expectText(await promote({ ...body, version: "1.0.0", toFeed: "prod" }, { "x-apikey": viewOnly }), 403);
-    const sourceKey = createFeedKey(t.db, "dev", ["view", "promote", "add"]);
+    const sourceKey = await createFeedKey(t.database, "dev", ["view", "promote", "add"]);
     expectText(await promote({ ...body, toFeed: "other" }, { "x-apikey": sourceKey }), 403);
     // The key in a JSON body is taken as a key (docs/compat.md 0.1), never read as a field.
     const inBody = await promote({ ...body, version: "1.0.0", toFeed: "other", API_Key: groupKey }, {});
@@ -247,8 +249,8 @@ describe("GET /api/promotions/list: provenance", () => {
   });
 
   it("shows a caller only records of feeds it may view; a named feed it may not view is 403", async () => {
-    const userId = await createUser(t.db, "other-viewer", PASSWORD);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "other" });
+    const userId = await createUser(t.database, "other-viewer", PASSWORD);
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "other" });
     const seen = expectJson(
       await t.app.inject({ method: "GET", url: "/api/promotions/list", headers: basic("other-viewer", PASSWORD) }),
     ) as Array<Record<string, unknown>>;

@@ -72,12 +72,15 @@ beforeAll(async () => {
   });
   expect((await admin("PUT", "/upack/dev/upload", rcBytes)).statusCode).toBe(201);
 
-  const releaserId = await createUser(t.db, HOSTILE, "releaser-password-1");
-  grant(t.db, { user: releaserId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"] });
-  grant(t.db, { user: releaserId, attributes: ["Feeds_AddPackage"], feed: "dev" });
-  grant(t.db, { user: releaserId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
-  grant(t.db, { user: releaserId, attributes: ["Feeds_AddPackage"], feed: "romp-feed" });
-  grant(t.db, { user: await createUser(t.db, "viewer", "viewer-password-1"), attributes: ["Feeds_ViewFeed"] });
+  const releaserId = await createUser(t.database, HOSTILE, "releaser-password-1");
+  await grant(t.database, { user: releaserId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"] });
+  await grant(t.database, { user: releaserId, attributes: ["Feeds_AddPackage"], feed: "dev" });
+  await grant(t.database, { user: releaserId, attributes: ["Feeds_AcceptPackagePromotions"], feed: "prod" });
+  await grant(t.database, { user: releaserId, attributes: ["Feeds_AddPackage"], feed: "romp-feed" });
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", "viewer-password-1"),
+    attributes: ["Feeds_ViewFeed"],
+  });
   releaser = new UiClient(t);
   await releaser.signIn(HOSTILE, "releaser-password-1");
   viewer = new UiClient(t, "198.51.100.22");

@@ -240,7 +240,7 @@ describe("deployments run by themselves", () => {
     expect(inUse.statusCode).toBe(409);
     expect(inUse.body).toContain(pipeline);
 
-    const releasesKey = createSystemKey(w.db, ["releases"]);
+    const releasesKey = await createSystemKey(w.db, ["releases"]);
     expect((await w.json("POST", "/api/plans/create", { name: "K", steps }, releasesKey)).statusCode).toBe(403);
     expect((await w.json("DELETE", `/api/plans/delete/${plan}`, undefined, "wrong-key")).statusCode).toBe(403);
 

@@ -50,9 +50,9 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   expect(failed).toMatchObject({ status: "failed" });
-  const user = await createUser(t.db, USER.name, USER.password);
-  grant(t.db, { user, attributes: ["Applications_View"] });
-  await createUser(t.db, "stranger", USER.password);
+  const user = await createUser(t.database, USER.name, USER.password);
+  await grant(t.database, { user, attributes: ["Applications_View"] });
+  await createUser(t.database, "stranger", USER.password);
 });
 afterAll(async () => t.close());
 

@@ -307,19 +307,19 @@ describe("CI badges: key transports (docs/compat.md 7.1, 7.6)", () => {
   const title = (svg: string) => /<title>([^<]*)<\/title>/.exec(svg)?.[1];
 
   it("takes the key from the X-ApiKey header", async () => {
-    const key = createSystemKey(t.db, ["ci-badges"]);
+    const key = await createSystemKey(t.database, ["ci-badges"]);
     const url = "/api/ci-badges/image?$ApplicationName=Filters&$ReleaseNumber=2.0";
     const res = await t.app.inject({ method: "GET", url, headers: { "x-apikey": key } });
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toBe("image/svg+xml");
     expect(title(res.body)).toBe("success");
-    const other = createSystemKey(t.db, ["feeds"]);
+    const other = await createSystemKey(t.database, ["feeds"]);
     expect((await t.app.inject({ method: "GET", url, headers: { "x-apikey": other } })).statusCode).toBe(403);
     expect((await t.app.inject({ method: "GET", url, headers: { "x-apikey": "nope" } })).statusCode).toBe(403);
   });
 
   it("takes API_Key and $ filters from a JSON body", async () => {
-    const key = createSystemKey(t.db, ["ci-badges"]);
+    const key = await createSystemKey(t.database, ["ci-badges"]);
     const post = (body: Json) =>
       t.app.inject({
         method: "POST",

@@ -47,7 +47,7 @@ describe("applications", () => {
     expect(f.ok<Json>(byForm)).toMatchObject({ description: "Shop" });
     expect((await f.json("POST", "/api/applications/update", { name: "Nope" })).statusCode).toBe(404);
     expect(f.ok<Json[]>(await f.json("GET", "/api/applications/list")).map((a) => a.name)).toEqual(["Website"]);
-    const releasesKey = createSystemKey(t.db, ["releases"]);
+    const releasesKey = await createSystemKey(t.database, ["releases"]);
     expect((await f.json("GET", "/api/applications/list", undefined, releasesKey)).statusCode).toBe(200);
     expect((await f.json("POST", "/api/applications/create", { name: "Z" }, releasesKey)).statusCode).toBe(403);
   });

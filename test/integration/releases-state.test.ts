@@ -197,10 +197,10 @@ describe("inputs and aliases (docs/compat.md 7.1, 7.2)", () => {
 
 describe("scopes", () => {
   it("needs the releases scope", async () => {
-    const feedsOnly = createSystemKey(t.db, ["feeds"]);
+    const feedsOnly = await createSystemKey(t.database, ["feeds"]);
     const res = await f.json("GET", "/api/releases", undefined, feedsOnly);
     expect(res.statusCode).toBe(403);
-    const scoped = createSystemKey(t.db, ["releases"]);
+    const scoped = await createSystemKey(t.database, ["releases"]);
     expect((await f.json("GET", "/api/releases", undefined, scoped)).statusCode).toBe(200);
   });
 });

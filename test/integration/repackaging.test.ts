@@ -194,22 +194,22 @@ describe("POST /api/repackaging/repackage", () => {
       version: "1.2.0-rc.3",
       newVersion: "1.3.0",
     };
-    const viewer = await createUser(t.db, "viewer", PASSWORD);
-    grant(t.db, { user: viewer, attributes: ["Feeds_ViewFeed"] });
+    const viewer = await createUser(t.database, "viewer", PASSWORD);
+    await grant(t.database, { user: viewer, attributes: ["Feeds_ViewFeed"] });
     expectText(await repackage(body, basic("viewer", PASSWORD)), 403);
-    const promoter = await createUser(t.db, "promoter", PASSWORD);
-    grant(t.db, { user: promoter, attributes: ["Feeds_ViewFeed"] });
-    grant(t.db, { user: promoter, attributes: ["Feeds_AcceptPackagePromotions"], feed: "releases" });
+    const promoter = await createUser(t.database, "promoter", PASSWORD);
+    await grant(t.database, { user: promoter, attributes: ["Feeds_ViewFeed"] });
+    await grant(t.database, { user: promoter, attributes: ["Feeds_AcceptPackagePromotions"], feed: "releases" });
     expectText(await repackage(body, basic("promoter", PASSWORD)), 403);
-    const releaser = await createUser(t.db, "releaser", PASSWORD);
-    grant(t.db, { user: releaser, attributes: ["Feeds_ViewFeed"], feed: "builds" });
-    grant(t.db, { user: releaser, attributes: ["Feeds_AddPackage"], feed: "releases" });
+    const releaser = await createUser(t.database, "releaser", PASSWORD);
+    await grant(t.database, { user: releaser, attributes: ["Feeds_ViewFeed"], feed: "builds" });
+    await grant(t.database, { user: releaser, attributes: ["Feeds_AddPackage"], feed: "releases" });
     expect(expectJson(await repackage(body, basic("releaser", PASSWORD)))).toMatchObject({ repackagedBy: "releaser" });
     expectText(await repackage(body, basic("releaser", PASSWORD)), 409, "already exists");
     expectText(await repackage(body, {}), 401);
 
     // A feed key's `add` is Add/Repackage (docs/compat.md 9): on its own feed.
-    const key = createFeedKey(t.db, "builds", ["view", "add"], { displayName: "ci" });
+    const key = await createFeedKey(t.database, "builds", ["view", "add"], { displayName: "ci" });
     expect(
       expectJson(await repackage({ ...body, toFeed: undefined, newVersion: "1.2.0-final" }, { "x-apikey": key })),
     ).toMatchObject({

@@ -384,7 +384,7 @@ describe("schedules and privileges", () => {
   }, 20_000);
 
   it("needs Admin_ManageFeed on the directory: others get 403, no key 401", async () => {
-    const writer = createFeedKey(t.db, "nightly", ["view", "add", "delete"]);
+    const writer = await createFeedKey(t.database, "nightly", ["view", "add", "delete"]);
     for (const [method, url] of [
       ["GET", "/api/retention/preview?feed=nightly"],
       ["POST", "/api/retention/run?feed=nightly"],
@@ -394,7 +394,7 @@ describe("schedules and privileges", () => {
       expect(res.statusCode, `${method} ${url}`).toBe(403);
     }
     expect((await t.app.inject({ url: "/api/retention/preview?feed=nightly" })).statusCode).toBe(401);
-    const feeds = createSystemKey(t.db, ["feeds"]);
+    const feeds = await createSystemKey(t.database, ["feeds"]);
     const allowed = await t.app.inject({ url: "/api/retention/preview?feed=nightly", headers: { "x-apikey": feeds } });
     expect(allowed.statusCode).toBe(200);
   });

@@ -44,11 +44,14 @@ beforeAll(async () => {
   for (const version of ["1.0.0", "2.0.0", "3.0.0"]) await upack.addVersion("main", { name: "tool", version });
   await createAssetDirectory(t, "files", { retentionRules: [{ deletePackageIds: ["*.tmp"] }] });
   insertLegacyFeed(t, "nuget-feed", "nuget");
-  const managerId = await createUser(t.db, "manager", "manager-password-1");
-  grant(t.db, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "main" });
-  grant(t.db, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "files" });
-  grant(t.db, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "nuget-feed" });
-  grant(t.db, { user: await createUser(t.db, "viewer", "viewer-password-1"), attributes: ["Feeds_ViewFeed"] });
+  const managerId = await createUser(t.database, "manager", "manager-password-1");
+  await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "main" });
+  await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "files" });
+  await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "nuget-feed" });
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", "viewer-password-1"),
+    attributes: ["Feeds_ViewFeed"],
+  });
   manager = new UiClient(t);
   await manager.signIn("manager", "manager-password-1");
   viewer = new UiClient(t, "198.51.100.22");

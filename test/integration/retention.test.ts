@@ -383,8 +383,8 @@ describe("schedules and privileges", () => {
   }, 20_000);
 
   it("needs Admin_ManageFeed on the feed: others get 403, no key 401", async () => {
-    const view = createFeedKey(t.db, "ci", ["view", "add", "delete"]);
-    const builds = createSystemKey(t.db, ["releases"]);
+    const view = await createFeedKey(t.database, "ci", ["view", "add", "delete"]);
+    const builds = await createSystemKey(t.database, ["releases"]);
     for (const key of [view, builds]) {
       for (const [method, url] of [
         ["GET", "/api/retention/preview?feed=ci"],
@@ -399,7 +399,7 @@ describe("schedules and privileges", () => {
     }
     const anonymous = await t.app.inject({ url: "/api/retention/preview?feed=ci" });
     expect(anonymous.statusCode).toBe(401);
-    const feedsScope = createSystemKey(t.db, ["feeds"]);
+    const feedsScope = await createSystemKey(t.database, ["feeds"]);
     const allowed = await t.app.inject({ url: "/api/retention/preview?feed=ci", headers: { "x-apikey": feedsScope } });
     expect(allowed.statusCode).toBe(200);
   });

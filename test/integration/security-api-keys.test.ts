@@ -35,7 +35,7 @@ describe("API keys", () => {
       });
       expect(res.statusCode, res.body).toBe(201);
     }
-    await createUser(t.db, "Alice", "alice-password-1");
+    await createUser(t.database, "Alice", "alice-password-1");
   });
   afterAll(async () => t?.close());
 
@@ -295,7 +295,7 @@ describe("API keys", () => {
       },
       { method: "POST" as const, url: "/api/api-keys/delete?id=1" },
     ];
-    const feedKey = createFeedKey(t.db, "Main-Feed", ["view", "add", "promote", "delete"]);
+    const feedKey = await createFeedKey(t.database, "Main-Feed", ["view", "add", "promote", "delete"]);
     const feedsKey = (await create({ type: "System", systemApis: ["feeds", "metrics", "configuration"] })).json().key;
     const before = (await list()).json().length;
     for (const request of requests) {

@@ -30,8 +30,8 @@ describe("tasks, attributes and permissions", () => {
       });
       expect(res.statusCode, res.body).toBe(201);
     }
-    const dave = await createUser(t.db, "dave", "dave-password-1");
-    createGroup(t.db, "Developers", [dave]);
+    const dave = await createUser(t.database, "dave", "dave-password-1");
+    await createGroup(t.database, "Developers", [dave]);
   });
   afterAll(async () => t?.close());
 
@@ -302,11 +302,11 @@ describe("tasks, attributes and permissions", () => {
       { method: "POST", url: "/api/security/permissions/delete?permissionId=1" },
       { method: "POST", url: "/api/security/permissions/remove?id=1" },
     ];
-    const manager = await createUser(t.db, "manager", "manager-password-1");
+    const manager = await createUser(t.database, "manager", "manager-password-1");
     const grant = await call("POST", "/api/security/permissions/add", { user: "manager", task: "Manage Feeds" });
     expect(grant.statusCode).toBe(200);
     expect(manager).toBeGreaterThan(0);
-    const feedKey = createFeedKey(t.db, "Approved", ["view", "add", "promote", "delete"]);
+    const feedKey = await createFeedKey(t.database, "Approved", ["view", "add", "promote", "delete"]);
     for (const route of routes) {
       const anonymous = await t.app.inject(route);
       expect(anonymous.statusCode, `${route.method} ${route.url}`).toBe(401);

@@ -225,8 +225,8 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
   });
 
   it("an object store needs the right to configure the server; a feed manager keeps what the feed has", async () => {
-    const userId = await createUser(t.db, "felix", "a long enough password 1");
-    grant(t.db, { user: userId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed: "other" });
+    const userId = await createUser(t.database, "felix", "a long enough password 1");
+    await grant(t.database, { user: userId, attributes: ["Admin_ManageFeed", "Feeds_ViewFeed"], feed: "other" });
     const felix = basic("felix", "a long enough password 1");
     const azure = { ConnectionString: "UseDevelopmentStorage=true", ContainerName: "wharf-c" };
     const azureXml = `<AzurePackageStore><Properties ConnectionString="UseDevelopmentStorage=true" ContainerName="wharf-c" /></AzurePackageStore>`;
@@ -265,10 +265,10 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
 
   it("access: listing types needs any identity, reading a feed's storage needs view, setting it needs manage", async () => {
     const anonymous = {};
-    const viewKey = { "x-apikey": createFeedKey(t.db, "store", ["view", "add", "promote", "delete"]) };
-    const otherKey = { "x-apikey": createFeedKey(t.db, "other", ["view"]) };
-    const feedsKey = { "x-apikey": createSystemKey(t.db, ["feeds"]) };
-    const releasesKey = { "x-apikey": createSystemKey(t.db, ["releases"]) };
+    const viewKey = { "x-apikey": await createFeedKey(t.database, "store", ["view", "add", "promote", "delete"]) };
+    const otherKey = { "x-apikey": await createFeedKey(t.database, "other", ["view"]) };
+    const feedsKey = { "x-apikey": await createSystemKey(t.database, ["feeds"]) };
+    const releasesKey = { "x-apikey": await createSystemKey(t.database, ["releases"]) };
     const unknown = { "x-apikey": newKey() };
 
     const challenge = await get("/api/storage", anonymous);
@@ -296,15 +296,15 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     );
 
     // Anonymous with a global view grant may list the types (and read storage of feeds it may view).
-    grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed"] });
+    await grant(t.database, { anonymous: true, attributes: ["Feeds_ViewFeed"] });
     expectJson(await get("/api/storage", anonymous), 200);
     expectJson(await get("/api/storage?feed=store", anonymous), 200);
     expectText(await post("/api/storage?feed=store", { id: "disk" }, anonymous), 401);
   });
 
   it("access and bad input on /api/storage/move: view to read, manage to retry, names never paths", async () => {
-    const viewKey = { "x-apikey": createFeedKey(t.db, "store", ["view"]) };
-    const otherKey = { "x-apikey": createFeedKey(t.db, "other", ["view"]) };
+    const viewKey = { "x-apikey": await createFeedKey(t.database, "store", ["view"]) };
+    const otherKey = { "x-apikey": await createFeedKey(t.database, "other", ["view"]) };
     // (The test above granted Anonymous view: reading is open to it, retrying is not.)
     expectText(await get("/api/storage/move?feed=store", {}), 404, "never moved");
     expectText(await post("/api/storage/move?feed=store", {}, {}), 401);

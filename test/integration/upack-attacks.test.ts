@@ -926,7 +926,7 @@ describe("a feed key stays on its feed, whatever name or case the URL uses", () 
   beforeAll(async () => {
     await upload("alpha", await buildUpack({ name: "apkg", version: "1.0.0" }));
     await upload("beta", await buildUpack({ name: "bpkg", version: "1.0.0" }));
-    alphaKey = { "x-apikey": createFeedKey(t.db, "alpha", ["view", "add", "delete"]) };
+    alphaKey = { "x-apikey": await createFeedKey(t.database, "alpha", ["view", "add", "delete"]) };
   });
 
   const routes = (feed: string, name: string) => [
@@ -967,7 +967,7 @@ describe("a feed key stays on its feed, whatever name or case the URL uses", () 
   it("a feed-group key reaches feeds of its group, not a feed that merely has the group's name", async () => {
     await upload("gamma", await buildUpack({ name: "gpkg", version: "1.0.0" }));
     await upload("team1", await buildUpack({ name: "tpkg", version: "1.0.0" }));
-    const groupKey = { "x-apikey": createFeedKey(t.db, { group: "team1" }, ["view"]) };
+    const groupKey = { "x-apikey": await createFeedKey(t.database, { group: "team1" }, ["view"]) };
     expect((await get("/upack/gamma/download/gpkg/1.0.0", groupKey)).statusCode).toBe(200);
     expect((await get("/upack/GAMMA/packages", groupKey)).statusCode).toBe(200);
     expectText(await get("/upack/team1/download/tpkg/1.0.0", groupKey), 403);
@@ -975,7 +975,7 @@ describe("a feed key stays on its feed, whatever name or case the URL uses", () 
   });
 
   it("a key in the body cannot override a weaker key in a header (no most-privileged-wins merging)", async () => {
-    const viewer = createFeedKey(t.db, "main", ["view"]);
+    const viewer = await createFeedKey(t.database, "main", ["view"]);
     const b64 = (await zipOf([{ name: "a.txt", content: "a" }])).toString("base64");
     const before = await snapshot();
     const json = await send(
@@ -1011,9 +1011,9 @@ describe("view-only credentials never write, whatever the upload shape", () => {
   let viewKey: string;
   beforeAll(async () => {
     bytes = await buildUpack({ name: "viewonly", version: "1.0.0" });
-    viewKey = createFeedKey(t.db, "main", ["view"]);
-    const viewer = await createUser(t.db, "view-user", "view-pass");
-    grant(t.db, { user: viewer, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
+    viewKey = await createFeedKey(t.database, "main", ["view"]);
+    const viewer = await createUser(t.database, "view-user", "view-pass");
+    await grant(t.database, { user: viewer, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
   });
 
   const carriers = (): Array<[string, Record<string, string>, string]> => [
@@ -1105,10 +1105,10 @@ describe("HEAD is authorised exactly like GET", () => {
       "/upack/main/upload",
       JSON.stringify({ name: "headed-virtual", version: "1.0.0", contents: ["headed:1.0.0"] }),
     );
-    const userId = await createUser(t.db, "list-only", "list-pass");
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
+    const userId = await createUser(t.database, "list-only", "list-pass");
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
     viewOnly = basic("list-only", "list-pass");
-    stranger = { "x-apikey": createFeedKey(t.db, "other", ["view", "add", "delete"]) };
+    stranger = { "x-apikey": await createFeedKey(t.database, "other", ["view", "add", "delete"]) };
   });
 
   const downloads = [
@@ -1266,7 +1266,7 @@ describe("feeds are isolated from each other", () => {
   });
 
   it("a virtual package in another feed cannot pull the package in, by id, by hash or as an asset", async () => {
-    const thief = createFeedKey(t.db, "other", ["view", "add"]);
+    const thief = await createFeedKey(t.database, "other", ["view", "add"]);
     const sources: unknown[] = [
       ["secret/data:1.0.0"],
       [`secret/data:1.0.0:${secret.sha1}`],

@@ -37,7 +37,7 @@ beforeAll(async () => {
   await upack.addVersion("main", { name: "many", version: "10.0.0-rc.1" }, { publishedAt: day(1) });
   await upack.addVersion("other", { name: "elsewhere", version: "1.0.0" });
   browse = createUpackBrowseQueries(t.db);
-  feedId = feedIdOf(t.db, "main");
+  feedId = await feedIdOf(t.database, "main");
 });
 afterAll(async () => t.close());
 
@@ -95,7 +95,7 @@ describe("search's pre-filter on raw texts (a first search skips parsing manifes
   let feed: number;
   beforeAll(async () => {
     await upack.createFeed("texts");
-    feed = feedIdOf(t.db, "texts");
+    feed = await feedIdOf(t.database, "texts");
     const specs = [
       { name: "quoted", manifest: { title: 'say "hi" loud' } },
       { name: "described", manifest: { description: "Holds the Widget maker" } },

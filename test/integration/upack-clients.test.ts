@@ -32,9 +32,9 @@ describe("universal feed reads as real clients send them", () => {
     t = await buildTestApp();
     const u = createUpackFixtures(t);
     await u.createFeed("feed1");
-    key = createFeedKey(t.db, "feed1", ["view"]);
-    const userId = await createUser(t.db, user.name, user.password);
-    grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "feed1" });
+    key = await createFeedKey(t.database, "feed1", ["view"]);
+    const userId = await createUser(t.database, user.name, user.password);
+    await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "feed1" });
     pkg = await u.addVersion("feed1", {
       group: "my/group",
       name: "pkg",

@@ -110,7 +110,7 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
   });
 
   it("does not keep what a caller without Feeds_PullPackage downloads (a view key), nor on a feed that does not cache", async () => {
-    const viewer = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(down.t.database, "proxy", ["view"]) };
     const res = await down.get("/upack/proxy/download/viewer-pkg/1.0.0", viewer);
     expect(res.statusCode).toBe(200);
     expect(res.rawPayload.equals(remote["viewer-pkg@1.0.0"]?.bytes ?? Buffer.alloc(0))).toBe(true);
@@ -123,7 +123,7 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
       .get() as { n: number };
     expect(anyUncached.n).toBe(0);
     // A key with `add` has Feeds_PullPackage: its download is kept.
-    const puller = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view", "add"]) };
+    const puller = { "x-apikey": await createFeedKey(down.t.database, "proxy", ["view", "add"]) };
     expect((await down.get("/upack/proxy/download/viewer-pkg/1.0.0", puller)).statusCode).toBe(200);
     await vi.waitFor(() => expect(cachedRow(down, "viewer-pkg", "1.0.0")?.isCached).toBe(1), {
       timeout: 5_000,
@@ -165,7 +165,7 @@ describe("a universal feed with a connector to another Wharf: downloads", () => 
     expect(file.statusCode, file.body).toBe(200);
     expect(file.body).toBe("files-pkg 1.0.0 from upstream");
     expect(cachedRow(down, "files-pkg", "1.0.0")?.isCached).toBe(1);
-    const viewer = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(down.t.database, "proxy", ["view"]) };
     const zip = await down.get("/upack/proxy/download/zip-pkg/1.0.0?contentOnly=zip", viewer);
     expect(zip.statusCode, zip.body).toBe(200);
     const entries = await readZip(zip.rawPayload);
@@ -280,7 +280,7 @@ describe("an upstream that lies about sha1 or about what a file is", () => {
   });
 
   it("refuses a file whose upack.json names another package or version, as a SHA-1 mismatch: 502, nothing kept", async () => {
-    const viewer = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(down.t.database, "proxy", ["view"]) };
     for (const headers of [undefined, viewer]) {
       expectError(
         await down.get("/upack/proxy/download/impostor/1.0.0", headers),

@@ -220,9 +220,9 @@ describe("a universal feed with a connector to another Wharf: listings", () => {
   });
 
   it("needs only Feeds_ViewFeed on the feed to list remote packages", async () => {
-    const viewer = { "x-apikey": createFeedKey(down.t.db, "proxy", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(down.t.database, "proxy", ["view"]) };
     expect(ids(okJson<PackageJson[]>(await down.get("/upack/proxy/packages", viewer)))).toContain("acme/tool");
-    const stranger = { "x-apikey": createFeedKey(down.t.db, "plain", ["view"]) };
+    const stranger = { "x-apikey": await createFeedKey(down.t.database, "plain", ["view"]) };
     expect((await down.get("/upack/proxy/packages", stranger)).statusCode).toBe(403);
   });
 

@@ -126,22 +126,27 @@ describe("delete privileges (docs/compat.md 2.14: Feeds_DeletePackage; feed keys
   });
 
   it("view/add feed keys, a delete key of another feed and a user without the privilege: 403", async () => {
-    for (const key of [createFeedKey(t.db, "main", ["view", "add"]), createFeedKey(t.db, "second", ["delete"])]) {
+    for (const key of [
+      await createFeedKey(t.database, "main", ["view", "add"]),
+      await createFeedKey(t.database, "second", ["delete"]),
+    ]) {
       expectText(await remove(url, { "x-apikey": key }), 403, PERMISSION_DENIED_MESSAGE);
     }
-    const bob = await createUser(t.db, "bob-delete", "pw-bob");
-    grant(t.db, { user: bob, attributes: ["Feeds_ViewFeed", "Feeds_AddPackage"], feed: "main" });
+    const bob = await createUser(t.database, "bob-delete", "pw-bob");
+    await grant(t.database, { user: bob, attributes: ["Feeds_ViewFeed", "Feeds_AddPackage"], feed: "main" });
     expectText(await remove(url, basic("bob-delete", "pw-bob")), 403);
     expect(packageRow("guarded")).toBeDefined();
   });
 
   it("a user granted Feeds_DeletePackage deletes; so does a feed key with Overwrite/Delete", async () => {
-    const carol = await createUser(t.db, "carol-delete", "pw-carol");
-    grant(t.db, { user: carol, attributes: ["Feeds_DeletePackage"], feed: "main" });
+    const carol = await createUser(t.database, "carol-delete", "pw-carol");
+    await grant(t.database, { user: carol, attributes: ["Feeds_DeletePackage"], feed: "main" });
     expect((await remove(url, basic("carol-delete", "pw-carol"))).statusCode).toBe(200);
 
     await upload({ name: "guarded", version: "1.0.0" });
-    expect((await remove(url, { "x-apikey": createFeedKey(t.db, "main", ["delete"]) })).statusCode).toBe(200);
+    expect((await remove(url, { "x-apikey": await createFeedKey(t.database, "main", ["delete"]) })).statusCode).toBe(
+      200,
+    );
     expect(packageRow("guarded")).toBeUndefined();
   });
 });

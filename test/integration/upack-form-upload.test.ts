@@ -136,7 +136,7 @@ describe("/upack/<feed>/upload with a form", () => {
     it("a version that exists, without the overwrite privilege: 409, the new one not stored either", async () => {
       const old = await buildUpack({ name: "kept", version: "1.0.0" });
       expect((await sendForm(`/upack/${feed}/upload`, [filePart("old.upack", old)])).statusCode).toBe(201);
-      const adder = createFeedKey(t.db, feed, ["view", "add"]);
+      const adder = await createFeedKey(t.database, feed, ["view", "add"]);
       const fresh = await buildUpack({ name: "fresh", version: "1.0.0" });
       const again = await buildUpack({ name: "kept", version: "1.0.0", files: { "new.txt": "new" } });
       const res = await sendForm(
@@ -211,7 +211,7 @@ describe("/upack/<feed>/upload with a form", () => {
       },
     );
     expect(anonymous.statusCode).toBe(401);
-    const viewer = createFeedKey(t.db, feed, ["view"]);
+    const viewer = await createFeedKey(t.database, feed, ["view"]);
     expect(
       (await sendForm(`/upack/${feed}/upload`, [filePart("a.upack", bytes)], { headers: { "x-apikey": viewer } }))
         .statusCode,

@@ -118,9 +118,9 @@ function versionRow(name: string, version: string): VersionRow | undefined {
 
 /** A Personal key of a new user with these grants per feed. */
 async function userKey(name: string, grants: Record<string, readonly string[]>): Promise<{ "x-apikey": string }> {
-  const user = await createUser(t.db, name);
-  for (const [feed, attributes] of Object.entries(grants)) grant(t.db, { user, attributes, feed });
-  return { "x-apikey": createPersonalKey(t.db, user) };
+  const user = await createUser(t.database, name);
+  for (const [feed, attributes] of Object.entries(grants)) await grant(t.database, { user, attributes, feed });
+  return { "x-apikey": await createPersonalKey(t.database, user) };
 }
 
 describe("import from an asset directory", () => {
@@ -273,7 +273,7 @@ describe("import from an asset directory", () => {
     const body = { assetDirectory: "dir", from: "guarded.upack" };
 
     // A key for the feed only: no view on the directory.
-    const feedOnly = { "x-apikey": createFeedKey(t.db, "main", ["view", "add"]) };
+    const feedOnly = { "x-apikey": await createFeedKey(t.database, "main", ["view", "add"]) };
     expectText(await importInto("main", body, feedOnly), 403, PERMISSION_DENIED_MESSAGE);
 
     // May read the directory but not delete there: refused before anything is stored.
@@ -290,7 +290,7 @@ describe("import from an asset directory", () => {
     expect((await getAsset("guarded.upack")).statusCode).toBe(200);
 
     // Feeds_AddPackage on the feed is checked first, whatever the body says.
-    const viewer = { "x-apikey": createFeedKey(t.db, "main", ["view"]) };
+    const viewer = { "x-apikey": await createFeedKey(t.database, "main", ["view"]) };
     expectText(await importInto("main", body, viewer), 403, PERMISSION_DENIED_MESSAGE);
     const anonymous = await importInto("main", body, {});
     expectText(anonymous, 401);

@@ -312,18 +312,18 @@ describe("universal feed listings", () => {
     });
 
     it("lets a feed key with view/download list and download its own feed only", async () => {
-      const key = createFeedKey(t.db, "main", ["view"]);
+      const key = await createFeedKey(t.database, "main", ["view"]);
       expect((await t.app.inject({ url: listUrl, headers: { "x-apikey": key } })).statusCode).toBe(200);
       expect((await t.app.inject({ url: downloadUrl, headers: basic("api", key) })).statusCode).toBe(200);
-      const other = createFeedKey(t.db, "other", ["view"]);
+      const other = await createFeedKey(t.database, "other", ["view"]);
       for (const url of [listUrl, downloadUrl]) {
         expectText(await t.app.inject({ url, headers: { "x-apikey": other } }), 403, PERMISSION_DENIED_MESSAGE);
       }
     });
 
     it("lets a user with only Feeds_ViewFeed list but not download", async () => {
-      const userId = await createUser(t.db, "viewer", "viewer-password-1");
-      grant(t.db, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
+      const userId = await createUser(t.database, "viewer", "viewer-password-1");
+      await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed"], feed: "main" });
       const headers = basic("viewer", "viewer-password-1");
       expect((await t.app.inject({ url: listUrl, headers })).statusCode).toBe(200);
       expect((await t.app.inject({ url: "/upack/main/meta", headers })).statusCode).toBe(200);
@@ -332,7 +332,7 @@ describe("universal feed listings", () => {
     });
 
     it("lets Anonymous read what it was granted", async () => {
-      grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "other" });
+      await grant(t.database, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "other" });
       expect((await t.app.inject({ url: "/upack/other/packages" })).statusCode).toBe(200);
       expect((await t.app.inject({ url: "/upack/other/download/tool/5.0.0" })).statusCode).toBe(401);
     });

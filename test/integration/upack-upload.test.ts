@@ -585,7 +585,7 @@ describe("re-uploading a version (docs/PRODUCT.md: overwrite needs the overwrite
   });
 
   it("an add-only feed key adds new versions but gets 409 for an existing one, however it is spelled", async () => {
-    const key = { "x-apikey": createFeedKey(t.db, "main", ["view", "add"]) };
+    const key = { "x-apikey": await createFeedKey(t.database, "main", ["view", "add"]) };
     const bytes = await buildUpack({ group: "keys", name: "add-only", version: "1.0.0-RC.1" });
     expect((await send("PUT", "/upack/main/upload", bytes, key)).statusCode).toBe(201);
     expect(versionRows("main", "add-only")[0]?.published_by).toBe("Feed key (test)");
@@ -604,7 +604,7 @@ describe("re-uploading a version (docs/PRODUCT.md: overwrite needs the overwrite
   });
 
   it("a feed key with add and overwrite/delete replaces", async () => {
-    const key = { "x-apikey": createFeedKey(t.db, "main", ["add", "delete"]) };
+    const key = { "x-apikey": await createFeedKey(t.database, "main", ["add", "delete"]) };
     const bytes = await buildUpack({ name: "add-delete", version: "1.0.0" });
     expect((await send("PUT", "/upack/main/upload", bytes, key)).statusCode).toBe(201);
     const res = await send(
@@ -636,8 +636,8 @@ describe("privileges (docs/compat.md 2.14)", () => {
 
   it("a view-only feed key, and an add key of another feed: 403 before the body is read", async () => {
     for (const key of [
-      createFeedKey(t.db, "main", ["view"]),
-      createFeedKey(t.db, "other", ["view", "add", "delete"]),
+      await createFeedKey(t.database, "main", ["view"]),
+      await createFeedKey(t.database, "other", ["view", "add", "delete"]),
     ]) {
       const body = watchedBody(bytes);
       const res = await upload({ "x-apikey": key, "transfer-encoding": "chunked" }, body.stream);
@@ -648,17 +648,17 @@ describe("privileges (docs/compat.md 2.14)", () => {
   });
 
   it("users need Feeds_AddPackage on the feed; System keys the feeds scope", async () => {
-    const alice = await createUser(t.db, "alice-upload", "pw-alice");
-    grant(t.db, { user: alice, attributes: ["Feeds_ViewFeed"], feed: "main" });
+    const alice = await createUser(t.database, "alice-upload", "pw-alice");
+    await grant(t.database, { user: alice, attributes: ["Feeds_ViewFeed"], feed: "main" });
     expectText(await upload(basic("alice-upload", "pw-alice")), 403);
-    grant(t.db, { user: alice, attributes: ["Feeds_AddPackage"], feed: "main" });
+    await grant(t.database, { user: alice, attributes: ["Feeds_AddPackage"], feed: "main" });
     expect((await upload(basic("alice-upload", "pw-alice"))).statusCode).toBe(201);
     expect(versionRows("main", "priv")[0]?.published_by).toBe("alice-upload");
     // Alice may not overwrite what she added.
     expectText(await upload(basic("alice-upload", "pw-alice")), 409);
 
-    expectText(await upload({ "x-apikey": createSystemKey(t.db, ["configuration"]) }), 403);
-    const feedsKey = createSystemKey(t.db, ["feeds"], { displayName: "CI robot" });
+    expectText(await upload({ "x-apikey": await createSystemKey(t.database, ["configuration"]) }), 403);
+    const feedsKey = await createSystemKey(t.database, ["feeds"], { displayName: "CI robot" });
     const res = await t.app.inject({
       method: "PUT",
       url: "/upack/main/upload",
@@ -688,7 +688,7 @@ describe("concurrency (docs/PRODUCT.md: concurrent uploads never produce a 500)"
   });
 
   it("20 parallel uploads of one new version by an add-only key: one 201, the rest 409", async () => {
-    const key = { "x-apikey": createFeedKey(t.db, "main", ["add"]) };
+    const key = { "x-apikey": await createFeedKey(t.database, "main", ["add"]) };
     const uploads = await Promise.all(
       Array.from({ length: 20 }, async (_, i) =>
         send(

@@ -39,8 +39,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  grant(t.db, {
-    user: await createUser(t.db, "root", ADMIN_PASSWORD),
+  await grant(t.database, {
+    user: await createUser(t.database, "root", ADMIN_PASSWORD),
     attributes: ["Admin_ConfigureProGet", "Admin_ManageFeed"],
   });
   // Rows in every list, so that the pages are checked (axe, phone width) with content.
@@ -131,7 +131,7 @@ describe.skipIf(!chromiumInstalled())("administration in Chromium", () => {
   );
 
   it("signs out another browser from /account", async () => {
-    await createUser(t.db, "gina", "gina-password-1");
+    await createUser(t.database, "gina", "gina-password-1");
     const other = await signedIn("gina", "gina-password-1");
     const page = await signedIn("gina", "gina-password-1");
     await page.goto(`${base}/account`);

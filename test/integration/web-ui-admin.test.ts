@@ -25,11 +25,14 @@ let viewer: UiClient;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  grant(t.db, {
-    user: await createUser(t.db, "root", ADMIN_PASSWORD),
+  await grant(t.database, {
+    user: await createUser(t.database, "root", ADMIN_PASSWORD),
     attributes: ["Admin_ConfigureProGet", "Admin_ManageFeed"],
   });
-  grant(t.db, { user: await createUser(t.db, "viewer", VIEWER_PASSWORD), attributes: ["Feeds_ViewFeed"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", VIEWER_PASSWORD),
+    attributes: ["Feeds_ViewFeed"],
+  });
   admin = new UiClient(t);
   await admin.signIn("root", ADMIN_PASSWORD);
   viewer = new UiClient(t, "198.51.100.21");
@@ -412,8 +415,8 @@ describe("connectors", () => {
     // The upstream is on loopback: a server allowing private addresses, as its operator would.
     const local = await buildTestApp({ env: { WHARF_FETCH_ALLOW_PRIVATE: "true" } });
     try {
-      grant(local.db, {
-        user: await createUser(local.db, "root", ADMIN_PASSWORD),
+      await grant(local.database, {
+        user: await createUser(local.database, "root", ADMIN_PASSWORD),
         attributes: ["Admin_ConfigureProGet"],
       });
       const browser = new UiClient(local);
@@ -709,7 +712,7 @@ describe("users, groups and permissions", () => {
 
 describe("/account", () => {
   it("lists my sessions only, marks this one, signs out another and every other", async () => {
-    await createUser(t.db, "erin", "erin-password-1");
+    await createUser(t.database, "erin", "erin-password-1");
     const laptop = new UiClient(t, "198.51.100.40", "Laptop <b>Browser</b>");
     const phone = new UiClient(t, "198.51.100.41", "Phone Browser");
     const tablet = new UiClient(t, "198.51.100.42", "Tablet Browser");

@@ -95,8 +95,14 @@ beforeAll(async () => {
     logger: { level: "info", stream: { write: (line: string) => void logLines.push(line) } },
   });
   await createUpackFixtures(t).createFeed("main");
-  grant(t.db, { user: await createUser(t.db, "root", ADMIN_PASSWORD), attributes: ["Admin_ConfigureProGet"] });
-  grant(t.db, { user: await createUser(t.db, "viewer", VIEWER_PASSWORD), attributes: ["Feeds_ViewFeed"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", ADMIN_PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", VIEWER_PASSWORD),
+    attributes: ["Feeds_ViewFeed"],
+  });
   admin = new Browser(t);
   await admin.signIn("root", ADMIN_PASSWORD);
 });

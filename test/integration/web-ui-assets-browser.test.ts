@@ -43,7 +43,10 @@ let browser: Browser;
 beforeAll(async () => {
   t = await buildTestApp();
   await createAssetDirectory(t, "files");
-  grant(t.db, { user: await createUser(t.db, "ada", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "ada", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   for (const [path, body, type] of [
     ["docs/readme.txt", "Hello from <b>Wharf</b>\nsecond line", "text/plain"],
     ["images/red.png", PNG, "image/png"],

@@ -91,8 +91,11 @@ let viewer: Browser;
 beforeAll(async () => {
   t = await buildTestApp();
   await createAssetDirectory(t, "files");
-  grant(t.db, { user: await createUser(t.db, "root", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
-  grant(t.db, { user: await createUser(t.db, "viewer", PASSWORD), attributes: ["Feeds_ViewFeed"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
+  await grant(t.database, { user: await createUser(t.database, "viewer", PASSWORD), attributes: ["Feeds_ViewFeed"] });
   for (const [path, body, type] of [
     ["docs/readme.txt", "hello <b>world</b>", "text/plain"],
     ["docs/deep/notes.md", "# notes", "text/markdown"],

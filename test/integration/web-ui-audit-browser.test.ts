@@ -27,7 +27,10 @@ let browser: Browser;
 beforeAll(async () => {
   t = await buildTestApp();
   await createUpackFixtures(t).createFeed("release-candidates-of-the-storefront");
-  grant(t.db, { user: await createUser(t.db, "root", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   // A refused delete by a key that does not exist, and a change that worked.
   await t.app.inject({
     method: "DELETE",

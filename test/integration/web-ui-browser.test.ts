@@ -35,8 +35,14 @@ beforeAll(async () => {
   t = await buildTestApp();
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
-  grant(t.db, { user: await createUser(t.db, "alice", "alice-password-1"), attributes: ["Feeds_ViewFeed"] });
-  grant(t.db, { user: await createUser(t.db, "ada", "ada-password-1"), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "alice", "alice-password-1"),
+    attributes: ["Feeds_ViewFeed"],
+  });
+  await grant(t.database, {
+    user: await createUser(t.database, "ada", "ada-password-1"),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   for (const version of ["1.0.0", "1.1.0"]) {
     const res = await t.app.inject({
       method: "PUT",

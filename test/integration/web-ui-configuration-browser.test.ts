@@ -38,8 +38,8 @@ beforeAll(async () => {
   await localServer(w, "web1", { roles: ["web"], environments: ["Prod"] });
   await localServer(w, "db1", {});
   expect((await checked(w, "web1")).status).toBe("drifted");
-  grant(w.t.db, {
-    user: await createUser(w.t.db, "mona", PASSWORD),
+  await grant(w.t.database, {
+    user: await createUser(w.t.database, "mona", PASSWORD),
     attributes: ["Infrastructure_View", "Infrastructure_Manage"],
   });
   await w.t.app.listen({ port: 0, host: "127.0.0.1" });

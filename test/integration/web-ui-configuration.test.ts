@@ -43,12 +43,15 @@ beforeAll(async () => {
   expect((await w.admin("/api/infrastructure/environments/create/Prod", {})).statusCode).toBe(201);
   await localServer(w, "web1", { roles: ["ops"], environments: ["Prod"] });
   await localServer(w, "idle1", {});
-  grant(w.t.db, { user: await createUser(w.t.db, "vera", PASSWORD), attributes: ["Infrastructure_View"] });
-  grant(w.t.db, {
-    user: await createUser(w.t.db, "mona", PASSWORD),
+  await grant(w.t.database, {
+    user: await createUser(w.t.database, "vera", PASSWORD),
+    attributes: ["Infrastructure_View"],
+  });
+  await grant(w.t.database, {
+    user: await createUser(w.t.database, "mona", PASSWORD),
     attributes: ["Infrastructure_View", "Infrastructure_Manage"],
   });
-  await createUser(w.t.db, "sam", PASSWORD);
+  await createUser(w.t.database, "sam", PASSWORD);
   viewer = new UiClient(w.t);
   manager = new UiClient(w.t);
   stranger = new UiClient(w.t);

@@ -52,8 +52,8 @@ beforeAll(async () => {
   ];
   r.ok(await r.json("POST", "/api/pipelines/create", { name: "slow", stages, rejectOlderBuilds: false }));
   await r.release(appId, "1.0", "slow");
-  grant(t.db, {
-    user: await createUser(t.db, "deployer", PASSWORD),
+  await grant(t.database, {
+    user: await createUser(t.database, "deployer", PASSWORD),
     attributes: [
       "Applications_View",
       "Releases_Manage",
@@ -62,7 +62,7 @@ beforeAll(async () => {
       "ReleasePackages_Manage",
     ],
   });
-  badgesKey = createSystemKey(t.db, ["ci-badges"]);
+  badgesKey = await createSystemKey(t.database, ["ci-badges"]);
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   browser = await launchBrowser();

@@ -113,8 +113,8 @@ beforeAll(async () => {
     ],
     ["stranger", []],
   ] as const) {
-    const user = await createUser(t.db, name, PASSWORD);
-    if (attributes.length > 0) grant(t.db, { user, attributes: [...attributes] });
+    const user = await createUser(t.database, name, PASSWORD);
+    if (attributes.length > 0) await grant(t.database, { user, attributes: [...attributes] });
   }
   viewer = await signIn("viewer");
   deployer = await signIn("deployer");

@@ -57,8 +57,11 @@ beforeAll(async () => {
     payload: { description: `<script>alert("feeds")</script>` },
   });
   expect(updated.statusCode, updated.body).toBeLessThan(300);
-  grant(t.db, { user: await createUser(t.db, "carol", "carol-password"), attributes: ["Feeds_ViewFeed"] });
-  grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "main" });
+  await grant(t.database, {
+    user: await createUser(t.database, "carol", "carol-password"),
+    attributes: ["Feeds_ViewFeed"],
+  });
+  await grant(t.database, { anonymous: true, attributes: ["Feeds_ViewFeed"], feed: "main" });
 }, 30_000);
 afterAll(async () => t.close());
 

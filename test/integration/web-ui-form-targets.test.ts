@@ -61,7 +61,10 @@ beforeAll(async () => {
   await createUpackFixtures(t).createFeed("main");
   await createAssetDirectory(t, "files");
   await releasesFixtures(t).setup("Shop");
-  grant(t.db, { user: await createUser(t.db, "root", "root-password-1"), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", "root-password-1"),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   admin = new UiClient(t);
   await admin.signIn("root", "root-password-1");
 });

@@ -34,7 +34,10 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   await fixtures.addVersion("main", { group: "acme", name: "tool", version: "1.0.0" });
-  grant(t.db, { user: await createUser(t.db, "ada", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "ada", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   upackBytes = await buildUpack({
     group: "acme",
     name: "fresh",

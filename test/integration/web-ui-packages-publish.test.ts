@@ -55,13 +55,13 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   await fixtures.createFeed("files", "asset");
-  grant(t.db, {
-    user: await createUser(t.db, "pub", PASSWORD),
+  await grant(t.database, {
+    user: await createUser(t.database, "pub", PASSWORD),
     attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage", "Feeds_AddPackage", "Feeds_DeletePackage"],
     feed: "main",
   });
-  grant(t.db, {
-    user: await createUser(t.db, "viewer", PASSWORD),
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", PASSWORD),
     attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"],
   });
   await fixtures.addVersion("main", { name: "kept", version: "1.0.0" });
@@ -229,7 +229,10 @@ describe("deployments, connectors, snippets", () => {
     });
     expect(updated.statusCode, updated.body).toBeLessThan(300);
     const root = new UiClient(t);
-    grant(t.db, { user: await createUser(t.db, "root", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
+    await grant(t.database, {
+      user: await createUser(t.database, "root", PASSWORD),
+      attributes: ["Admin_ConfigureProGet"],
+    });
     await root.signIn("root", PASSWORD);
     const page = await root.get("/feeds/main");
     expect(page.body).toContain("<h2>Connectors</h2>");

@@ -49,14 +49,17 @@ beforeAll(async () => {
   await fixtures.createFeed("main");
   await fixtures.createFeed("secret");
   await fixtures.createFeed("files", "asset");
-  grant(t.db, { anonymous: true, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
-  grant(t.db, {
-    user: await createUser(t.db, "alice", "alice-password"),
+  await grant(t.database, { anonymous: true, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
+  await grant(t.database, {
+    user: await createUser(t.database, "alice", "alice-password"),
     attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"],
     feed: "secret",
   });
-  await createUser(t.db, "bob", "bob-password");
-  grant(t.db, { user: await createUser(t.db, "carol", "carol-password"), attributes: ["Feeds_ViewFeed"] });
+  await createUser(t.database, "bob", "bob-password");
+  await grant(t.database, {
+    user: await createUser(t.database, "carol", "carol-password"),
+    attributes: ["Feeds_ViewFeed"],
+  });
 
   // 55 packages: a first page of 50 and a second of 5.
   for (let i = 0; i < 55; i += 1) await upload({ name: `pkg-${String(i).padStart(2, "0")}`, version: "1.0.0" });

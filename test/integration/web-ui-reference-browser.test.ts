@@ -30,7 +30,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  grant(t.db, { user: await createUser(t.db, "ada", PASSWORD), attributes: ["Feeds_ViewFeed"] });
+  await grant(t.database, { user: await createUser(t.database, "ada", PASSWORD), attributes: ["Feeds_ViewFeed"] });
   const upack = createUpackFixtures(t);
   await upack.createFeed("main");
   await upack.addVersion("main", { name: "tool", version: "1.0.0", files: { "a.txt": "A" } });

@@ -16,7 +16,7 @@ const HOSTILE_USER = `<img src=x onerror=alert(1)>`;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  await createUser(t.db, HOSTILE_USER, "hostile-password");
+  await createUser(t.database, HOSTILE_USER, "hostile-password");
 });
 afterAll(async () => t.close());
 

@@ -32,8 +32,8 @@ beforeAll(async () => {
   for (const version of ["1.0.0", "1.1.0", "1.2.0", "2.0.0-rc.1"]) {
     await upack.addVersion("nightly-builds", { group: "acme/tools", name: "installer", version });
   }
-  const manager = await createUser(t.db, "manager", PASSWORD);
-  grant(t.db, { user: manager, attributes: ["Admin_ManageFeed"], feed: "nightly-builds" });
+  const manager = await createUser(t.database, "manager", PASSWORD);
+  await grant(t.database, { user: manager, attributes: ["Admin_ManageFeed"], feed: "nightly-builds" });
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   browser = await launchBrowser();

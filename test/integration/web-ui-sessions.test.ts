@@ -85,8 +85,8 @@ async function app(env: Record<string, string> = {}, clock?: Clock, logLines?: s
     ...(clock ? { clock } : {}),
     ...(logLines ? { logger: { level: "info", stream: { write: (line: string) => void logLines.push(line) } } } : {}),
   });
-  const alice = await createUser(t.db, "alice", PASSWORD);
-  grant(t.db, { user: alice, attributes: ["Admin_ConfigureProGet", "Feeds_ViewFeed"] });
+  const alice = await createUser(t.database, "alice", PASSWORD);
+  await grant(t.database, { user: alice, attributes: ["Admin_ConfigureProGet", "Feeds_ViewFeed"] });
   return { t, alice };
 }
 

@@ -30,7 +30,10 @@ let receiver: Receiver;
 beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_FETCH_ALLOW_PRIVATE: "true" } });
   await createUpackFixtures(t).createFeed("public-tools");
-  grant(t.db, { user: await createUser(t.db, "root", PASSWORD), attributes: ["Admin_ConfigureProGet"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", PASSWORD),
+    attributes: ["Admin_ConfigureProGet"],
+  });
   receiver = await startReceiver();
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -35,14 +35,14 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   await fixtures.createFeed("other");
-  const manager = await createUser(t.db, "manager");
-  grant(t.db, { user: manager, attributes: ["Admin_ManageFeed"], feed: "main" });
-  feedManager = createPersonalKey(t.db, manager);
-  const reader = await createUser(t.db, "reader");
-  grant(t.db, { user: reader, attributes: ["Feeds_ViewFeed"] });
-  viewer = createPersonalKey(t.db, reader);
-  feedsKey = createSystemKey(t.db, ["feeds"]);
-  feedKey = createFeedKey(t.db, "main", ["view", "add", "promote", "delete"]);
+  const manager = await createUser(t.database, "manager");
+  await grant(t.database, { user: manager, attributes: ["Admin_ManageFeed"], feed: "main" });
+  feedManager = await createPersonalKey(t.database, manager);
+  const reader = await createUser(t.database, "reader");
+  await grant(t.database, { user: reader, attributes: ["Feeds_ViewFeed"] });
+  viewer = await createPersonalKey(t.database, reader);
+  feedsKey = await createSystemKey(t.database, ["feeds"]);
+  feedKey = await createFeedKey(t.database, "main", ["view", "add", "promote", "delete"]);
 });
 afterAll(async () => {
   await t?.close();

@@ -27,10 +27,16 @@ beforeAll(async () => {
   const fixtures = createUpackFixtures(t);
   await fixtures.createFeed("main");
   await fixtures.createFeed("other");
-  grant(t.db, { user: await createUser(t.db, "root", "root-password-1"), attributes: ["Admin_ConfigureProGet"] });
-  const managerId = await createUser(t.db, "manager", "manager-password-1");
-  grant(t.db, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "main" });
-  grant(t.db, { user: await createUser(t.db, "viewer", "viewer-password-1"), attributes: ["Feeds_ViewFeed"] });
+  await grant(t.database, {
+    user: await createUser(t.database, "root", "root-password-1"),
+    attributes: ["Admin_ConfigureProGet"],
+  });
+  const managerId = await createUser(t.database, "manager", "manager-password-1");
+  await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "main" });
+  await grant(t.database, {
+    user: await createUser(t.database, "viewer", "viewer-password-1"),
+    attributes: ["Feeds_ViewFeed"],
+  });
   admin = new UiClient(t);
   await admin.signIn("root", "root-password-1");
   manager = new UiClient(t, "198.51.100.21");
