@@ -18,13 +18,13 @@ const LANDING = `<% layout("@layout") %>
 <p class="muted">The same facts as <a href="/health">/health</a>.</p>
 <h2>Nodes</h2>
 <table class="admin-table">
-  <thead><tr><th scope="col">Node</th><th scope="col">Version</th><th scope="col">Started</th><th scope="col">Last heartbeat</th><th scope="col">State</th></tr></thead>
+  <thead><tr><th scope="col">Node</th><th scope="col" class="wide">Version</th><th scope="col" class="wide">Started</th><th scope="col">Last heartbeat</th><th scope="col">State</th></tr></thead>
   <tbody>
   <% for (const node of it.nodes) { %>
     <tr>
       <td><%= node.nodeId %><%= node.self ? " (this node)" : "" %></td>
-      <td><%= node.version %></td>
-      <td><time datetime="<%= node.startedAt %>"><%= node.startedAt %></time></td>
+      <td class="wide"><%= node.version %></td>
+      <td class="wide"><time datetime="<%= node.startedAt %>"><%= node.startedAt %></time></td>
       <td><%= node.secondsAgo %> s ago</td>
       <td class="<%= node.alive ? '' : 'error' %>"><%= node.alive ? "Alive" : "Silent" %><%= node.runsSchedulers ? ", runs the schedulers" : "" %></td>
     </tr>
