@@ -20,6 +20,7 @@ export const POSTGRES_SUITES: readonly string[] = [
   "test/integration/native-buildmaster.test.ts",
   "test/integration/native-proget.test.ts",
   "test/integration/native-reference.test.ts",
+  "test/integration/native-soap.test.ts",
   "test/integration/native.test.ts",
   "test/integration/object-store-requests.test.ts",
   "test/integration/operations.test.ts",

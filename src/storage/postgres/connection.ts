@@ -48,7 +48,39 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresPoo
   });
   // Without a listener, an idle connection's error (a server restart) would end the process.
   pool.on("error", (error) => options.onIdleError?.(error));
+  pool.on("connect", storeNulAsReplacement);
   return pool;
+}
+
+/**
+ * PostgreSQL's text cannot hold U+0000, which SQLite stores as any other character: a description
+ * or name holding one would fail its statement (a 500) on a cluster and be saved on one machine.
+ * Every string parameter of the node's connections therefore has U+0000 replaced by U+FFFD (the
+ * replacement character, which is what the native API's XML shows for it on SQLite too), so the
+ * write succeeds on both. JSON text is unaffected: JSON.stringify writes U+0000 as an escape.
+ */
+function storeNulAsReplacement(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const clean = (values: readonly unknown[]) =>
+    values.map((value) =>
+      typeof value === "string" && value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value,
+    );
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values, ...rest] = args;
+    if (Array.isArray(values)) return query(text, clean(values), ...rest);
+    // A query config ({ text, values }); not a submittable (a cursor), which keeps its own state.
+    if (isPlainConfig(text)) return query({ ...text, values: clean(text.values) }, values, ...rest);
+    return query(...args);
+  };
+}
+
+function isPlainConfig(value: unknown): value is { values: unknown[] } {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    Array.isArray((value as { values?: unknown }).values) &&
+    typeof (value as { submit?: unknown }).submit !== "function"
+  );
 }
 
 /** The URL without its password, for logs and messages: `postgres://wharf:***@db:5432/wharf`. */
