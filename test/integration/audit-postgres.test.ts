@@ -52,6 +52,8 @@ describe.skipIf(!postgresInstalled())("audit log on PostgreSQL", () => {
     const before = node.watch.version();
     log.append(entry("2025-02-27T10:00:00.000Z"));
     log.append(entry("2025-02-27T10:00:01.000Z", { action: "DELETE /api/webhooks/:id", object: "id=3" }));
+    // Written before the other node's record, so that the ids (the page's order) follow the times.
+    await log.flush();
     otherLog.append(entry("2025-02-27T10:00:02.000Z", { actor: { kind: "system-key", name: "ci" }, status: 403 }));
     await otherLog.flush();
     const { records, next } = await log.page({}, 2);
