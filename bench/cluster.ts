@@ -8,7 +8,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import pg from "pg";
 import { startAzurite } from "../test/helpers/azurite.js";
 import { startPostgres } from "../test/helpers/postgres.js";
-import { cpuSeconds, type LoadResult, MiB, percentile, round, runLoad } from "./load.js";
+import { cpuSeconds, type LoadResult, MiB, numberFromEnv, percentile, round, runLoad } from "./load.js";
 import type { ScenarioContext } from "./scenarios.js";
 import { type BenchServer, startBenchServer } from "./server.js";
 import { createFeed, createFeedKey, uploadFile, writeUpack } from "./upack-seed.js";
@@ -49,13 +49,6 @@ const SMALL_PAYLOAD = 10 * 1024 - 300;
 const LARGE_PAYLOAD = MiB;
 const START_TIMEOUT_MS = 60_000;
 
-function numberFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, not '${raw}'`);
-  return value;
-}
 const countFromEnv = (name: string, fallback: number) => Math.max(1, Math.trunc(numberFromEnv(name, fallback)));
 
 const duration = numberFromEnv("BENCH_DURATION", 10);

@@ -32,6 +32,15 @@ export interface LoadResult {
 export const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 export const MiB = 1024 ** 2;
 
+/** A BENCH_* setting as a non-negative number; `fallback` when unset or empty. */
+export function numberFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, not '${raw}'`);
+  return value;
+}
+
 function once(options: LoadOptions, seconds: number) {
   return autocannon({
     url: options.url,

@@ -5,6 +5,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import { SCENARIOS, type Scenario, type ScenarioContext } from "./scenarios.js";
 import { type BenchServer, startBenchServer } from "./server.js";
+import { numberFromEnv } from "./load.js";
 
 /**
  * `npm run bench`: starts `wharf serve` on a temp data dir and a free port on 127.0.0.1, runs each
@@ -30,14 +31,6 @@ interface ScenarioResult {
   non2xx: number;
   throughputMBps: number;
   requests: number;
-}
-
-function numberFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, not '${raw}'`);
-  return value;
 }
 
 const round = (value: number) => Math.round(value * 100) / 100;
