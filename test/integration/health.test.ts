@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { createSystemKey } from "../helpers/fixtures.js";
 
 describe("health, version and cross-cutting headers", () => {
   let t: TestApp;
@@ -34,6 +35,19 @@ describe("health, version and cross-cutting headers", () => {
   it("GET /api/cluster/nodes lists this node alone, for administrators only", async () => {
     const anonymous = await t.app.inject({ method: "GET", url: "/api/cluster/nodes" });
     expect(anonymous.statusCode).toBe(401);
+    const wrongKey = await t.app.inject({
+      method: "GET",
+      url: "/api/cluster/nodes",
+      headers: { "x-apikey": "no-such-key-1234567" },
+    });
+    expect(wrongKey.statusCode).toBe(403);
+    const metricsOnly = await createSystemKey(t.database, ["metrics"]);
+    const narrow = await t.app.inject({
+      method: "GET",
+      url: "/api/cluster/nodes",
+      headers: { "x-apikey": metricsOnly },
+    });
+    expect(narrow.statusCode).toBe(403);
     const res = await t.app.inject({ method: "GET", url: "/api/cluster/nodes", headers: { "x-apikey": t.adminKey } });
     expect(res.statusCode).toBe(200);
     const id = (await t.app.inject({ method: "GET", url: "/health" })).json().node.id;
