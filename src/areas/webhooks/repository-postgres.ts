@@ -1,6 +1,7 @@
 import { type PostgresDb, quietTransaction, readRows, writeRows } from "../../storage/postgres/database.js";
 import {
   columnsOf,
+  DELIVERY_CLAIM_MS,
   type DeliveryRow,
   toDelivery,
   toWebhook,
@@ -9,15 +10,6 @@ import {
   type WebhookRepository,
   type WebhookRow,
 } from "./repository.js";
-
-/**
- * How long a delivery handed out by `due` stays claimed by the node that asked: its next attempt is
- * moved this far ahead, so no other node's `due` takes it meanwhile, and `recordAttempt` sets the
- * real next attempt. Longer than any attempt (WHARF_WEBHOOK_TIMEOUT_SECONDS is at most 300 s); a
- * node that dies or stops mid-attempt leaves the delivery to be taken again once it lapses (at
- * least once, as on SQLite: receivers deduplicate on the event id).
- */
-export const DELIVERY_CLAIM_MS = 10 * 60_000;
 
 /**
  * The events of a fan-out that this transaction marks dispatched: those still pending, less those
@@ -116,14 +108,13 @@ export function createPostgresWebhookRepository(db: PostgresDb): WebhookReposito
         return webhookIds.length;
       });
     },
-    async insertDelivery(webhookId, eventType, body, now) {
-      const at = now.toISOString();
+    async insertDelivery(webhookId, eventType, body, now, claimedUntil) {
       const result = await writeRows<DeliveryRow>(
         db,
         `INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, state, next_attempt_at, created_at, request_body)
-         VALUES ($1, NULL, $2, 'pending', $3, $3, $4)
+         VALUES ($1, NULL, $2, 'pending', $3, $4, $5)
          RETURNING *`,
-        [webhookId, eventType, at, body],
+        [webhookId, eventType, (claimedUntil ?? now).toISOString(), now.toISOString(), body],
       );
       return toDelivery(result.rows[0] as DeliveryRow);
     },

@@ -3,6 +3,15 @@ import type { Db } from "../../storage/database.js";
 import { writeUnsynced } from "../../storage/unsynced-writes.js";
 import type { Delivery, DeliveryState, Webhook, WebhookMethod } from "./model.js";
 
+/**
+ * How long a delivery handed out by `due` stays claimed by the node that asked: its next attempt is
+ * moved this far ahead (as a ping's by `insertDelivery`), so no other node's `due` takes it meanwhile, and `recordAttempt` sets the
+ * real next attempt. Longer than any attempt (WHARF_WEBHOOK_TIMEOUT_SECONDS is at most 300 s); a
+ * node that dies or stops mid-attempt leaves the delivery to be taken again once it lapses (at
+ * least once, as on SQLite: receivers deduplicate on the event id).
+ */
+export const DELIVERY_CLAIM_MS = 10 * 60_000;
+
 /** The webhooks and their deliveries (migrations/0020-webhooks.sql). Each method is one transaction. */
 export interface WebhookRepository {
   list(): Promise<Webhook[]>;
@@ -21,8 +30,11 @@ export interface WebhookRepository {
     markDispatched: (ids: readonly number[]) => void,
     now: Date,
   ): Promise<number>;
-  /** A delivery made by hand (a ping), due now. */
-  insertDelivery(webhookId: number, eventType: string, body: string, now: Date): Promise<Delivery>;
+  /**
+   * A delivery made by hand (a ping), due now; or, with `claimedUntil`, claimed by the caller, who
+   * attempts it at once: no poll (of this node or another) takes it before then, as for `due`.
+   */
+  insertDelivery(webhookId: number, eventType: string, body: string, now: Date, claimedUntil?: Date): Promise<Delivery>;
   /** Pending deliveries due at `now`, oldest first, of active webhooks; `skip` are in flight. */
   due(now: Date, limit: number, skip: ReadonlySet<number>): Promise<Delivery[]>;
   recordAttempt(id: number, attempt: AttemptRecord): Promise<void>;
@@ -164,9 +176,10 @@ export function createWebhookRepository(db: Db): WebhookRepository {
     // made again from them (storage/unsynced-writes.ts).
     fanOut: async (events, bodyOf, markDispatched, now) =>
       events.length === 0 ? 0 : writeUnsynced(db, () => fanOut(events, bodyOf, markDispatched, now.toISOString())),
-    async insertDelivery(webhookId, eventType, body, now) {
+    async insertDelivery(webhookId, eventType, body, now, claimedUntil) {
       const at = now.toISOString();
-      const { lastInsertRowid } = insertDelivery.run(webhookId, null, eventType, at, at, body);
+      const next = (claimedUntil ?? now).toISOString();
+      const { lastInsertRowid } = insertDelivery.run(webhookId, null, eventType, next, at, body);
       return toDelivery(delivery.get(Number(lastInsertRowid)) as DeliveryRow);
     },
     async due(now, limit, skip) {

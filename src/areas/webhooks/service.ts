@@ -17,7 +17,7 @@ import {
   WEBHOOK_METHODS,
   type WebhookMethod,
 } from "./model.js";
-import type { WebhookRepository } from "./repository.js";
+import { DELIVERY_CLAIM_MS, type WebhookRepository } from "./repository.js";
 import { generateSecret } from "./signature.js";
 import { checkUrlTemplate, renderUrl } from "./url-template.js";
 import { type DeliveryWorker, SECRET_PURPOSE } from "./worker.js";
@@ -253,7 +253,10 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         data: {},
         webhook: { id: webhook.id, name: webhook.name },
       };
-      const delivery = await repository.insertDelivery(webhook.id, PING_EVENT, JSON.stringify(body), clock.now());
+      // Claimed by this node as it is made: another node's poll must not send it a second time.
+      const now = clock.now();
+      const claimedUntil = new Date(now.getTime() + DELIVERY_CLAIM_MS);
+      const delivery = await repository.insertDelivery(webhook.id, PING_EVENT, JSON.stringify(body), now, claimedUntil);
       const sent = await deps.worker.sendNow(delivery);
       if (sent === undefined) throw new DomainError("unavailable", "SERVER_CLOSING", "The server is closing.");
       return sent;

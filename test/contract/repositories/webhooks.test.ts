@@ -5,10 +5,11 @@ import type { Delivery, Webhook } from "../../../src/areas/webhooks/model.js";
 import {
   type AttemptRecord,
   createWebhookRepository,
+  DELIVERY_CLAIM_MS,
   type NewWebhook,
   type WebhookRepository,
 } from "../../../src/areas/webhooks/repository.js";
-import { createPostgresWebhookRepository, DELIVERY_CLAIM_MS } from "../../../src/areas/webhooks/repository-postgres.js";
+import { createPostgresWebhookRepository } from "../../../src/areas/webhooks/repository-postgres.js";
 import { isForeignKeyViolation } from "../../../src/storage/sqlite-errors.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
 import { otherNodesForBlock } from "../../helpers/postgres-races.js";
@@ -196,6 +197,18 @@ describeOnBothDatabases("webhook repository", (database) => {
     );
     expect(await webhooks.findDelivery(ping.id)).toEqual(ping);
     expect(await webhooks.findDelivery(999_999)).toBeUndefined();
+    await webhooks.recordAttempt(ping.id, attempt());
+  });
+
+  it("makes a ping claimed by its sender when asked: no poll hands it out before the claim lapses", async () => {
+    const [global] = (await webhooks.list()) as [Webhook];
+    const claimedUntil = new Date(T0.getTime() + DELIVERY_CLAIM_MS);
+    const ping = await webhooks.insertDelivery(global.id, "ping", "{}", T0, claimedUntil);
+    expect(ping.nextAttemptAt).toBe(claimedUntil.toISOString());
+    expect(ping.createdAt).toBe(T0.toISOString());
+    const dueIds = async (at: Date) => (await webhooks.due(at, 100, new Set())).map((d) => d.id);
+    expect(await dueIds(new Date(claimedUntil.getTime() - 1000))).not.toContain(ping.id);
+    expect(await dueIds(claimedUntil)).toContain(ping.id);
     await webhooks.recordAttempt(ping.id, attempt());
   });
 
