@@ -108,6 +108,12 @@ export interface Config {
   readonly deployConcurrency: number;
   /** How long closing waits for executing deployments before leaving them to the restart rule. */
   readonly deployStopTimeoutMs: number;
+  /**
+   * Cluster mode: how long a node's claim on a job (a deployment, a remediation, a retention run)
+   * holds without a renewal; renewed every third of it. A job whose node died ends failed this long
+   * after its last renewal (jobs/runner-postgres.ts); a node paused longer than this loses its jobs.
+   */
+  readonly jobLeaseMs: number;
   /** Configuration management (issue 13): how often every active server is checked; 0 turns routine checks off. */
   readonly configCheckIntervalMs: number;
   /** Configuration checks running at once. */
@@ -337,6 +343,8 @@ const envSchema = z.object({
     .transform(Number)
     .refine((seconds) => seconds <= 3600, "must be at most 3600 (an hour)")
     .default(10),
+  // Below 3 s the renewals (every third) come so often that a slow query or a pause loses jobs.
+  WHARF_JOB_LEASE_SECONDS: wholeNumber(3, 3600).default(30),
   // Fractions down to 0.01 (0.6 s), as for connector health, let tests watch a routine check happen.
   WHARF_CONFIG_CHECK_MINUTES: z
     .string()
@@ -450,6 +458,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     deployRoot: v.WHARF_DEPLOY_ROOT === undefined ? undefined : path.resolve(cwd, v.WHARF_DEPLOY_ROOT),
     deployConcurrency: v.WHARF_DEPLOY_CONCURRENCY,
     deployStopTimeoutMs: Math.round(v.WHARF_DEPLOY_STOP_SECONDS * 1000),
+    jobLeaseMs: v.WHARF_JOB_LEASE_SECONDS * 1000,
     configCheckIntervalMs: Math.round(v.WHARF_CONFIG_CHECK_MINUTES * 60_000),
     configCheckConcurrency: v.WHARF_CONFIG_CHECK_CONCURRENCY,
     agentLeaseMs: v.WHARF_AGENT_LEASE_SECONDS,

@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
 import { testCluster, type TestCluster } from "../helpers/cluster-app.js";
 import { type PostgresServer, postgresInstalled, startPostgres } from "../helpers/postgres.js";
 import { buildUpack } from "../helpers/upack-fixtures.js";
-import { type RunningServer, startServer } from "./process.js";
+import { type ClusterProcesses, clusterProcesses, kill, nodeIdOf } from "./cluster-process.js";
+import type { RunningServer } from "./process.js";
 
 /**
  * Real `wharf serve` processes as cluster nodes (issue 18 section 3): one PostgreSQL, one object
@@ -18,35 +16,16 @@ describe.skipIf(!postgresInstalled())("wharf serve nodes on one PostgreSQL and o
   let postgres: PostgresServer;
   let azurite: AzuriteServer;
   let cluster: TestCluster;
+  let processes: ClusterProcesses;
   const nodes: RunningServer[] = [];
-  const dataDirs: string[] = [];
 
   async function startNode(): Promise<RunningServer> {
-    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-cluster-e2e-"));
-    dataDirs.push(dataDir);
-    const node = await startServer(
-      {
-        WHARF_DATA_DIR: dataDir,
-        WHARF_DATABASE_URL: cluster.databaseUrl,
-        WHARF_SECRET_KEY: cluster.secretKey,
-        WHARF_ADMIN_API_KEY: cluster.adminKey,
-        ...cluster.storeEnv,
-      },
-      30_000,
-    );
+    const node = await processes.start();
     nodes.push(node);
     return node;
   }
 
-  /** SIGKILL: no goodbye to the database, as a crash or an OOM kill. */
-  async function kill(node: RunningServer): Promise<void> {
-    process.kill(node.pid, "SIGKILL");
-    await node.exited;
-  }
-
-  const admin = () => ({ "x-apikey": cluster.adminKey });
-  const call = (node: RunningServer, url: string, init: RequestInit = {}) =>
-    fetch(`${node.url}${url}`, { ...init, headers: { ...admin(), ...(init.headers as Record<string, string>) } });
+  const call = (node: RunningServer, url: string, init: RequestInit = {}) => processes.call(node, url, init);
   const upload = (node: RunningServer, bytes: Buffer) =>
     call(node, "/upack/main/upload", { method: "PUT", body: new Uint8Array(bytes) });
 
@@ -54,12 +33,11 @@ describe.skipIf(!postgresInstalled())("wharf serve nodes on one PostgreSQL and o
     nodes: { nodeId: string; alive: boolean; runsSchedulers: boolean; self: boolean }[];
   }
   const view = async (node: RunningServer) => (await (await call(node, "/api/cluster/nodes")).json()) as ClusterView;
-  const selfId = async (node: RunningServer) =>
-    ((await (await fetch(`${node.url}/health`)).json()) as { node: { id: string } }).node.id;
 
   beforeAll(async () => {
     [postgres, azurite] = await Promise.all([startPostgres(), startAzurite()]);
     cluster = await testCluster(await postgres.createDatabase(), azurite);
+    processes = clusterProcesses(cluster);
     // Started together: they migrate the new database one at a time, under the migration lock.
     await Promise.all([startNode(), startNode()]);
     const created = await call(nodes[0] as RunningServer, "/api/management/feeds/create", {
@@ -71,15 +49,14 @@ describe.skipIf(!postgresInstalled())("wharf serve nodes on one PostgreSQL and o
   }, 90_000);
 
   afterAll(async () => {
-    await Promise.all(nodes.map((node) => node.stop()));
+    await processes?.close();
     await azurite?.stop();
     await postgres?.stop();
-    await Promise.all(dataDirs.map((dir) => fs.rm(dir, { recursive: true, force: true })));
   });
 
   it("both nodes joined: /health names each, and the cluster view lists both with one scheduler", async () => {
     const [a, b] = nodes as [RunningServer, RunningServer];
-    const ids = [await selfId(a), await selfId(b)];
+    const ids = [await nodeIdOf(a), await nodeIdOf(b)];
     expect(ids[0]).not.toBe(ids[1]);
     let listed = await view(b);
     // The scheduler lease is taken within a retry period of the start.
@@ -152,7 +129,7 @@ describe.skipIf(!postgresInstalled())("wharf serve nodes on one PostgreSQL and o
     const listed = await view(third);
     const leaderId = listed.nodes.find((node) => node.runsSchedulers)?.nodeId;
     const byId = new Map<string, RunningServer>();
-    for (const node of [a, b, third]) byId.set(await selfId(node), node);
+    for (const node of [a, b, third]) byId.set(await nodeIdOf(node), node);
     const victim = byId.get(leaderId ?? "") ?? a;
     const survivors = [a, b, third].filter((node) => node !== victim);
     const acknowledged: string[] = [];
