@@ -23,16 +23,11 @@ interface FeedRowWithNames extends FeedRow {
 
 /**
  * A feed with its alternate names and connector names in one statement, so that the three are read
- * from one snapshot (SQLite reads them with three statements no writer can come between).
- *
- * KNOWN GAP: SQLite lists alternate names by rowid, that is in the order they were given;
- * PostgreSQL's feed_names has no column that keeps an order (migrations/postgres/0001), so they come
- * in name_key order here. A feed with two or more alternate names given out of that order reads back
- * differently on the two databases until feed_names gets a position column on both (a migration
- * pair, outside this file).
+ * from one snapshot (SQLite reads them with three statements no writer can come between). The
+ * alternate names come in the order they were given (feed_names.position, migrations/postgres/0006).
  */
 const FEED_SELECT = `SELECT ${FEED_COLUMNS},
-       coalesce((SELECT json_agg(n.name ORDER BY n.name_key) FROM feed_names n
+       coalesce((SELECT json_agg(n.name ORDER BY n.position, n.name_key) FROM feed_names n
                   WHERE n.feed_id = f.id AND n.is_primary = 0), '[]') AS alternate_names,
        coalesce((SELECT json_agg(c.name ORDER BY fc.position)
                    FROM feed_connectors fc JOIN connectors c ON c.id = fc.connector_id
@@ -51,11 +46,13 @@ const NAME_OWNERS = `SELECT n.name_key, n.feed_id, f.name AS owner, n.is_primary
        FROM feed_names n JOIN feeds f ON f.id = n.feed_id WHERE n.name_key = ANY($1::text[])`;
 /**
  * All of a feed's names in one statement, in name_key order: two claims of overlapping names take
- * the keys' locks in the same order and so wait for each other instead of deadlocking. A name taken
- * meanwhile by another writer is skipped, not an error, so that the caller can say whose it is.
+ * the keys' locks in the same order and so wait for each other instead of deadlocking. Each keeps
+ * its place in the list given as its position. A name taken meanwhile by another writer is
+ * skipped, not an error, so that the caller can say whose it is.
  */
-const INSERT_NAMES = `INSERT INTO feed_names (name_key, feed_id, is_primary, name)
-     SELECT n.name_key, $1, n.is_primary, n.name FROM unnest($2::text[], $3::integer[], $4::text[]) AS n(name_key, is_primary, name)
+const INSERT_NAMES = `INSERT INTO feed_names (name_key, feed_id, is_primary, name, position)
+     SELECT n.name_key, $1, n.is_primary, n.name, n.position - 1
+       FROM unnest($2::text[], $3::integer[], $4::text[]) WITH ORDINALITY AS n(name_key, is_primary, name, position)
       ORDER BY n.name_key COLLATE "C"
      ON CONFLICT (name_key) DO NOTHING`;
 /**
@@ -114,7 +111,7 @@ async function replaceConnectors(client: pg.PoolClient, feedId: number, names: r
   if (ids.length > 0) await client.query(INSERT_CONNECTORS, [feedId, ids]);
 }
 
-/** FeedRepository on PostgreSQL (cluster mode): the same feeds and answers as on SQLite (but see FEED_SELECT). */
+/** FeedRepository on PostgreSQL (cluster mode): the same feeds and answers as on SQLite. */
 export function createPostgresFeedRepository(db: PostgresDb): FeedRepository {
   return {
     async findScope(name) {

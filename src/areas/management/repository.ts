@@ -9,7 +9,7 @@ import { createFeedConnectorRows } from "./feed-connectors.js";
 import { decodeSettings, encodeSettings, type Feed, type FeedDraft } from "./feed-settings.js";
 
 /**
- * SQL for `feeds`, `feed_names` and `feed_connectors` (migrations 0001, 0002, 0010). Every method
+ * SQL for `feeds`, `feed_names` and `feed_connectors` (migrations 0001, 0002, 0010, 0023). Every method
  * is one transaction and returns a Promise, so that another database can implement the same
  * interface. A feed's `settings.connectors` are stored as connector ids and read back as the
  * connectors' current names: a renamed connector stays the feed's, a deleted one leaves it.
@@ -64,10 +64,10 @@ export function createFeedRepository(db: Db): FeedRepository {
   const feedById = db.prepare<[number], FeedRow>(`SELECT ${FEED_COLUMNS} FROM feeds f WHERE f.id = ?`);
   const allFeeds = db.prepare<[], FeedRow>(`SELECT ${FEED_COLUMNS} FROM feeds f ORDER BY f.name COLLATE NOCASE, f.id`);
   const alternatesOf = db.prepare<[number], { name: string }>(
-    "SELECT name FROM feed_names WHERE feed_id = ? AND is_primary = 0 ORDER BY rowid",
+    "SELECT name FROM feed_names WHERE feed_id = ? AND is_primary = 0 ORDER BY position, rowid",
   );
   const allAlternates = db.prepare<[], { feed_id: number; name: string }>(
-    "SELECT feed_id, name FROM feed_names WHERE is_primary = 0 ORDER BY rowid",
+    "SELECT feed_id, name FROM feed_names WHERE is_primary = 0 ORDER BY feed_id, position, rowid",
   );
   const nameOwner = db.prepare<[string], NameOwnerRow>(
     `SELECT n.feed_id, f.name AS owner, n.is_primary
@@ -81,8 +81,8 @@ export function createFeedRepository(db: Db): FeedRepository {
     "UPDATE feeds SET name = ?, feed_type = ?, feed_group = ?, settings = ?, modified_at = ? WHERE id = ?",
   );
   const deleteNames = db.prepare<[number]>("DELETE FROM feed_names WHERE feed_id = ?");
-  const insertName = db.prepare<[string, number, number, string]>(
-    "INSERT INTO feed_names (name_key, feed_id, is_primary, name) VALUES (?, ?, ?, ?)",
+  const insertName = db.prepare<[string, number, number, string, number]>(
+    "INSERT INTO feed_names (name_key, feed_id, is_primary, name, position) VALUES (?, ?, ?, ?, ?)",
   );
   const deleteFeed = db.prepare<[number]>("DELETE FROM feeds WHERE id = ?");
   const connectorRows = createFeedConnectorRows(db);
@@ -94,13 +94,16 @@ export function createFeedRepository(db: Db): FeedRepository {
       connectorRows.namesOf(row.id),
     );
 
-  /** Names are one namespace across feeds, primary and alternate alike (migration 0001). */
+  /**
+   * Names are one namespace across feeds, primary and alternate alike (migration 0001); each is
+   * stored with its place in the list, which the alternate names are read back in (0023).
+   */
   function claimNames(feedId: number, draft: FeedDraft): void {
     const names = [draft.name, ...draft.alternateNames];
     for (const name of names) refuseTakenName(feedId, name, nameOwner.get(name.toLowerCase()));
     deleteNames.run(feedId);
     names.forEach((name, index) => {
-      insertName.run(name.toLowerCase(), feedId, index === 0 ? 1 : 0, name);
+      insertName.run(name.toLowerCase(), feedId, index === 0 ? 1 : 0, name, index);
     });
   }
 

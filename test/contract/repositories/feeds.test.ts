@@ -106,16 +106,30 @@ describeOnBothDatabases("Feed repository", (database) => {
     expect(listed.find((feed) => feed.name === "Main")).toEqual(asserted);
   });
 
-  it("keeps alternate names in the order given (PostgreSQL: in name order, a known gap)", async () => {
-    const given = ["Zulu", "alpha-2", "Mike"];
+  it("keeps alternate names in the order given, also after an update that reorders them", async () => {
+    // Not "alpha": a feed of the test above has that name.
+    const given = ["zeta", "alpha-old", "mid"];
     const feed = await feeds.insert(draft("ordered", { alternateNames: given }), "key-ordered", CREATED);
-    // feed_names has no column for an order on PostgreSQL (repository-postgres.ts, FEED_SELECT):
-    // when it gets one, PostgreSQL must give `given` too and this test fails until it does.
-    const expected = database().kind === "sqlite" ? given : ["alpha-2", "Mike", "Zulu"];
-    expect(feed.alternateNames).toEqual(expected);
-    expect((await feeds.findByName("ordered"))?.alternateNames).toEqual(expected);
-    expect((await feeds.list()).find((f) => f.name === "ordered")?.alternateNames).toEqual(expected);
+    // Another feed's names in between: each feed's names are read in their own order.
+    const other = await feeds.insert(draft("ordered-2", { alternateNames: ["b2", "a2"] }), "key-o2", CREATED);
+    /** The alternate names as each read gives them: findByName's and list's. */
+    const readBack = async (id: number, name: string) => [
+      (await feeds.findByName(name))?.alternateNames,
+      (await feeds.list()).find((f) => f.id === id)?.alternateNames,
+    ];
+    expect(feed.alternateNames).toEqual(given);
+    expect(await readBack(feed.id, "ordered")).toEqual([given, given]);
+
+    const reordered = ["mid", "zeta", "alpha-old"];
+    const updated = await feeds.update(feed.id, (current) => ({ ...current, alternateNames: reordered }), LATER);
+    expect(updated.alternateNames).toEqual(reordered);
+    expect(await readBack(feed.id, "ALPHA-OLD")).toEqual([reordered, reordered]);
+    expect(await readBack(other.id, "ordered-2")).toEqual([
+      ["b2", "a2"],
+      ["b2", "a2"],
+    ]);
     expect(await feeds.deleteByName("ordered")).toBe(true);
+    expect(await feeds.deleteByName("ordered-2")).toBe(true);
   });
 
   it("refuses a name another feed has, primary or alternate, case-insensitively, and writes nothing", async () => {
