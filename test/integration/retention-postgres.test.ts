@@ -1,12 +1,21 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AssetService } from "../../src/areas/endpoints/index.js";
+import {
+  createAssetRepository,
+  type DeleteOptions as AssetDeleteOptions,
+} from "../../src/areas/endpoints/repository.js";
+import { createPostgresAssetRepository } from "../../src/areas/endpoints/repository-postgres.js";
+import type { AssetPath } from "../../src/domain/asset-path.js";
 import type { Feed, FeedService } from "../../src/areas/management/index.js";
 import { defaultSettings, type RetentionRule } from "../../src/areas/management/feed-settings.js";
 import { createRetention, type RetentionService } from "../../src/areas/retention/index.js";
 import type { RetentionScheduler } from "../../src/areas/retention/scheduler.js";
+import { createUpackWriteRepository, type DeleteOptions } from "../../src/areas/upack/repository.js";
+import { createPostgresUpackWriteRepository } from "../../src/areas/upack/repository-postgres.js";
 import type { UpackWriteService } from "../../src/areas/upack/write/upload-service.js";
 import { notFound } from "../../src/domain/errors.js";
+import type { ChangeCause } from "../../src/lifecycle/events.js";
 import { versionSortKey } from "../../src/domain/upack-version-sort.js";
 import { parseVersion } from "../../src/domain/upack-version.js";
 import { createJobRunner, type JobRunner } from "../../src/jobs/runner.js";
@@ -19,7 +28,8 @@ import { insertFeed } from "../helpers/seed-rows.js";
  * kept previews run as jobs, the runs' records and the scheduler give the same answers on SQLite
  * and on PostgreSQL (there with the cluster's job runner, runner-postgres.ts). The feeds, the
  * universal feeds' delete and the asset directories' delete are other areas': stand-ins here that
- * delete the rows, and record what they were asked.
+ * delete the rows (a version through the universal feed's repository, as its service does), and
+ * record what they were asked.
  */
 
 const DAY = 86_400_000;
@@ -55,7 +65,11 @@ describeOnBothDatabases("Retention services", (database) => {
   const clock = { now: () => now };
   const feeds: Feed[] = [];
   const deletedVersions: string[] = [];
+  /** Versions that another node uploads again, with other bytes, right before the run deletes them. */
+  const replacedBeforeDelete = new Set<string>();
   const deletedFiles: string[] = [];
+  /** Files that another node writes again, with other bytes, right before the run deletes them. */
+  const rewrittenBeforeDelete = new Set<string>();
   let jobs: JobRunner;
   let service: RetentionService;
   let scheduler: RetentionScheduler;
@@ -102,21 +116,36 @@ describeOnBothDatabases("Retention services", (database) => {
       },
       listFeeds: async () => [...feeds],
     } as unknown as FeedService;
+    const versions =
+      db.kind === "sqlite"
+        ? createUpackWriteRepository(db.sqlite, clock)
+        : createPostgresUpackWriteRepository(db.postgres, clock);
     const write = {
-      async deleteVersion(feedId: number, tail: string) {
+      async deleteVersion(feedId: number, tail: string, cause: ChangeCause, options?: DeleteOptions) {
         deletedVersions.push(tail);
         const version = tail.split("/").at(-1) as string;
-        await exec(
-          `DELETE FROM upack_versions WHERE version_key = ?
-             AND package_id IN (SELECT id FROM upack_packages WHERE feed_id = ?)`,
-          [version.toLowerCase(), feedId],
-        );
+        if (replacedBeforeDelete.delete(version)) {
+          await exec(
+            `UPDATE upack_versions SET blob_sha256 = 'other bytes' WHERE version_key = ?
+               AND package_id IN (SELECT id FROM upack_packages WHERE feed_id = ?)`,
+            [version.toLowerCase(), feedId],
+          );
+        }
+        const removed = await versions.deleteVersion(feedId, { group: "", name: "app", version }, cause, options);
+        return removed !== undefined;
       },
     } as unknown as UpackWriteService;
+    const files = db.kind === "sqlite" ? createAssetRepository(db.sqlite) : createPostgresAssetRepository(db.postgres);
     const assets = {
-      async delete(directory: Feed, path: { key: string }) {
+      async delete(directory: Feed, path: AssetPath, options: AssetDeleteOptions) {
         deletedFiles.push(path.key);
-        await exec("DELETE FROM asset_items WHERE feed_id = ? AND path_key = ?", [directory.id, path.key]);
+        if (rewrittenBeforeDelete.delete(path.key)) {
+          await exec("UPDATE asset_items SET blob_sha256 = 'other bytes' WHERE feed_id = ? AND path_key = ?", [
+            directory.id,
+            path.key,
+          ]);
+        }
+        return (await files.delete(directory.id, path, options)).deleted > 0;
       },
     } as unknown as AssetService;
     jobs =
@@ -173,6 +202,28 @@ describeOnBothDatabases("Retention services", (database) => {
     await expect(service.getRun("apps", 999_999)).rejects.toMatchObject({ code: "RETENTION_RUN_NOT_FOUND" });
   });
 
+  it("skips a version uploaded again with other bytes between evaluation and delete: counted skipped, not deleted", async () => {
+    const feed = await universalFeed("replaced", ["1.0.0", "2.0.0", "3.0.0"], [rule({ keepVersionsCount: 1 })]);
+    replacedBeforeDelete.add("2.0.0");
+    const { run } = await service.requestRun("replaced", { requestedBy: "alice", trigger: "manual" });
+    const { run: finished, lines } = await untilFinished(feed, run.id);
+    expect(finished).toMatchObject({ status: "warned", versionsDeleted: 1, bytesFreed: 100, versionsSkipped: 1 });
+    expect(
+      lines.some((line) => line.endsWith("warn: Skipped app 2.0.0: it was deleted or overwritten meanwhile.")),
+    ).toBe(true);
+    expect(lines.some((line) => line.endsWith("info: Deleted 1 version(s), 100 bytes freed; 1 skipped."))).toBe(true);
+    expect(
+      await exec(
+        `SELECT v.version, v.blob_sha256 FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
+          WHERE p.feed_id = ? ORDER BY v.sort_key`,
+        [feed.id],
+      ),
+    ).toEqual([
+      { version: "2.0.0", blob_sha256: "other bytes" },
+      { version: "3.0.0", blob_sha256: "blob 3.0.0" },
+    ]);
+  });
+
   it("previews and runs an asset directory's retention", async () => {
     const feed = feedOf(await insertFeed(exec, "files", PUBLISHED, "asset"), "files", "asset", [
       rule({ deleteOlderThanDays: 30 }),
@@ -186,12 +237,28 @@ describeOnBothDatabases("Retention services", (database) => {
         [feed.id, path, path.toLowerCase(), `blob ${path}`, at, at],
       );
     await file("Old.txt", PUBLISHED);
+    await file("Rewritten.txt", PUBLISHED);
     await file("new.txt", new Date(now.getTime() - DAY).toISOString());
     const preview = await service.preview("files");
-    expect(preview.items.map((item) => [item.path, item.bytes])).toEqual([["Old.txt", 10]]);
+    expect(preview.items.map((item) => [item.path, item.bytes])).toEqual([
+      ["Old.txt", 10],
+      ["Rewritten.txt", 10],
+    ]);
+    // Another node writes one of them again between the evaluation and the delete: it stays.
+    rewrittenBeforeDelete.add("rewritten.txt");
     const { run } = await service.requestRun("files", { requestedBy: "bob", trigger: "manual" });
-    expect((await untilFinished(feed, run.id)).run).toMatchObject({ status: "succeeded", versionsDeleted: 1 });
-    expect(deletedFiles).toEqual(["old.txt"]);
+    const { run: finished, lines } = await untilFinished(feed, run.id);
+    expect(finished).toMatchObject({ status: "warned", versionsDeleted: 1, versionsSkipped: 1 });
+    expect(
+      lines.some((line) => line.endsWith("warn: Skipped Rewritten.txt: it was deleted or overwritten meanwhile.")),
+    ).toBe(true);
+    expect(deletedFiles).toEqual(["old.txt", "rewritten.txt"]);
+    expect(
+      await exec("SELECT path, blob_sha256 FROM asset_items WHERE feed_id = ? ORDER BY path_key", [feed.id]),
+    ).toEqual([
+      { path: "new.txt", blob_sha256: "blob new.txt" },
+      { path: "Rewritten.txt", blob_sha256: "other bytes" },
+    ]);
   });
 
   it("schedules runs: a schedule seen first fires from then on, once per firing, not over an active run", async () => {

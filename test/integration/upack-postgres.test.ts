@@ -117,6 +117,32 @@ describe.skipIf(!postgresInstalled())("universal feed services on PostgreSQL", (
     ]);
   });
 
+  it("deletes a version for retention only while it has the blob retention saw, also after another node's upload", async () => {
+    const purge = { actor: "retention", as: "package.purged" as const };
+    const seen = (await put(await buildUpack({ name: "kept", version: "1.0.0", files: { "a.txt": "one" } }))).sha256;
+    // Uploaded again on the other node, with other bytes, after retention read the version.
+    const again = await buildUpack({ name: "kept", version: "1.0.0", files: { "a.txt": "two" } });
+    const current = (await put(again, otherServices, true)).sha256;
+    expect(current).not.toBe(seen);
+
+    expect(await services.write.deleteVersion(feed.id, "kept/1.0.0", purge, { expectedBlob: seen })).toBe(false);
+    const blobOfKept =
+      "SELECT v.blob_sha256 FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id WHERE p.name = 'kept'";
+    expect(await rows(blobOfKept)).toEqual([{ blob_sha256: current }]);
+    expect(await services.write.deleteVersion(feed.id, "kept/1.0.0", purge, { expectedBlob: current })).toBe(true);
+    expect(await rows(blobOfKept)).toEqual([]);
+    // Gone: false for retention, as for other bytes; a 404 for everyone else, as before.
+    expect(await services.write.deleteVersion(feed.id, "kept/1.0.0", purge, { expectedBlob: current })).toBe(false);
+    expect((await domainErrorOf(services.write.deleteVersion(feed.id, "kept/1.0.0", { actor: "test" }))).code).toBe(
+      "PACKAGE_NOT_FOUND",
+    );
+    expect(await rows("SELECT type FROM lifecycle_events WHERE package_name = 'kept' ORDER BY id")).toEqual([
+      { type: "package.added" },
+      { type: "package.overwritten" },
+      { type: "package.purged" },
+    ]);
+  });
+
   it("counts downloads, shown by the next read of the native API, the packages API and the browse pages", async () => {
     const { target } = await services.downloads.resolve("main", "tools/cli/0.1.0", false);
     await services.downloads.countDownload(target);

@@ -8,6 +8,7 @@ import {
   belowRange,
   checkFileWrite,
   type FileWrite,
+  isExpectedFile,
   fileValues,
   folderNotEmpty,
   isFolder,
@@ -173,10 +174,11 @@ export function createPostgresAssetRepository(db: PostgresDb): AssetRepository {
       }),
     createFolder: async (feedId, path, now) =>
       treeWrite(db, feedId, async (client) => ensureFolders(client, feedId, [...ancestorPaths(path), path], now)),
-    delete: async (feedId, path, { recursive, filesOnly }) =>
+    delete: async (feedId, path, options) =>
       treeWrite(db, feedId, async (client) => {
+        const { recursive, filesOnly } = options;
         const existing = await find(client, feedId, path.key);
-        if (existing === undefined) return { deleted: 0, contents: [] };
+        if (existing === undefined || !isExpectedFile(existing, options)) return { deleted: 0, contents: [] };
         if (existing.isFolder && filesOnly) throw isFolder(existing.path);
         const contents: StoredContent[] = existing.file ? [existing.file] : [];
         let deleted = 1;

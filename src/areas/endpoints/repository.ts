@@ -22,6 +22,21 @@ export interface AssetItem {
 }
 
 /** A file's content: its blob and digests (lowercase hex). */
+export interface DeleteOptions {
+  readonly recursive: boolean;
+  readonly filesOnly: boolean;
+  /**
+   * Deletes only a file whose blob this is, checked in the delete's own transaction (retention:
+   * on PostgreSQL another node may replace the file between a check and the delete); otherwise
+   * nothing is deleted (0).
+   */
+  readonly expectedBlob?: string;
+}
+
+/** Whether the item found is the one a delete with `expectedBlob` may remove. */
+export const isExpectedFile = (item: AssetItem, options: DeleteOptions): boolean =>
+  options.expectedBlob === undefined || item.file?.sha256 === options.expectedBlob;
+
 export interface StoredContent {
   readonly sha256: string;
   readonly size: number;
@@ -91,7 +106,7 @@ export interface AssetRepository {
   delete(
     feedId: number,
     path: AssetPath,
-    options: { recursive: boolean; filesOnly: boolean },
+    options: DeleteOptions,
   ): Promise<{ deleted: number; contents: StoredContent[] }>;
   updateMetadata(feedId: number, key: string, write: MetadataWrite): Promise<void>;
 }
@@ -251,9 +266,10 @@ export function createAssetRepository(db: Db): AssetRepository {
     ensureFolders(feedId, [...ancestorPaths(path), path], now);
   });
 
-  const remove = db.transaction((feedId: number, path: AssetPath, recursive: boolean, filesOnly: boolean) => {
+  const remove = db.transaction((feedId: number, path: AssetPath, options: DeleteOptions) => {
+    const { recursive, filesOnly } = options;
     const existing = find(feedId, path.key);
-    if (existing === undefined) return { deleted: 0, contents: [] };
+    if (existing === undefined || !isExpectedFile(existing, options)) return { deleted: 0, contents: [] };
     if (existing.isFolder && filesOnly) throw isFolder(existing.path);
     const contents: StoredContent[] = existing.file ? [existing.file] : [];
     let deleted = 1;
@@ -288,8 +304,7 @@ export function createAssetRepository(db: Db): AssetRepository {
     writeFile: async (feedId, write) => writeFile.immediate(feedId, write),
     writeBatch: async (feedId, batch) => writeBatch.immediate(feedId, batch),
     createFolder: async (feedId, path, now) => createFolder.immediate(feedId, path, now),
-    delete: async (feedId, path, options) =>
-      runDeletion(db, () => remove.immediate(feedId, path, options.recursive, options.filesOnly)),
+    delete: async (feedId, path, options) => runDeletion(db, () => remove.immediate(feedId, path, options)),
     updateMetadata: async (feedId, key, write) => updateMetadata.immediate(feedId, key, write),
   });
 }

@@ -11,6 +11,7 @@ import type { Feed, FeedService } from "../management/index.js";
 import {
   type AssetItem,
   type AssetRepository,
+  type DeleteOptions,
   assetNotFound,
   fileExists,
   isFolder,
@@ -86,8 +87,11 @@ export interface AssetService {
     }>,
     options: { mode: WriteMode; mayReplace: boolean },
   ): Promise<AssetItem[]>;
-  /** Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. */
-  delete(directory: Feed, path: AssetPath, options: { recursive: boolean; filesOnly: boolean }): Promise<void>;
+  /**
+   * Deletes a file or, with `filesOnly: false`, a folder; a missing item is not an error. Whether
+   * anything was deleted (with `expectedBlob`: false when the file is gone or has other bytes).
+   */
+  delete(directory: Feed, path: AssetPath, options: DeleteOptions): Promise<boolean>;
   /** Items of a folder ('' = root); a missing folder gives [] (docs/compat.md 4.3). */
   list(directory: Feed, folder: AssetPath, recursive: boolean): Promise<AssetItem[]>;
   createFolder(directory: Feed, path: AssetPath): Promise<void>;
@@ -310,8 +314,9 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     },
 
     async delete(directory, path, options) {
-      const { contents } = await repository.delete(directory.id, path, options);
+      const { deleted, contents } = await repository.delete(directory.id, path, options);
       for (const content of contents) await discard(directory, content.sha256);
+      return deleted > 0;
     },
 
     list: async (directory, folder, recursive) => repository.list(directory.id, folder.key, recursive),

@@ -1,5 +1,4 @@
 import type { PostgresDb } from "../../storage/postgres/database.js";
-import { readRows } from "../../storage/postgres/database.js";
 import { flushPostgresAssetDownloadTimes } from "../endpoints/download-times-postgres.js";
 import { type AssetRetentionRows, type FileRow, toCandidate } from "./asset-candidates.js";
 
@@ -17,16 +16,6 @@ export function createPostgresAssetRetentionRows(db: PostgresDb): AssetRetention
         rowMode: "array",
       });
       return result.rows.map(toCandidate);
-    },
-    async ifCurrentBlob(itemId, sha256, then) {
-      // A round trip before `then`, not a tick: another node's write can come in between (the
-      // asset directory's own delete, under its feed's lock, is what a cluster relies on).
-      const [row] = await readRows<{ blob_sha256: string | null }>(
-        db,
-        "SELECT blob_sha256 FROM asset_items WHERE id = $1 AND is_folder = 0",
-        [itemId],
-      );
-      return row !== undefined && row.blob_sha256 === sha256 ? then() : undefined;
     },
   };
 }

@@ -10,12 +10,6 @@ import type { AssetCandidate } from "./evaluate-assets.js";
 export interface AssetRetentionRows {
   /** Every file of the directory, in path order, with what the rules look at (due download stamps written first). */
   candidates(feedId: number): Promise<AssetCandidate[]>;
-  /**
-   * A run's last check before a delete: calls `then` when the file's current blob is still
-   * `sha256` (neither deleted nor overwritten), in the same tick as the check on SQLite, and answers
-   * what it answers; undefined, without calling it, otherwise (RetentionKind.ifUnchanged).
-   */
-  ifCurrentBlob<T>(itemId: number, sha256: string, then: () => Promise<T>): Promise<T | undefined>;
 }
 
 export type FileRow = [
@@ -35,16 +29,10 @@ export function createAssetRetentionRows(db: Db): AssetRetentionRows {
         WHERE feed_id = ? AND is_folder = 0 ORDER BY path_key`,
     )
     .raw(true);
-  const blobOf = db
-    .prepare<[number], string>("SELECT blob_sha256 FROM asset_items WHERE id = ? AND is_folder = 0")
-    .pluck();
   return {
     async candidates(feedId) {
       flushAssetDownloadTimes(db);
       return files.all(feedId).map(toCandidate);
-    },
-    async ifCurrentBlob(itemId, sha256, then) {
-      return blobOf.get(itemId) === sha256 ? then() : undefined;
     },
   };
 }

@@ -18,17 +18,11 @@ export interface RetentionKind {
   /** The deletions the feed's rules select at `now`, and how many items were looked at. */
   evaluate(feed: Feed, now: Date): Promise<{ items: PlannedDeletion[]; examined: number }>;
   /**
-   * A run's last check before `remove`: calls `then` when the item's current blob is still
-   * `item.sha256` (neither deleted nor overwritten meanwhile), in the same tick as the check, and
-   * answers what it answers; undefined, without calling it, otherwise. A failure of `then` rejects.
+   * Deletes the item through the feed's own delete, which checks in its transaction that the item
+   * still has the blob evaluated (`item.sha256`): its blob goes back to GC and the feed's usual
+   * bookkeeping runs. False, deleting nothing, when the item is gone or was overwritten.
    */
-  ifUnchanged<T>(item: PlannedDeletion, then: () => Promise<T>): Promise<T | undefined>;
-  /**
-   * Deletes the item through the feed's own delete, whose transaction starts synchronously (so the
-   * check ifUnchanged just made still holds): its blob goes back to GC and the feed's usual
-   * bookkeeping runs.
-   */
-  remove(feed: Feed, item: PlannedDeletion, run: RetentionRun): Promise<void>;
+  remove(feed: Feed, item: PlannedDeletion, run: RetentionRun): Promise<boolean>;
   /** The item in words, for the run's log. */
   label(item: PlannedDeletion): string;
 }
@@ -54,14 +48,13 @@ function universalKind({ repository, write }: RetentionKindsDeps): RetentionKind
       const items = evaluateRetention(candidates, feed.settings.retentionRules, now).map(toPlannedVersion);
       return { items, examined: candidates.length };
     },
-    ifUnchanged: (item, then) => repository.ifCurrentBlob(item.id, item.sha256, then),
     async remove(feed, item, run) {
       const cause = {
         actor: "retention",
         as: "package.purged" as const,
         data: { rule: item.rule, reason: item.reason, runId: run.id, requestedBy: run.requestedBy },
       };
-      await write.deleteVersion(feed.id, tailOf(item), cause);
+      return write.deleteVersion(feed.id, tailOf(item), cause, { expectedBlob: item.sha256 });
     },
     label: (item) => `${item.group === "" ? "" : `${item.group}/`}${item.name} ${item.version}`,
   };
@@ -75,10 +68,10 @@ function assetKind({ assets, assetRows }: RetentionKindsDeps): RetentionKind {
       const items = evaluateAssetRetention(candidates, feed.settings.retentionRules, now).map(toPlannedFile);
       return { items, examined: candidates.length };
     },
-    ifUnchanged: (item, then) => assetRows.ifCurrentBlob(item.id, item.sha256, then),
     async remove(feed, item) {
       // The file alone: its folders stay, as after a DELETE of the file (docs/compat.md 4.2).
-      await assets.delete(feed, parseAssetPath(item.path ?? item.name), { recursive: false, filesOnly: true });
+      const path = parseAssetPath(item.path ?? item.name);
+      return assets.delete(feed, path, { recursive: false, filesOnly: true, expectedBlob: item.sha256 });
     },
     label: (item) => item.path ?? item.name,
   };

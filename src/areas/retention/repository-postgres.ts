@@ -51,14 +51,6 @@ export function createPostgresRetentionRepository(db: PostgresDb): RetentionRepo
       const deployed = new Map(deployments.map((row) => [row.key, row.at]));
       return versions.map((row) => toCandidate(row, deployed));
     },
-    async ifCurrentBlob(versionId, sha256, then) {
-      // A round trip before `then`, not a tick: another node's write can come in between (a
-      // conditional delete in the universal feed's repository is what closes it in a cluster).
-      const row = await one<{ blob_sha256: string }>("SELECT blob_sha256 FROM upack_versions WHERE id = $1", [
-        versionId,
-      ]);
-      return row?.blob_sha256 === sha256 ? then() : undefined;
-    },
     async savePlan(token, feedId, createdAt, items) {
       await writeRows(db, "INSERT INTO retention_plans (token, feed_id, created_at, items) VALUES ($1, $2, $3, $4)", [
         token,

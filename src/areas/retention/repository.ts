@@ -6,7 +6,8 @@ import type { RetentionCandidate } from "./evaluate.js";
 /**
  * SQL of retention (migrations/0018-retention.sql): the rows a preview evaluates, kept previews
  * ("plans"), runs and the scheduler's memory. Deletions themselves go through the universal
- * feed's write service, never through here; an asset directory's rows are asset-candidates.ts.
+ * feed's write service, never through here, which checks that a version still has the blob
+ * evaluated as it deletes it; an asset directory's rows are asset-candidates.ts.
  */
 
 /**
@@ -60,14 +61,6 @@ export interface NewRun {
 export interface RetentionRepository {
   /** Every version of the feed with what the rules look at (download counts written first). */
   candidates(feedId: number): Promise<RetentionCandidate[]>;
-  /**
-   * A run's last check before a delete: calls `then` (the delete) when the version's current blob
-   * is still `sha256`, neither deleted nor overwritten since it was evaluated, and answers what it
-   * answers; undefined, without calling it, otherwise. `then` is called in the same tick as the
-   * check, so that a delete whose transaction starts synchronously (SQLite) runs with nothing in
-   * between. A failure of `then` rejects this promise.
-   */
-  ifCurrentBlob<T>(versionId: number, sha256: string, then: () => Promise<T>): Promise<T | undefined>;
   savePlan(token: string, feedId: number, createdAt: string, items: readonly PlannedDeletion[]): Promise<void>;
   findPlan(token: string, feedId: number, notBefore: string): Promise<PlannedDeletion[] | undefined>;
   prunePlans(before: string): Promise<void>;
@@ -157,7 +150,6 @@ export function createRetentionRepository(db: Db): RetentionRepository {
     `SELECT ${DEPLOYED_COLUMNS}
        FROM package_deployments WHERE feed_id = ? GROUP BY group_key, name_key, version_key`,
   );
-  const blobOf = db.prepare<[number], string>("SELECT blob_sha256 FROM upack_versions WHERE id = ?").pluck();
   const insertPlan = db.prepare<[string, number, string, string]>(
     "INSERT INTO retention_plans (token, feed_id, created_at, items) VALUES (?, ?, ?, ?)",
   );
@@ -202,9 +194,6 @@ export function createRetentionRepository(db: Db): RetentionRepository {
       flushDownloadCounts(db);
       const deployed = new Map(deployments.all(feedId).map((row) => [row.key, row.at]));
       return versions.all(feedId).map((row) => toCandidate(row, deployed));
-    },
-    async ifCurrentBlob(versionId, sha256, then) {
-      return blobOf.get(versionId) === sha256 ? then() : undefined;
     },
     async savePlan(token, feedId, createdAt, items) {
       insertPlan.run(token, feedId, createdAt, JSON.stringify(items));

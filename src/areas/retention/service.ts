@@ -196,10 +196,11 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
       }
       if (index > 0) await sleep(Math.max(1, Math.ceil(lastDeleteMs * REST_RATIO)));
       const deleteStarted = performance.now();
-      // Checked right before the delete, which ifUnchanged starts in the same tick as its check (on
-      // SQLite: the delete's transaction starts synchronously, so nothing comes in between).
-      const removal = await kind.ifUnchanged(item, () => settled(kind.remove(feed, item, run)));
-      if (removal === undefined) {
+      // The delete checks, in its own transaction, that the item still has the blob evaluated: a
+      // check before it would be a round trip ahead on PostgreSQL, where another node can replace
+      // the item in between.
+      const removal = await settled(kind.remove(feed, item, run));
+      if (removal.ok && !removal.deleted) {
         lateSkips++;
         context.log("warn", `Skipped ${label(item)}: it was deleted or overwritten meanwhile.`);
         continue;
@@ -227,13 +228,10 @@ export function retentionJobHandler(deps: RetentionServiceDeps) {
   };
 }
 
-/**
- * A delete's outcome as a value: its failure skips the item, while a failure of the check before it
- * (ifUnchanged) fails the run.
- */
-function settled(removal: Promise<void>): Promise<{ ok: true } | { ok: false; error: unknown }> {
+/** A delete's outcome as a value: its failure skips the item rather than failing the run. */
+function settled(removal: Promise<boolean>): Promise<{ ok: true; deleted: boolean } | { ok: false; error: unknown }> {
   return removal.then(
-    () => ({ ok: true }) as const,
+    (deleted) => ({ ok: true, deleted }) as const,
     (error: unknown) => ({ ok: false, error }) as const,
   );
 }

@@ -5,6 +5,7 @@ import { appendPackageEvent } from "../../lifecycle/events-postgres.js";
 import { inTransaction, type PostgresDb, readRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import {
+  isExpectedBlob,
   type NewVersion,
   type SaveOutcome,
   type StoredVersionRef,
@@ -181,7 +182,7 @@ export function createPostgresUpackWriteRepository(db: PostgresDb, clock: Clock 
       }
     },
 
-    deleteVersion: async (feedId, id, cause) =>
+    deleteVersion: async (feedId, id, cause, options) =>
       inTransaction(db, async (client) => {
         // FOR UPDATE, not FOR NO KEY UPDATE: the package row may be deleted below.
         const [pkg] = (
@@ -191,8 +192,9 @@ export function createPostgresUpackWriteRepository(db: PostgresDb, clock: Clock 
           )
         ).rows;
         if (pkg === undefined) return undefined;
+        // Stable until COMMIT, its blob too: every writer of this package's versions waits for the lock above.
         const [row] = (await client.query<VersionRefRow>(VERSION_BY_KEY, [pkg.id, id.version.toLowerCase()])).rows;
-        if (row === undefined) return undefined;
+        if (row === undefined || !isExpectedBlob(row.blob_sha256, options)) return undefined;
         await client.query("DELETE FROM upack_versions WHERE id = $1", [row.id]);
         const [left] = (
           await client.query<{ n: number }>("SELECT count(*) AS n FROM upack_versions WHERE package_id = $1", [pkg.id])

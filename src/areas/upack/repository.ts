@@ -29,10 +29,26 @@ export interface UpackWriteRepository {
   ): Promise<SaveOutcome[]>;
   /**
    * Deletes the version (and the package once it has none left), with its event in the same
-   * transaction; undefined when there was none.
+   * transaction; undefined when there was none. With `expectedBlob`, only while the version is still
+   * that blob's (checked in the delete's transaction): undefined, deleting nothing, when it was
+   * replaced by other bytes, so that a caller deletes exactly the version it looked at.
    */
-  deleteVersion(feedId: number, id: VersionIdentity, cause: ChangeCause): Promise<StoredVersionRef | undefined>;
+  deleteVersion(
+    feedId: number,
+    id: VersionIdentity,
+    cause: ChangeCause,
+    options?: DeleteOptions,
+  ): Promise<StoredVersionRef | undefined>;
 }
+
+export interface DeleteOptions {
+  /** The blob the version must still have for the delete to go ahead. */
+  readonly expectedBlob?: string;
+}
+
+/** Whether a version with this blob may be deleted under `options` (both databases). */
+export const isExpectedBlob = (blobSha256: string, options: DeleteOptions | undefined) =>
+  options?.expectedBlob === undefined || options.expectedBlob === blobSha256;
 
 /** Group ("" for none), name and canonical version text, spelled as the caller wrote them. */
 export interface VersionIdentity {
@@ -175,11 +191,16 @@ export function createUpackWriteRepository(db: Db, clock: Clock = systemClock): 
   );
 
   const remove = db.transaction(
-    (feedId: number, id: VersionIdentity, cause: ChangeCause): StoredVersionRef | undefined => {
+    (
+      feedId: number,
+      id: VersionIdentity,
+      cause: ChangeCause,
+      options: DeleteOptions | undefined,
+    ): StoredVersionRef | undefined => {
       const packageId = findPackageId(feedId, id);
       if (packageId === undefined) return undefined;
       const row = versionByKey.get(packageId, id.version.toLowerCase());
-      if (row === undefined) return undefined;
+      if (row === undefined || !isExpectedBlob(row.blob_sha256, options)) return undefined;
       deleteVersionRow.run(row.id);
       if ((countVersions.get(packageId) as { n: number }).n === 0) deletePackage.run(packageId);
       else refreshPackage.run({ id: packageId });
@@ -207,7 +228,8 @@ export function createUpackWriteRepository(db: Db, clock: Clock = systemClock): 
       }
     },
 
-    deleteVersion: async (feedId, id, cause) => runDeletion(db, () => remove.immediate(feedId, id, cause)),
+    deleteVersion: async (feedId, id, cause, options) =>
+      runDeletion(db, () => remove.immediate(feedId, id, cause, options)),
   });
 }
 

@@ -269,6 +269,23 @@ describeOnBothDatabases("Asset directory repository", (database) => {
     expect(await assets.delete(deleteFeed, at("dir"), options)).toEqual({ deleted: 0, contents: [] });
   });
 
+  it("deletes a file told its expected blob only while the file has it", async () => {
+    const feed = await newFeed();
+    await assets.writeFile(feed, file("kept.txt", content("new bytes")));
+    await assets.createFolder(feed, at("folder"), T0);
+    const expecting = (sha256: string) => ({ recursive: false, filesOnly: true, expectedBlob: sha256 });
+    const nothing = { deleted: 0, contents: [] };
+    // Overwritten since it was looked at: kept, and no content goes back to collection.
+    expect(await assets.delete(feed, at("kept.txt"), expecting(content("old bytes").sha256))).toEqual(nothing);
+    expect(await assets.delete(feed, at("folder"), expecting(content("new bytes").sha256))).toEqual(nothing);
+    expect((await assets.list(feed, "", true)).map((item) => item.path)).toEqual(["folder", "kept.txt"]);
+    expect(await assets.delete(feed, at("kept.txt"), expecting(content("new bytes").sha256))).toEqual({
+      deleted: 1,
+      contents: [content("new bytes")],
+    });
+    expect(await assets.delete(feed, at("kept.txt"), expecting(content("new bytes").sha256))).toEqual(nothing);
+  });
+
   it("updates metadata: given fields only, no type on folders, Inherit clears the cache setting", async () => {
     await assets.updateMetadata(feedId, "docs/guide/intro.pdf", {
       contentType: "application/pdf",

@@ -76,25 +76,6 @@ describeOnBothDatabases("Asset retention rows, asset download times, admin key b
     expect(await rows.candidates(999_999)).toEqual([]);
   });
 
-  it("calls `then` only while the file still has the blob", async () => {
-    expect(await rows.ifCurrentBlob(ids.a as number, sha("a"), async () => "deleted")).toBe("deleted");
-    let called = false;
-    const then = async () => {
-      called = true;
-      return "deleted";
-    };
-    expect(await rows.ifCurrentBlob(ids.a as number, sha("z"), then)).toBeUndefined();
-    expect(await rows.ifCurrentBlob(999_999, sha("a"), then)).toBeUndefined();
-    const [{ id: folder }] = (await database().exec("SELECT id FROM asset_items WHERE is_folder = 1")) as [
-      { id: number },
-    ];
-    expect(await rows.ifCurrentBlob(folder, sha("a"), then)).toBeUndefined();
-    expect(called).toBe(false);
-    await expect(rows.ifCurrentBlob(ids.a as number, sha("a"), () => Promise.reject(new Error("no")))).rejects.toThrow(
-      "no",
-    );
-  });
-
   it("stamps downloads (at most once a minute per file, the latest kept), written when candidates are read", async () => {
     const times = timesOn(database());
     const at = (s: number) => new Date(Date.parse(T0) + s * 1000);

@@ -194,40 +194,6 @@ describeOnBothDatabases("Retention repository", (database) => {
     expect(await retention.candidates(await newFeed())).toEqual([]);
   });
 
-  it("calls a delete only while the version's blob is unchanged, on SQLite in the same tick as the check", async () => {
-    const db = database();
-    const feedId = await newFeed();
-    const app = await newPackage(feedId, "", "app");
-    const version = await newVersion(app, "1.0.0");
-    const blob = `blob ${app} 1.0.0`;
-    let calls = 0;
-    const removal = retention.ifCurrentBlob(version, blob, async () => {
-      calls++;
-      return "deleted";
-    });
-    // SQLite: nothing can come between the check and the start of the delete.
-    if (db.kind === "sqlite") expect(calls).toBe(1);
-    expect(await removal).toBe("deleted");
-    expect(calls).toBe(1);
-
-    const never = async () => {
-      calls++;
-      return "deleted";
-    };
-    expect(await retention.ifCurrentBlob(version, "another blob", never)).toBeUndefined();
-    expect(await retention.ifCurrentBlob(999_999, blob, never)).toBeUndefined();
-    expect(calls).toBe(1);
-
-    const failure = new Error("the delete failed");
-    expect(
-      await rejectionOf(
-        retention.ifCurrentBlob(version, blob, async () => {
-          throw failure;
-        }),
-      ),
-    ).toBe(failure);
-  });
-
   it("keeps a preview's items under its token for its feed while young enough, and prunes old ones", async () => {
     const feedId = await newFeed();
     const otherFeedId = await newFeed();
@@ -410,7 +376,6 @@ describeOnBothDatabases("Retention repository", (database) => {
     await retention.listRuns(feedId, 5);
     await retention.hasActiveRun(feedId);
     await retention.scheduleState(feedId);
-    await retention.ifCurrentBlob(1, "x", async () => undefined);
     expect(db.commits()).toBe(before);
 
     await retention.savePlan("8".repeat(32), feedId, T0, []);

@@ -296,6 +296,37 @@ describeOnBothDatabases("Universal package write repository", (database) => {
     ]);
   });
 
+  it("deletes a version only while it has the expected blob: a stale one leaves it and says so", async () => {
+    const feedId = await newFeed();
+    const id = { group: "", name: "Kept", version: "1.0.0" };
+    const purge = { actor: "retention", as: "package.purged" as const };
+    await repository.saveVersions([newVersion(feedId, "", "Kept", "1.0.0", { blobSha256: "first" })], {
+      replace: false,
+      cause: UPLOAD,
+    });
+    // Uploaded again with other bytes after a reader (retention) saw "first".
+    const [replacement] = await repository.saveVersions(
+      [newVersion(feedId, "", "Kept", "1.0.0", { blobSha256: "second" })],
+      { replace: true, cause: UPLOAD },
+    );
+    const current = { id: replacement?.versionId, version: "1.0.0", blobSha256: "second" };
+
+    expect(await repository.deleteVersion(feedId, id, purge, { expectedBlob: "first" })).toBeUndefined();
+    expect(await repository.findVersion(feedId, id)).toEqual(current);
+    expect((await stored(feedId))[0]?.versions_desc).toBe('["1.0.0"]');
+    expect((await events(feedId)).map((event) => event.type)).toEqual(["package.added", "package.overwritten"]);
+
+    expect(await repository.deleteVersion(feedId, id, purge, { expectedBlob: "second" })).toEqual(current);
+    expect(await stored(feedId)).toEqual([]);
+    expect((await events(feedId)).map((event) => event.type)).toEqual([
+      "package.added",
+      "package.overwritten",
+      "package.purged",
+    ]);
+    // Gone: the same answer as for a blob that is not the version's.
+    expect(await repository.deleteVersion(feedId, id, purge, { expectedBlob: "second" })).toBeUndefined();
+  });
+
   it("lets a feed's deletion take its packages and versions", async () => {
     const feedId = await newFeed();
     await repository.saveVersions([newVersion(feedId, "", "A", "1.0.0")], { replace: false, cause: UPLOAD });

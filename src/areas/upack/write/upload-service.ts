@@ -9,7 +9,7 @@ import type { ClaimedDigests } from "../../../http/upload-digests.js";
 import type { ArchiveLimits } from "../../../storage/archives.js";
 import type { FeedKeepers } from "../../../storage/blob-keeper.js";
 import type { BlobInfo, BlobStore } from "../../../storage/blob-store.js";
-import { type UpackWriteRepository, versionExists } from "../repository.js";
+import { type DeleteOptions, type UpackWriteRepository, versionExists } from "../repository.js";
 import {
   openSaveSession,
   type PreparedVersion,
@@ -109,8 +109,13 @@ export interface UpackWriteService {
    * upstream's, served unchanged). Never replaces a version the feed has: 409 then.
    */
   cachePulled(command: CachePullCommand): Promise<UploadResult>;
-  /** `tail` is what follows `delete/`: `<group...>/<name>/<version>` (docs/compat.md 2.8, 2.12). */
-  deleteVersion(feedId: number, tail: string, cause: ChangeCause): Promise<void>;
+  /**
+   * `tail` is what follows `delete/`: `<group...>/<name>/<version>` (docs/compat.md 2.8, 2.12).
+   * Answers true when it deleted; 404 when there is no such version. With `options.expectedBlob`
+   * (retention: the blob it evaluated), only while the version is still that blob's, in the
+   * delete's transaction: false, deleting nothing, when it is gone or was replaced by other bytes.
+   */
+  deleteVersion(feedId: number, tail: string, cause: ChangeCause, options?: DeleteOptions): Promise<boolean>;
 }
 
 export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWriteService {
@@ -243,12 +248,14 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
       });
     },
 
-    async deleteVersion(feedId, tail, cause) {
+    async deleteVersion(feedId, tail, cause, options) {
       const path = parsePackagePath(tail.split("/"), { versionExpected: true });
       if (path.version === undefined) throw new Error("parsePackagePath returned no version");
       const version = formatVersion(path.version);
-      const removed = await repository.deleteVersion(feedId, { group: path.group, name: path.name, version }, cause);
+      const identity = { group: path.group, name: path.name, version };
+      const removed = await repository.deleteVersion(feedId, identity, cause, options);
       if (!removed) {
+        if (options?.expectedBlob !== undefined) return false;
         const id = `${path.group ? `${path.group}/` : ""}${path.name} ${version}`;
         throw notFound("PACKAGE_NOT_FOUND", `The package was not found: ${quote(id)}.`);
       }
@@ -257,6 +264,7 @@ export function createUpackWriteService(deps: UpackWriteServiceDeps): UpackWrite
         .keeperFor(feedId)
         .discardIfUnused(removed.blobSha256)
         .catch(() => undefined);
+      return true;
     },
   };
 }
