@@ -149,7 +149,7 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
       const id = workIdOf(request);
       const parsed = logBodySchema.safeParse(request.body ?? {});
       if (!parsed.success) throw invalid("AGENT_LOG_INVALID", `Invalid log: ${firstIssue(parsed.error)}`);
-      hub.log(server, id, parsed.data.lines);
+      await hub.log(server, id, parsed.data.lines);
       return reply.code(204).send();
     },
   );
@@ -162,14 +162,14 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
       const id = workIdOf(request);
       const parsed = workResultSchema.safeParse(request.body);
       if (!parsed.success) throw invalid("AGENT_RESULT_INVALID", `Invalid result: ${firstIssue(parsed.error)}`);
-      hub.complete(server, id, parsed.data);
+      await hub.complete(server, id, parsed.data);
       return reply.code(204).send();
     },
   );
 
   app.get(`${AGENT_API_PREFIX}/work/:id/resolve`, { config: access, schema }, async (request, reply) => {
     const server = serverOf(request);
-    const wanted = hub.workPackage(server, workIdOf(request), requiredItem(request));
+    const wanted = await hub.workPackage(server, workIdOf(request), requiredItem(request));
     const resolved = await packages.resolve(wanted.feed, wanted.group, wanted.name, wanted.version, closeSignal(reply));
     if (resolved === undefined) throw packageMissing(wanted.feed, wanted.group, wanted.name, wanted.version);
     return reply.type("application/json").send(JSON.stringify(resolved));
@@ -179,7 +179,7 @@ export const agentRoutes: FastifyPluginAsync<AgentRoutesOptions> = async (app, {
     const server = serverOf(request);
     const id = workIdOf(request);
     const itemKey = requiredItem(request);
-    const wanted = hub.workPackage(server, id, itemKey);
+    const wanted = await hub.workPackage(server, id, itemKey);
     const signal = closeSignal(reply);
     const asked = param(request.query as Record<string, unknown>, "version") ?? wanted.version;
     // An exact item serves that version only; `latest` any version of that one package.

@@ -2,6 +2,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { DomainError } from "../../domain/errors.js";
 import type { LogLevel } from "../../drift/model.js";
+import { NODE_HEARTBEAT_MS } from "../../cluster-node.js";
 import { retryWhileBusy } from "../../storage/busy.js";
 import { isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
 import type { Collection, CollectionsRepository } from "./collections-repository.js";
@@ -22,11 +23,12 @@ import type { ServerTransport } from "./transport.js";
  * active server whose drift mode is not `none` every configCheckIntervalMs (0: none), jittered, a
  * server checked within the last half interval skipped. Each server keeps its last KEEP_COLLECTIONS.
  *
- * Restart rule: a collection found executing at start was left by a process that stopped; it ends
- * `error` saying so. On PostgreSQL (cluster mode) a collection does not say which node runs it, so
- * a node starting also ends the checks other live nodes are running (they end `error`, their
- * results dropped: the next check is right again); leaving the rule out instead would leave a dead
- * node's check executing for good, and every later check of its server waiting for it.
+ * Restart rule: a collection whose process is gone ends `error` saying so; left executing, every
+ * later check of its server would wait for it for good. On one machine the rule runs at start: every
+ * executing collection was left by a process that stopped. In cluster mode (PostgreSQL) it runs on
+ * the leading node, at takeover and every ORPHAN_SWEEP_MS after (a node may die while another
+ * leads), and ends only the checks of nodes that are gone (collections-repository-postgres.ts):
+ * other live nodes' checks go on.
  *
  * A server with drift mode `automaticallyRemediate` whose check (not a remediation job's own) finds
  * drift is handed to `onDrift` (the remediation module enqueues a job unless one is pending or
@@ -36,6 +38,11 @@ export const RESTART_TEXT = "The Wharf process stopped during this check.";
 export const KEEP_COLLECTIONS = 20;
 /** How often a check waits for one that another process runs on the same server. */
 const FOREIGN_POLL_MS = 250;
+/**
+ * Cluster mode: how often the leader applies the restart rule again. A dead node's checks end
+ * within this and the rule's own bound (NODE_GONE_AFTER_MS) of its last heartbeat.
+ */
+export const ORPHAN_SWEEP_MS = NODE_HEARTBEAT_MS;
 
 export interface CheckerLogger {
   debug?(fields: object, message: string): void;
@@ -54,10 +61,16 @@ export interface CheckOptions {
 }
 
 export interface Checker {
-  /** Applies the restart rule and starts the routine checks. */
+  /**
+   * Applies the restart rule (in cluster mode, again every ORPHAN_SWEEP_MS) and starts the routine
+   * checks. In cluster mode only the leading node schedules, and it may lose and regain the lead:
+   * start() after stop() schedules again.
+   */
   start(): Promise<void>;
-  /** Stops routine checks, aborts running ones (they end `error`) and waits for them to be recorded. */
+  /** Stops the scheduling start() began (the rule, routine checks); checks already running go on, and new ones run. */
   stop(): Promise<void>;
+  /** For good (the app is closing): stops scheduling, aborts running checks (they end `error`) and waits for them to be recorded. */
+  close(): Promise<void>;
   /**
    * Checks the server (or joins the check already running); resolves with the ended collection,
    * undefined for a deleted or inactive server. Never rejects for an unreachable server: that
@@ -114,8 +127,14 @@ export function createChecker(deps: CheckerDeps): Checker {
   const pool = slots(config.configCheckConcurrency);
   const inFlight = new Map<number, Promise<Collection | undefined>>();
   const stopping = new AbortController();
-  let state: "new" | "started" | "stopped" = "new";
+  /** Scheduling (the rule, routine checks): on while started; closed is for good, checks included. */
+  let state: "idle" | "started" | "closed" = "idle";
+  /** How many times start() began scheduling. */
+  let rounds = 0;
   let timer: NodeJS.Timeout | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  /** The restart rule in progress: stop() waits for it, so that it does not outlive the leadership. */
+  let sweeping: Promise<void> = Promise.resolve();
 
   const processLog = (server: ServerSummary) => (level: LogLevel, text: string) => {
     const fields = { server: server.name };
@@ -203,10 +222,10 @@ export function createChecker(deps: CheckerDeps): Checker {
   }
 
   function request(serverIds: readonly number[]): void {
-    if (state === "stopped") return;
+    if (state === "closed") return;
     for (const id of serverIds) {
       check(id).catch((error: unknown) => {
-        if (state !== "stopped") log.error({ serverId: id, err: error }, "a configuration check failed");
+        if (state !== "closed") log.error({ serverId: id, err: error }, "a configuration check failed");
       });
     }
   }
@@ -232,19 +251,53 @@ export function createChecker(deps: CheckerDeps): Checker {
     }, delay).unref();
   }
 
+  async function endOrphaned(): Promise<void> {
+    const ended = await write(() => collections.endOrphaned(now(), RESTART_TEXT));
+    if (ended > 0) log.warn({ collections: ended }, "configuration checks interrupted by a stop ended in error");
+  }
+
+  /**
+   * Cluster mode: the rule again after each interval, one run at a time, while the start() that
+   * began it lasts (`round`: a run that ends after a stop and a new start does not begin a second loop).
+   */
+  function scheduleSweep(round: number): void {
+    sweepTimer = setTimeout(() => {
+      sweeping = endOrphaned()
+        .catch((error: unknown) => log.error({ err: error }, "could not end the checks of stopped nodes"))
+        .finally(() => {
+          if (state === "started" && round === rounds) scheduleSweep(round);
+        });
+    }, ORPHAN_SWEEP_MS).unref();
+  }
+
+  async function stopScheduling(): Promise<void> {
+    clearTimeout(timer);
+    clearTimeout(sweepTimer);
+    // The rule in progress ends before another node may start its own.
+    await sweeping.catch(() => undefined);
+  }
+
   return {
     async start() {
-      if (state !== "new") return;
+      if (state !== "idle") return;
       state = "started";
-      const ended = await write(() => collections.endExecuting(now(), RESTART_TEXT));
-      if (ended > 0) log.warn({ collections: ended }, "configuration checks interrupted by a stop ended in error");
+      rounds += 1;
+      // Scheduled first: a rule that fails now is tried again on time.
+      if (isPostgres(db)) scheduleSweep(rounds);
+      sweeping = endOrphaned();
+      await sweeping;
       // The first round somewhere within the first interval, so that many processes do not all check at once.
-      if (config.configCheckIntervalMs > 0) schedule(config.configCheckIntervalMs * random());
+      if (config.configCheckIntervalMs > 0 && state === "started") schedule(config.configCheckIntervalMs * random());
     },
     async stop() {
-      if (state === "stopped") return;
-      state = "stopped";
-      clearTimeout(timer);
+      if (state !== "started") return;
+      state = "idle";
+      await stopScheduling();
+    },
+    async close() {
+      if (state === "closed") return;
+      state = "closed";
+      await stopScheduling();
       stopping.abort();
       await Promise.allSettled([...inFlight.values()]);
     },

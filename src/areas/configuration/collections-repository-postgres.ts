@@ -1,3 +1,4 @@
+import { NODE_HEARTBEAT_MS } from "../../cluster-node.js";
 import { inTransaction, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import {
@@ -16,9 +17,37 @@ import {
  * check of one server at once, one gets the row, the other's INSERT fails on the index (after the
  * first commits) and begin() answers undefined. complete() and fail() end only an executing
  * collection (`AND status = 'executing'`): a collection another node ended meanwhile (the restart
- * rule) stays as that node left it.
+ * rule) stays as that node left it, without the items its late check found.
+ *
+ * Each collection records the node that began it (config_collection_nodes, migrations/postgres/
+ * 0007), so that the restart rule, which the leading node runs at takeover and then every few
+ * seconds (checker.ts), ends only the checks of nodes that are gone: those whose cluster_nodes row
+ * is missing (the node stopped, or was killed before it registered) or has no heartbeat within
+ * NODE_GONE_AFTER_MS, and those that record no node (imported, or begun before 0007).
  */
-export function createPostgresCollectionsRepository(db: PostgresDb): CollectionsRepository {
+
+/**
+ * A node silent this long is gone: three heartbeats (cluster-node.ts), as the cluster view counts
+ * nodes dead, so that one slow or failed heartbeat does not end a live node's checks. A node
+ * taken for gone that comes back finds its check ended; its late ending changes nothing.
+ */
+export const NODE_GONE_AFTER_MS = 3 * NODE_HEARTBEAT_MS;
+
+/**
+ * Executing collections begun neither by the node asking ($3: it runs, so it is alive, whatever
+ * its heartbeat says) nor by a node with a heartbeat within $4 milliseconds, by the database's clock.
+ */
+const END_ORPHANED = `
+  UPDATE config_collections c SET status = 'error', ended_at = $1, error_text = $2
+   WHERE c.status = 'executing'
+     AND NOT EXISTS (
+       SELECT 1 FROM config_collection_nodes runs
+         LEFT JOIN cluster_nodes node ON node.node_id = runs.node_id
+        WHERE runs.collection_id = c.id
+          AND (runs.node_id = $3 OR node.last_heartbeat_at > now() - make_interval(secs => $4::float8 / 1000)))`;
+
+/** `nodeId`: this node's cluster_nodes.node_id, recorded with each collection it begins. */
+export function createPostgresCollectionsRepository(db: PostgresDb, nodeId: string): CollectionsRepository {
   const one = async (sql: string, params: readonly unknown[]) => {
     const [row] = await readRows<CollectionRow>(db, sql, params);
     return row && collectionOf(row);
@@ -27,10 +56,15 @@ export function createPostgresCollectionsRepository(db: PostgresDb): Collections
   return {
     async begin(serverId, jobId, startedAt) {
       try {
+        // One statement: the rule never sees the collection without its node.
         const inserted = await writeRows<{ id: number }>(
           db,
-          "INSERT INTO config_collections (server_id, job_id, status, started_at) VALUES ($1, $2, 'executing', $3) RETURNING id",
-          [serverId, jobId ?? null, startedAt],
+          `WITH begun AS (
+             INSERT INTO config_collections (server_id, job_id, status, started_at)
+             VALUES ($1, $2, 'executing', $3) RETURNING id)
+           INSERT INTO config_collection_nodes (collection_id, node_id) SELECT id, $4 FROM begun
+           RETURNING collection_id AS id`,
+          [serverId, jobId ?? null, startedAt, nodeId],
         );
         return inserted.rows[0]?.id;
       } catch (error) {
@@ -57,6 +91,13 @@ export function createPostgresCollectionsRepository(db: PostgresDb): Collections
     async complete(id, endedAt, results, roleIds) {
       const { drifted, unknown } = countsOf(results);
       await inTransaction(db, async (client) => {
+        // First, so that the row is locked: the restart rule cannot end it between the two statements.
+        const ended = await client.query(
+          `UPDATE config_collections SET status = 'completed', ended_at = $1, items = $2, drifted = $3, unknown = $4
+           WHERE id = $5 AND status = 'executing'`,
+          [endedAt, results.length, drifted, unknown, id],
+        );
+        if (!ended.rowCount) return;
         if (results.length > 0) {
           // One INSERT for all the items, positions from 0 in the results' order.
           await client.query(
@@ -78,11 +119,6 @@ export function createPostgresCollectionsRepository(db: PostgresDb): Collections
             ],
           );
         }
-        await client.query(
-          `UPDATE config_collections SET status = 'completed', ended_at = $1, items = $2, drifted = $3, unknown = $4
-           WHERE id = $5 AND status = 'executing'`,
-          [endedAt, results.length, drifted, unknown, id],
-        );
       });
     },
     async fail(id, endedAt, errorText) {
@@ -111,13 +147,18 @@ export function createPostgresCollectionsRepository(db: PostgresDb): Collections
         [serverId, keep],
       );
     },
-    async endExecuting(endedAt, errorText) {
-      const ended = await writeRows(
-        db,
-        "UPDATE config_collections SET status = 'error', ended_at = $1, error_text = $2 WHERE status = 'executing'",
-        [endedAt, errorText],
-      );
-      return ended.rowCount ?? 0;
+    async endOrphaned(endedAt, errorText) {
+      // Not writeRows: the leader runs this every few seconds, and a run that ends nothing must not
+      // move this node's cache version (no row changed: no other node is notified either).
+      let ended = 0;
+      try {
+        ended = (await db.pool.query(END_ORPHANED, [endedAt, errorText, nodeId, NODE_GONE_AFTER_MS])).rowCount ?? 0;
+      } catch (error) {
+        db.committed(); // whether it committed is unknown, as writeRows says
+        throw error;
+      }
+      if (ended > 0) db.committed();
+      return ended;
     },
   };
 }

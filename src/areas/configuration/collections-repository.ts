@@ -46,7 +46,11 @@ export interface CollectionsRepository {
   recentOf(serverId: number): Promise<Collection[]>;
   /** The server's most recent completed collection (what its items show). */
   latestCompletedOf(serverId: number): Promise<Collection | undefined>;
-  /** Stores what was found and ends the collection completed. `roleIds`: by lowercased role name. */
+  /**
+   * Stores what was found and ends the collection completed. `roleIds`: by lowercased role name.
+   * complete() and fail() change only an executing collection: one the restart rule ended meanwhile
+   * keeps its ending, and no items.
+   */
   complete(
     id: number,
     endedAt: string,
@@ -57,8 +61,12 @@ export interface CollectionsRepository {
   items(collectionId: number): Promise<CollectedItem[]>;
   /** Deletes all but the `keep` most recent collections of the server (and their items). */
   prune(serverId: number, keep: number): Promise<void>;
-  /** Ends every executing collection `error` with the text (the restart rule); how many. */
-  endExecuting(endedAt: string, errorText: string): Promise<number>;
+  /**
+   * The restart rule: ends `error` with the text every executing collection whose process is gone;
+   * how many. SQLite (one process, the rule run at its start): every executing one. PostgreSQL
+   * (cluster mode): those of nodes without a recent heartbeat (collections-repository-postgres.ts).
+   */
+  endOrphaned(endedAt: string, errorText: string): Promise<number>;
 }
 
 export interface CollectionRow {
@@ -165,13 +173,15 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
       `DELETE FROM config_collections WHERE server_id = ? AND status <> 'executing' AND id NOT IN
        (SELECT id FROM config_collections WHERE server_id = ? ORDER BY id DESC LIMIT ?)`,
     ),
-    endExecuting: db.prepare<[string, string]>(
+    endOrphaned: db.prepare<[string, string]>(
       "UPDATE config_collections SET status = 'error', ended_at = ?, error_text = ? WHERE status = 'executing'",
     ),
   };
 
   const complete = db.transaction(
     (id: number, endedAt: string, results: readonly ItemResult[], roleIds: ReadonlyMap<string, number>) => {
+      const { drifted, unknown } = countsOf(results);
+      if (q.complete.run(endedAt, results.length, drifted, unknown, id).changes === 0) return;
       results.forEach((result, position) => {
         q.addItem.run(
           id,
@@ -185,8 +195,6 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
           result.error ?? null,
         );
       });
-      const { drifted, unknown } = countsOf(results);
-      q.complete.run(endedAt, results.length, drifted, unknown, id);
     },
   );
 
@@ -212,6 +220,6 @@ export function createCollectionsRepository(db: Db): CollectionsRepository {
     async prune(serverId, keep) {
       q.prune.run(serverId, serverId, keep);
     },
-    endExecuting: async (endedAt, errorText) => q.endExecuting.run(endedAt, errorText).changes,
+    endOrphaned: async (endedAt, errorText) => q.endOrphaned.run(endedAt, errorText).changes,
   };
 }

@@ -42,6 +42,8 @@ export interface ConfigurationDeps {
   readonly secrets: SecretBox;
   /** Pins an ssh server's host key on creation; tests may replace it. Default: ssh-executor's fetchHostKeySha256. */
   readonly fetchHostKey?: HostKeyFetcher;
+  /** A cluster node's change feed: agents' work is routed between nodes through it (agent-hub-cluster.ts). */
+  readonly onChange?: (listener: (table: string) => void) => () => void;
 }
 
 export interface ConfigurationServices {
@@ -93,7 +95,13 @@ export function createConfigurationServices(deps: ConfigurationDeps): Configurat
       clock: deps.clock,
     }),
     variables: createVariablesService(db, secrets),
-    agents: createAgentHub({ db, clock: deps.clock, config: deps.config }),
+    agents: createAgentHub({
+      db,
+      clock: deps.clock,
+      config: deps.config,
+      secrets,
+      ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+    }),
     credentials: createCredentialsService({ repository: credentials, secrets: deps.secrets, clock: deps.clock }),
     credentialsStore: createCredentialsStore(credentials, deps.secrets),
   };
@@ -130,10 +138,9 @@ export const configurationArea: FastifyPluginAsync<
   if (runtime) {
     // The checks' restart rule and routine checks (remediation jobs run on app.ts's job runner).
     if (takeScheduling) takeScheduling(runtime);
-    else {
-      app.addHook("onReady", () => runtime.start());
-      app.addHook("onClose", () => runtime.stop());
-    }
+    else app.addHook("onReady", () => runtime.start());
+    // On every node, leading or not: checks asked for through the API run here until it closes.
+    app.addHook("onClose", () => runtime.close());
     await app.register(configurationRoutes, { infrastructure: services.infrastructure, ...runtime });
   }
 };

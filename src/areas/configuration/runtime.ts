@@ -4,9 +4,10 @@ import type { PackageSource } from "../../drift/model.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import { dataPaths } from "../../storage/data-paths.js";
 import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
+import { defaultNodeId } from "../../storage/postgres/cluster-nodes.js";
 import type { PackageDeploymentService } from "../package-deployment/index.js";
 import { type Checker, type CheckerLogger, createChecker } from "./checker.js";
-import { createCollectionsRepository } from "./collections-repository.js";
+import { type CollectionsRepository, createCollectionsRepository } from "./collections-repository.js";
 import { createPostgresCollectionsRepository } from "./collections-repository-postgres.js";
 import { type CredentialOpener, createExecutorTransports } from "./executor-transport.js";
 import type { InfrastructureRepository } from "./infrastructure-repository.js";
@@ -38,20 +39,33 @@ export interface ConfigurationRuntimeDeps {
   /** Reaches `agent` servers (the agent hub's transport); absent: their checks end in error. */
   readonly agentTransport?: ServerTransport | undefined;
   readonly log: CheckerLogger;
+  /**
+   * This node's cluster_nodes.node_id: on PostgreSQL each check records it, and the restart rule
+   * keeps the checks of live nodes. Default: an id of its own (a process that is no cluster node).
+   */
+  readonly nodeId?: string;
 }
 
 export interface ConfigurationRuntime {
   readonly checker: Checker;
+  /** The checks' records, as this node writes them (the web UI lists a server's recent ones). */
+  readonly collections: CollectionsRepository;
   readonly remediation: RemediationService;
   readonly status: StatusService;
-  /** Restart rule for checks, then routine checks (the job runner starts on its own). */
+  /** Restart rule for checks, then routine checks (the job runner starts on its own); again after stop(). */
   start(): Promise<void>;
+  /** Stops what start() scheduled; checks asked for still run (another node leads the schedules). */
   stop(): Promise<void>;
+  /** For good, as the app closes: running checks are aborted (Checker.close). */
+  close(): Promise<void>;
 }
 
 export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): ConfigurationRuntime {
   const { db, clock, config, infrastructure } = deps;
-  const collections = byDatabase(db, createCollectionsRepository, createPostgresCollectionsRepository);
+  const nodeId = deps.nodeId ?? defaultNodeId();
+  const collections = byDatabase(db, createCollectionsRepository, (postgres) =>
+    createPostgresCollectionsRepository(postgres, nodeId),
+  );
   const remediations = byDatabase(db, createRemediationRepository, createPostgresRemediationRepository);
   const transports = createExecutorTransports(
     {
@@ -96,9 +110,11 @@ export function createConfigurationRuntime(deps: ConfigurationRuntimeDeps): Conf
   });
   return {
     checker,
+    collections,
     remediation,
     status,
     start: () => checker.start(),
     stop: () => checker.stop(),
+    close: () => checker.close(),
   };
 }

@@ -13,10 +13,11 @@ const T1 = "2026-11-29T10:00:00.000Z";
 const T2 = "2026-11-29T10:01:00.000Z";
 const T3 = "2026-11-29T10:02:00.000Z";
 
-const repositoryOn = (database: TestDatabase): CollectionsRepository =>
+/** The repository of the node `nodeId` (PostgreSQL); SQLite's one process has no node. */
+const repositoryOn = (database: TestDatabase, nodeId = "this-node"): CollectionsRepository =>
   database.kind === "sqlite"
     ? createCollectionsRepository(database.sqlite)
-    : createPostgresCollectionsRepository(database.postgres);
+    : createPostgresCollectionsRepository(database.postgres, nodeId);
 
 const result = (key: string, fields: Partial<ItemResult> = {}): ItemResult => ({
   type: "file",
@@ -36,17 +37,28 @@ describeOnBothDatabases("Configuration collections repository (checks)", (databa
   const otherNode = otherNodesForBlock(database);
   const raceIt = itOnPostgres(database);
 
+  const insertServer = async (name: string) =>
+    (
+      (await database().exec(
+        `INSERT INTO servers (name, name_key, server_type, drift_mode, active, root_path, variables, created_at, modified_at)
+         VALUES (?, ?, 'local', 'reportOnly', 1, '/srv', '{}', ?, ?) RETURNING id`,
+        [name, name.toLowerCase(), T1, T1],
+      )) as [{ id: number }]
+    )[0].id;
+  /** PostgreSQL: a cluster_nodes row whose last heartbeat was that many seconds ago (SQLite: nothing). */
+  const registerNode = async (nodeId: string, secondsAgo: number) => {
+    const db = database();
+    if (db.kind !== "postgres") return;
+    await db.exec(
+      `INSERT INTO cluster_nodes (node_id, version, last_heartbeat_at) VALUES (?, 'test', now() - make_interval(secs => ?))
+       ON CONFLICT (node_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at`,
+      [nodeId, secondsAgo],
+    );
+  };
+
   beforeAll(async () => {
     const db = database();
     collections = repositoryOn(db);
-    const insertServer = async (name: string) =>
-      (
-        (await db.exec(
-          `INSERT INTO servers (name, name_key, server_type, drift_mode, active, root_path, variables, created_at, modified_at)
-           VALUES (?, ?, 'local', 'reportOnly', 1, '/srv', '{}', ?, ?) RETURNING id`,
-          [name, name.toLowerCase(), T1, T1],
-        )) as [{ id: number }]
-      )[0].id;
     serverId = await insertServer("web");
     otherServerId = await insertServer("db");
     [{ id: roleId }] = (await db.exec(
@@ -189,12 +201,73 @@ describeOnBothDatabases("Configuration collections repository (checks)", (databa
     expect(await collections.recentOf(999_999)).toEqual([]);
   });
 
-  it("ends every executing collection in error (the restart rule) and says how many", async () => {
+  it("ends the executing collections of a process that is gone in error (the restart rule), says how many", async () => {
     const again = (await collections.begin(serverId, undefined, T3)) as number;
-    expect(await collections.endExecuting(T3, "Wharf stopped")).toBe(2);
+    // SQLite: the process starting; PostgreSQL: the leader, another node than this one, which is unregistered.
+    const rule = repositoryOn(database(), "leading-node");
+    expect(await rule.endOrphaned(T3, "Wharf stopped")).toBe(2);
     expect(await collections.get(again)).toMatchObject({ status: "error", endedAt: T3, errorText: "Wharf stopped" });
     expect(await collections.executingOf(otherServerId)).toBeUndefined();
-    expect(await collections.endExecuting(T3, "Wharf stopped")).toBe(0);
+    expect(await rule.endOrphaned(T3, "Wharf stopped")).toBe(0);
+  });
+
+  it("keeps the ending when the check's process ends it late: no completion, failure or items", async () => {
+    const server = await insertServer("late");
+    // PostgreSQL: a node whose heartbeat stopped, which later comes back to end its check.
+    await registerNode("late-node", 3600);
+    const late = repositoryOn(database(), "late-node");
+    const id = (await late.begin(server, undefined, T1)) as number;
+    expect(await repositoryOn(database(), "leading-node").endOrphaned(T2, "Wharf stopped")).toBe(1);
+    await late.complete(id, T3, [result("/late", { status: "drifted" })], new Map());
+    await late.fail(id, T3, "late failure");
+    expect(await late.get(id)).toEqual({
+      ...executing(id, T1, server),
+      status: "error",
+      endedAt: T2,
+      errorText: "Wharf stopped",
+    });
+    expect(await late.items(id)).toEqual([]);
+    expect(await late.latestCompletedOf(server)).toBeUndefined();
+  });
+
+  raceIt("keeps live nodes' checks and ends those of nodes gone, unregistered or unknown", async () => {
+    const db = database();
+    const servers = await Promise.all(["n1", "n2", "n3", "n4", "n5", "n6"].map((name) => insertServer(name)));
+    const [live, slow, own, dead, unregistered, imported] = servers as [number, number, number, number, number, number];
+    await registerNode("live-node", 0);
+    // Silent for more than one heartbeat (10 s), fewer than three: one late beat is not death.
+    await registerNode("slow-node", 15);
+    await registerNode("dead-node", 40);
+    const begin = async (node: string, server: number) =>
+      (await repositoryOn(db, node).begin(server, undefined, T1)) as number;
+    const leader = repositoryOn(db, "leading-node");
+    const ids = {
+      live: await begin("live-node", live),
+      slow: await begin("slow-node", slow),
+      // The node running the rule is alive, whatever its heartbeat (it has no row here).
+      own: await leader.begin(own, undefined, T1),
+      dead: await begin("dead-node", dead),
+      unregistered: await begin("never-registered", unregistered),
+    };
+    // Copied from SQLite by `wharf cluster import`: it records no node.
+    await db.exec("INSERT INTO config_collections (server_id, status, started_at) VALUES (?, 'executing', ?)", [
+      imported,
+      T1,
+    ]);
+    const importedId = (await collections.executingOf(imported))?.id as number;
+
+    expect(await leader.endOrphaned(T2, "Wharf stopped")).toBe(3);
+    for (const id of [ids.dead, ids.unregistered, importedId]) {
+      expect(await collections.get(id)).toMatchObject({ status: "error", endedAt: T2, errorText: "Wharf stopped" });
+    }
+    for (const id of [ids.live, ids.slow, ids.own]) {
+      expect((await collections.get(id as number))?.status).toBe("executing");
+    }
+    // The live node's check ends as it would have.
+    await repositoryOn(db, "live-node").complete(ids.live, T3, [result("/live")], new Map());
+    expect(await collections.get(ids.live)).toMatchObject({ status: "completed", endedAt: T3, items: 1 });
+    expect(await leader.endOrphaned(T3, "Wharf stopped")).toBe(0);
+    for (const id of [ids.slow, ids.own]) await collections.fail(id as number, T3, "done");
   });
 
   it("refuses a collection for a server that does not exist as the driver reports it on both", async () => {
@@ -202,7 +275,10 @@ describeOnBothDatabases("Configuration collections repository (checks)", (databa
   });
 
   raceIt("lets exactly one of two nodes begin a check of one server at once", async () => {
-    const nodes = [createPostgresCollectionsRepository(otherNode()), createPostgresCollectionsRepository(otherNode())];
+    const nodes = [
+      createPostgresCollectionsRepository(otherNode(), "node-a"),
+      createPostgresCollectionsRepository(otherNode(), "node-b"),
+    ];
     for (let round = 0; round < 5; round += 1) {
       const ids = await Promise.all(nodes.map((node) => node.begin(otherServerId, undefined, T1)));
       const won = ids.filter((id) => id !== undefined);
@@ -212,14 +288,17 @@ describeOnBothDatabases("Configuration collections repository (checks)", (databa
     }
   });
 
-  it("tells the node's caches of each write at once (PostgreSQL)", async () => {
+  it("tells the node's caches of each write at once, and of no restart rule that ended nothing (PostgreSQL)", async () => {
     const db = database();
     if (db.kind !== "postgres") return;
     const before = db.commits();
     const id = (await collections.begin(serverId, undefined, T1)) as number;
     await collections.complete(id, T2, [result("/y")], new Map());
     await collections.prune(serverId, 10);
-    await collections.endExecuting(T3, "x");
-    expect(db.commits()).toBe(before + 4);
+    expect(await collections.endOrphaned(T3, "x")).toBe(0);
+    expect(db.commits()).toBe(before + 3);
+    await repositoryOn(db, "never-registered").begin(serverId, undefined, T3);
+    expect(await collections.endOrphaned(T3, "x")).toBe(1);
+    expect(db.commits()).toBe(before + 5);
   });
 });

@@ -24,7 +24,7 @@ const on = (database: TestDatabase): { status: StatusRepository; collections: Co
     ? { status: createStatusRepository(database.sqlite), collections: createCollectionsRepository(database.sqlite) }
     : {
         status: createPostgresStatusRepository(database.postgres),
-        collections: createPostgresCollectionsRepository(database.postgres),
+        collections: createPostgresCollectionsRepository(database.postgres, "status-test-node"),
       };
 
 const result = (key: string, role: string | null, status: ItemResult["status"]): ItemResult => ({

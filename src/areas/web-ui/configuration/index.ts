@@ -1,6 +1,4 @@
 import type { FastifyInstance } from "fastify";
-import { createCollectionsRepository } from "../../configuration/collections-repository.js";
-import { createPostgresCollectionsRepository } from "../../configuration/collections-repository-postgres.js";
 import { byDatabase } from "../../../storage/metadata-db.js";
 import { CONFIGURATION_VIEW } from "../../configuration/configuration-routes.js";
 import type { WebUiDeps } from "../index.js";
@@ -30,7 +28,7 @@ const checkedNotice = (query: unknown) =>
  */
 export async function registerConfigurationPages(app: FastifyInstance, deps: WebUiDeps): Promise<void> {
   const jobs = byDatabase(deps.db, createRemediationJobs, createPostgresRemediationJobs);
-  const collections = byDatabase(deps.db, createCollectionsRepository, createPostgresCollectionsRepository);
+  const { collections } = deps.configurationRuntime;
   const reads = { jobs, recentChecks: (serverId: number) => collections.recentOf(serverId) };
   const status = deps.configurationRuntime.status;
 
