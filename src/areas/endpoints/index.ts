@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { uploadArchiveLimits } from "../../storage/archives.js";
+import type { FeedKeepers } from "../../storage/blob-keeper.js";
+import type { BlobStores } from "../../storage/blob-stores.js";
 import { dataPaths } from "../../storage/data-paths.js";
 import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
@@ -29,11 +31,26 @@ export type EndpointsAreaOptions = EndpointsDeps & EndpointsServices;
 
 /**
  * At start-up, before serving (main.ts): removes multipart spool files that no upload names. In
- * cluster mode every node runs it on its own spool directory (spools are on the node's disk),
- * against every node's uploads.
+ * cluster mode no upload is spooled on a disk (parts are blobs of the package stores): a node's
+ * spool directory can hold only files left from before, which no upload names.
  */
 export const removeOrphanMultipartSpools = (db: MetadataDb, dataDir: string) =>
   removeOrphanSpools(db, dataPaths(dataDir).multipart);
+
+/**
+ * When the keepers are the server's package stores (app.ts passes BlobStores): a delete through
+ * the collecting keeper of a feed's store, which deletes a blob only when no row names it and no
+ * upload on any node holds it. Cluster mode's multipart parts are deleted so.
+ */
+function collectingDiscard(keepers: FeedKeepers) {
+  const stores = keepers as Partial<BlobStores>;
+  if (typeof stores.forFeed !== "function") return {};
+  const forFeed = stores.forFeed.bind(stores);
+  return {
+    discardUnused: async (feedId: number, sha256: string) =>
+      (await forFeed(feedId)).collectThrough.discardIfUnused(sha256),
+  };
+}
 
 /**
  * Wires repository -> services, on either database (the asset and multipart repositories by
@@ -51,6 +68,9 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
   const multipart = createMultipartUploads({
     db: deps.db,
     assets,
+    keepers: deps.keepers,
+    blobs: deps.blobs,
+    ...collectingDiscard(deps.keepers),
     clock: deps.clock,
     spoolDir: dataPaths(deps.config.dataDir).multipart,
     maxUploadBytes: deps.config.maxUploadBytes,

@@ -1,7 +1,6 @@
 import type { AssetPath } from "../../../domain/asset-path.js";
 import type { Feed } from "../../management/index.js";
-import type { MultipartUpload } from "./repository.js";
-import type { MultipartSpool } from "./spool.js";
+import type { Readable } from "node:stream";
 import { type AssetItem, isFolder, replaceForbidden, replacingNeedsPermission } from "../repository.js";
 import type { AssetService } from "../service.js";
 
@@ -11,29 +10,26 @@ export interface CompletionOptions {
   readonly mayReplace: () => Promise<boolean>;
 }
 
-export interface AssembleDeps {
-  readonly assets: AssetService;
-  readonly spool: MultipartSpool;
-}
-
-/** Streams the spool into the blob store and stores it as the file at the path. */
+/**
+ * Streams the parts' bytes in order (`openParts`: the spool, or in cluster mode the parts' blobs)
+ * into the blob store and stores them as the file at the path.
+ */
 export async function assemble(
-  deps: AssembleDeps,
+  assets: AssetService,
   directory: Feed,
   path: AssetPath,
-  upload: MultipartUpload,
+  openParts: () => Promise<Readable>,
   options: CompletionOptions,
 ): Promise<AssetItem> {
   // Refused before hashing a file that may be gigabytes.
-  const existing = await deps.assets.findItem(directory, path);
+  const existing = await assets.findItem(directory, path);
   if (existing?.isFolder === true) throw isFolder(existing.path);
   const needsPermission = replacingNeedsPermission(existing);
   const mayReplace = needsPermission && (await options.mayReplace());
   if (needsPermission && !mayReplace) throw replaceForbidden(existing?.path ?? "");
-  const source = await deps.spool.read(upload.spool, upload.totalSize);
-  const held = await deps.assets.storeContent(directory, source);
+  const held = await assets.storeContent(directory, await openParts());
   // ProGetAutomation first creates the file empty with its Content-Type, then sends the parts.
-  return deps.assets.putStoredFile(directory, path, held, {
+  return assets.putStoredFile(directory, path, held, {
     contentType: options.contentType ?? existing?.contentType,
     mode: "create-or-replace",
     mayReplace,

@@ -167,3 +167,28 @@ export function checkComplete(upload: MultipartUpload, parts: MultipartPart[]): 
 /** The upload's row or spool went away (a sweep, a directory deletion) while a part was received. */
 export const uploadRemoved = () =>
   notFound("MULTIPART_UPLOAD_REMOVED", "The multipart upload was removed while the part was received.");
+
+/** A part's body carries more bytes than its partSize: refused before any byte past its range is kept. */
+export const partTooLong = (part: MultipartPart) =>
+  invalid("MULTIPART_PART_TOO_LONG", `Part ${part.index} is longer than its partSize (${part.size} bytes).`);
+
+export const partTooShort = (part: MultipartPart, received: number) =>
+  invalid("MULTIPART_PART_TOO_SHORT", `Part ${part.index} has ${received} bytes, but partSize is ${part.size}.`);
+
+export const uploadNotFound = (uploadKey: string) =>
+  notFound(
+    "MULTIPART_UPLOAD_NOT_FOUND",
+    `The multipart upload '${uploadKey}' was not found in this asset directory (unfinished uploads are ` +
+      "removed after WHARF_MULTIPART_MAX_AGE_HOURS).",
+  );
+
+/** A part sent while the upload is being completed. */
+export const uploadCompleting = (uploadKey: string) =>
+  conflict("MULTIPART_COMPLETING", `The multipart upload '${uploadKey}' is being completed.`);
+
+/** A completion sent while parts are being received or another completion runs. */
+export const uploadBusy = (uploadKey: string) =>
+  conflict(
+    "MULTIPART_BUSY",
+    `The multipart upload '${uploadKey}' is still receiving parts or being completed; retry later.`,
+  );

@@ -1,11 +1,13 @@
 import type { Readable } from "node:stream";
 import type { AssetPath } from "../../../domain/asset-path.js";
 import type { Clock } from "../../../domain/clock.js";
-import { conflict, notFound } from "../../../domain/errors.js";
 import type { QueryLike } from "../../../http/params.js";
+import type { FeedKeepers } from "../../../storage/blob-keeper.js";
+import type { BlobStore } from "../../../storage/blob-store.js";
 import { byDatabase, isPostgres, type MetadataDb } from "../../../storage/metadata-db.js";
 import type { Feed } from "../../management/index.js";
 import { assemble, type CompletionOptions } from "./assemble.js";
+import { createClusterMultipartUploads } from "./cluster-service.js";
 import { coordinationKey, createCoordinator } from "./coordinator.js";
 import { createMultipartRepository, type MultipartRepository, type MultipartUpload } from "./repository.js";
 import { createPostgresMultipartRepository } from "./repository-postgres.js";
@@ -16,7 +18,10 @@ import {
   checkSameUpload,
   type PartRequest,
   parsePart,
+  uploadBusy,
+  uploadCompleting,
   uploadKeyOf,
+  uploadNotFound,
 } from "./rules.js";
 import { createMultipartSpool } from "./spool.js";
 import { createSweeper } from "./sweep.js";
@@ -45,15 +50,22 @@ export interface MultipartUploads {
 
 export interface MultipartDeps {
   /**
-   * Either database. In cluster mode the uploads' rows are shared, but each upload's spool is on
-   * the disk of the node that received its first part: a part or completion that reaches another
-   * node is refused (`refuseSpoolElsewhere`) until the spool moves to the object store
-   * (docs/cluster-mode.md, "Known differences").
+   * Either database. On SQLite the parts are spooled on this machine's disk; on PostgreSQL (cluster
+   * mode) any node takes any part, whose bytes go to the directory's package store
+   * (cluster-service.ts).
    */
   readonly db: MetadataDb;
   readonly assets: AssetService;
+  /** Cluster mode: where parts are stored (the keeper of their directory's store) and read back from. */
+  readonly keepers: FeedKeepers;
+  readonly blobs: BlobStore;
+  /**
+   * Cluster mode: deletes a part's blob of the directory's store unless a row names it or an upload
+   * holds it (the store's collecting keeper); without it, garbage collection deletes such blobs.
+   */
+  readonly discardUnused?: (feedId: number, sha256: string) => Promise<unknown>;
   readonly clock: Clock;
-  /** Where part bytes are spooled: survives restarts (unlike the blob store's tmp/). */
+  /** Where part bytes are spooled (one machine): survives restarts (unlike the blob store's tmp/). */
   readonly spoolDir: string;
   readonly maxUploadBytes: number;
   readonly maxAgeMs: number;
@@ -75,23 +87,9 @@ export async function removeOrphanSpools(db: MetadataDb, spoolDir: string): Prom
 const multipartRepositoryOf = (db: MetadataDb): MultipartRepository =>
   byDatabase(db, createMultipartRepository, createPostgresMultipartRepository);
 
-/**
- * Cluster mode: an upload whose row exists but whose spool is not on this node's disk was started
- * on another node (without sticky sessions, a client's requests reach any node). Refused with a
- * 409 that says why, rather than the 404 of a removed upload or a failed assembly.
- */
-function spooledElsewhere(upload: MultipartUpload) {
-  return conflict(
-    "MULTIPART_ON_OTHER_NODE",
-    `The multipart upload '${upload.uploadKey}' was started on another node of the cluster: multipart uploads ` +
-      "spread over several nodes are not available in cluster mode yet (send every request of an upload to " +
-      "one node: sticky sessions).",
-  );
-}
-
 export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
   const repository = multipartRepositoryOf(deps.db);
-  const cluster = isPostgres(deps.db);
+  if (isPostgres(deps.db)) return createClusterMultipartUploads(deps, deps.db, repository);
   const coordinator = createCoordinator();
   const spool = createMultipartSpool(deps.spoolDir);
   const now = () => deps.clock.now().toISOString();
@@ -132,11 +130,6 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
     }
   }
 
-  /** Cluster mode only (on SQLite every spool is this process's): refuses an upload spooled on another node. */
-  async function refuseSpoolElsewhere(upload: MultipartUpload): Promise<void> {
-    if (cluster && !(await spool.has(upload.spool))) throw spooledElsewhere(upload);
-  }
-
   /** Deletes the upload's rows, then its spool. */
   async function removeUpload(upload: MultipartUpload): Promise<void> {
     await repository.delete(upload.id);
@@ -147,12 +140,10 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
   function reservePart(directory: Feed, path: AssetPath, part: PartRequest, key: string) {
     return coordinator.withActivity(key, async (activity) => {
       if (activity.completing) {
-        throw conflict("MULTIPART_COMPLETING", `The multipart upload '${part.uploadKey}' is being completed.`);
+        throw uploadCompleting(part.uploadKey);
       }
       const upload =
         (await repository.find(directory.id, part.uploadKey)) ?? (await startUpload(directory, path, part));
-      // Also after a start: another node may have started the same upload at the same time.
-      await refuseSpoolElsewhere(upload);
       checkSameUpload(upload, path, part);
       checkNoOverlap(part, await repository.parts(upload.id), activity.receiving.values());
       activity.receiving.set(part.index, part);
@@ -171,21 +162,11 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
   /** Checks that the upload is whole and marks it as being completed: no part is accepted meanwhile. */
   async function beginCompletion(directory: Feed, path: AssetPath, uploadKey: string, key: string) {
     const upload = await repository.find(directory.id, uploadKey);
-    if (upload === undefined) {
-      throw notFound(
-        "MULTIPART_UPLOAD_NOT_FOUND",
-        `The multipart upload '${uploadKey}' was not found in this asset directory (unfinished uploads are ` +
-          "removed after WHARF_MULTIPART_MAX_AGE_HOURS).",
-      );
-    }
+    if (upload === undefined) throw uploadNotFound(uploadKey);
     checkSamePath(upload, path);
-    await refuseSpoolElsewhere(upload);
     return coordinator.withActivity(key, async (activity) => {
       if (activity.completing || activity.receiving.size > 0) {
-        throw conflict(
-          "MULTIPART_BUSY",
-          `The multipart upload '${uploadKey}' is still receiving parts or being completed; retry later.`,
-        );
+        throw uploadBusy(uploadKey);
       }
       checkComplete(upload, await repository.parts(upload.id));
       activity.completing = true;
@@ -214,7 +195,6 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
     return removed + orphans.files;
   }
 
-  const assembly = { ...deps, spool };
   const sweeper = createSweeper(removeAbandoned, { maxAgeMs: deps.maxAgeMs });
 
   return {
@@ -248,7 +228,13 @@ export function createMultipartUploads(deps: MultipartDeps): MultipartUploads {
       const key = coordinationKey(directory.id, uploadKey);
       const upload = await coordinator.exclusive(key, () => beginCompletion(directory, path, uploadKey, key));
       try {
-        const item = await assemble(assembly, directory, path, upload, options);
+        const item = await assemble(
+          deps.assets,
+          directory,
+          path,
+          () => spool.read(upload.spool, upload.totalSize),
+          options,
+        );
         // The file is stored: a failed clean-up must not fail the request, the sweep removes leftovers.
         await coordinator.exclusive(key, () => removeUpload(upload)).catch(() => undefined);
         return item;

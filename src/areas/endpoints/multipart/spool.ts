@@ -3,9 +3,8 @@ import { createReadStream } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, rm, stat } from "node:fs/promises";
 import nodePath from "node:path";
 import { Readable } from "node:stream";
-import { invalid } from "../../../domain/errors.js";
 import type { MultipartPart } from "./repository.js";
-import { uploadRemoved } from "./rules.js";
+import { partTooLong, partTooShort, uploadRemoved } from "./rules.js";
 
 const SPOOL_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.spool$/;
 /** Large reads for throughput when assembling, as the file blob store reads. */
@@ -25,8 +24,6 @@ export interface MultipartSpool {
    * partSize, and a spool that is gone (404, the upload was removed).
    */
   writePart(name: string, part: MultipartPart, body: (() => Readable) | undefined): Promise<void>;
-  /** Whether the spool file is in this spool directory (cluster mode: another node's is not). */
-  has(name: string): Promise<boolean>;
   /** The first `size` bytes of the spool; throws when the spool holds fewer. */
   read(name: string, size: number): Promise<Readable>;
   /** Removes the spool file; a missing one is not an error. */
@@ -82,36 +79,16 @@ export function createMultipartSpool(spoolDir: string): MultipartSpool {
         for await (const chunk of (body?.() ?? []) as AsyncIterable<Uint8Array | string>) {
           const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
           // Refused before writing: a part never touches bytes beyond its range.
-          if (received + bytes.length > part.size) {
-            throw invalid(
-              "MULTIPART_PART_TOO_LONG",
-              `Part ${part.index} is longer than its partSize (${part.size} bytes).`,
-            );
-          }
+          if (received + bytes.length > part.size) throw partTooLong(part);
           await writeAt(handle, bytes, part.offset + received);
           received += bytes.length;
         }
-        if (received !== part.size) {
-          throw invalid(
-            "MULTIPART_PART_TOO_SHORT",
-            `Part ${part.index} has ${received} bytes, but partSize is ${part.size}.`,
-          );
-        }
+        if (received !== part.size) throw partTooShort(part, received);
         // Durable before acknowledged: the part's row is written only after this.
         await handle.sync();
       } finally {
         await handle.close();
       }
-    },
-
-    async has(name) {
-      return stat(fileOf(name)).then(
-        () => true,
-        (error: unknown) => {
-          if (isMissingFile(error)) return false;
-          throw error;
-        },
-      );
     },
 
     async read(name, size) {
