@@ -11,6 +11,7 @@ import { type Clock, systemClock } from "../../src/domain/clock.js";
 import { type Db, openDatabase } from "../../src/storage/database.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { isPostgres, type MetadataDb } from "../../src/storage/metadata-db.js";
+import { execute } from "./fixtures.js";
 import { joinTestCluster, postgresTestEnv, testsRunOnPostgres } from "./postgres-test-app.js";
 
 export interface TestApp {
@@ -57,16 +58,11 @@ async function openMetadata(config: Config): Promise<Metadata> {
 }
 
 const SQLITE_ONLY =
-  "this test reads SQLite directly (t.db, writeFromOutside): it cannot run on PostgreSQL, leave it off postgres-suites.ts";
-
-function assertSqlite(database: MetadataDb): asserts database is Db {
-  if (isPostgres(database)) throw new Error(SQLITE_ONLY);
-}
+  "this test reads SQLite directly (t.db): it cannot run on PostgreSQL, leave it off postgres-suites.ts";
 
 /**
- * On PostgreSQL, a stand-in for the SQLite connection that throws at its first use: helpers that
- * take `t.db` up front but use it for some steps alone (createUpackFixtures' addVersion) still
- * serve the steps that go through the API.
+ * On PostgreSQL, a stand-in for the SQLite connection that throws at its first use: a test that
+ * takes `t.db` up front but uses it in some steps alone still runs the steps that go through the API.
  */
 const noSqlite: Db = new Proxy({} as Db, {
   get: () => {
@@ -135,9 +131,16 @@ export async function buildTestApp(
   };
 }
 
-/** Runs one statement through a second connection to the app's database file, as another process (the CLI) would. */
-export function writeFromOutside(t: TestApp, sql: string, ...params: unknown[]): void {
-  assertSqlite(t.database);
+/**
+ * Runs one statement (`?` placeholders, SQL that means the same on both databases) as another
+ * process would: on SQLite through a second connection to the app's database file (the CLI), on
+ * PostgreSQL through the pool, where every client's write notifies the nodes alike.
+ */
+export async function writeFromOutside(t: TestApp, sql: string, ...params: unknown[]): Promise<void> {
+  if (isPostgres(t.database)) {
+    await execute(t.database, sql, params);
+    return;
+  }
   const other = new Database(path.join(t.dataDir, "wharf.sqlite"));
   try {
     other.prepare(sql).run(...params);

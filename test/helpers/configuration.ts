@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
 import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "./app.js";
-import { createSystemKey } from "./fixtures.js";
+import { createSystemKey, readAll, readOne } from "./fixtures.js";
 
 /**
  * Shared setup of the configuration-*.test.ts suites (issue 13; docs/seed-api.md B): an app whose
@@ -95,12 +95,13 @@ export async function role(w: ConfigurationWorld, name: string, body: Record<str
 
 /** Requests a check as InedoCore does and waits for that check (a new collection) to end; the status. */
 export async function checked(w: ConfigurationWorld, server: string): Promise<Record<string, unknown>> {
-  const count = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_collections").get() as { n: number }).n;
-  const before = count();
+  const count = async () =>
+    (await readOne<{ n: number }>(w.t.database, "SELECT count(*) AS n FROM config_collections"))?.n;
+  const before = await count();
   const res = await w.inedo(`/api/configuration/check?server=${encodeURIComponent(server)}`);
   expect(res.statusCode, res.body).toBe(200);
   const deadline = Date.now() + 5_000;
-  while (count() === before) {
+  while ((await count()) === before) {
     if (Date.now() > deadline) throw new Error(`the check of ${server} never started`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -120,11 +121,12 @@ export async function jobEnded(w: ConfigurationWorld, token: string, everyMs = 2
 }
 
 /** The job's log lines as `level: message`. */
-export function jobLog(w: ConfigurationWorld, jobId: number): string[] {
-  const rows = w.t.db.prepare("SELECT level, message FROM job_log WHERE job_id = ? ORDER BY id").all(jobId) as {
-    level: string;
-    message: string;
-  }[];
+export async function jobLog(w: ConfigurationWorld, jobId: number): Promise<string[]> {
+  const rows = await readAll<{ level: string; message: string }>(
+    w.t.database,
+    "SELECT level, message FROM job_log WHERE job_id = ? ORDER BY id",
+    jobId,
+  );
   return rows.map((row) => `${row.level}: ${row.message}`);
 }
 

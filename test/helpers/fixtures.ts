@@ -43,8 +43,9 @@ function numbered(sql: string): string {
 /**
  * Runs one statement written with `?` placeholders on either database; its rows. On PostgreSQL a
  * write goes through writeRows, which moves the node's cache version as the app's own writes do.
+ * The SQL must mean the same on both (no COLLATE NOCASE, no json_group_array).
  */
-async function execute<Row>(
+export async function execute<Row>(
   db: MetadataDb,
   sql: string,
   params: readonly unknown[],
@@ -58,6 +59,16 @@ async function execute<Row>(
   if (statement.reader) return statement.all(...params) as Row[];
   statement.run(...params);
   return [];
+}
+
+/** The rows of one read on either database (`?` placeholders, SQL that means the same on both). */
+export function readAll<Row>(db: MetadataDb, sql: string, ...params: unknown[]): Promise<Row[]> {
+  return execute<Row>(db, sql, params, "read");
+}
+
+/** The first row of one read on either database, if any. */
+export async function readOne<Row>(db: MetadataDb, sql: string, ...params: unknown[]): Promise<Row | undefined> {
+  return (await readAll<Row>(db, sql, ...params))[0];
 }
 
 /** The `id` a single-row INSERT ... RETURNING id gave back. */

@@ -4,16 +4,16 @@ import { type TestApp, writeFromOutside } from "./app.js";
 /**
  * Stores a feed as an older Wharf did, past today's checks: with a type Wharf no longer creates
  * (nuget, npm, ...) or settings it now refuses (`settings` is the stored JSON, decoded with the
- * defaults filling what it lacks). Written through a second connection, as another process would.
+ * defaults filling what it lacks). Written as another process would (writeFromOutside).
  */
-export function insertLegacyFeed(
+export async function insertLegacyFeed(
   t: TestApp,
   name: string,
   feedType: string,
   settings: Record<string, unknown> = {},
-): void {
+): Promise<void> {
   const now = new Date().toISOString();
-  writeFromOutside(
+  await writeFromOutside(
     t,
     `INSERT INTO feeds (name, feed_type, feed_group, storage_key, settings, created_at, modified_at)
      VALUES (?, ?, NULL, ?, ?, ?, ?)`,
@@ -24,7 +24,7 @@ export function insertLegacyFeed(
     now,
     now,
   );
-  writeFromOutside(
+  await writeFromOutside(
     t,
     "INSERT INTO feed_names (name_key, feed_id, is_primary, name) SELECT ?, id, 1, name FROM feeds WHERE name = ?",
     name.toLowerCase(),

@@ -1,9 +1,9 @@
 /**
  * Universal package fixtures for read-side tests: .upack files built in memory with yazl, and
- * package/version rows written straight into the database (migrations/0004) the way the write
- * side keeps them: versions_desc, latest_version_id and downloads rewritten from the versions
- * after every insert. Blobs go into a file store on the app's data directory, which is the store
- * the app reads (content addressed, so two store objects on one directory agree).
+ * package/version rows saved through the write side's own repository, on the app's database
+ * (SQLite, or PostgreSQL on a cluster node), with what an upload could not set (a publication
+ * date, download counts) and without an upload's checks. Blobs go into the store the app reads
+ * packages from (packageStoreOf).
  *
  * Typical use:
  *   const upack = createUpackFixtures(t);
@@ -11,6 +11,7 @@
  *   await upack.addVersion("main", { group: "g", name: "pkg", version: "1.0.0", files: { "a.txt": "A" } });
  */
 import { createHash } from "node:crypto";
+import path from "node:path";
 import { Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import tar from "tar-stream";
@@ -18,11 +19,20 @@ import yauzl from "yauzl";
 import { expect } from "vitest";
 import yazl from "yazl";
 import { flushDownloadCounts } from "../../src/areas/upack/download/counts.js";
+import { flushPostgresDownloadCounts } from "../../src/areas/upack/read/download-counts-postgres.js";
+import { createUpackWriteRepository, type UpackWriteRepository } from "../../src/areas/upack/repository.js";
+import { createPostgresUpackWriteRepository } from "../../src/areas/upack/repository-postgres.js";
 import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
 import { versionSortKey } from "../../src/domain/upack-version-sort.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { byDatabase, isPostgres } from "../../src/storage/metadata-db.js";
+import { createObjectStore, storeKeyOf } from "../../src/storage/store-factory.js";
 import type { TestApp } from "./app.js";
+import { execute, feedIdOf, readOne } from "./fixtures.js";
+
+/** The actor of the package.added events the fixtures' saves raise, as an upload's would. */
+const FIXTURE_ACTOR = "test fixture";
 
 export interface ZipEntrySpec {
   readonly content: string | Buffer;
@@ -102,17 +112,26 @@ export interface AddedVersion {
 }
 
 export interface UpackFixtures {
+  /** The app's default package store: the data directory's disk, or a cluster node's object store. */
   readonly blobs: BlobStore;
   /** A universal feed, created through the management API with the admin key. */
   createFeed(name: string, feedType?: string): Promise<void>;
   addVersion(feed: string, spec: PackageSpec, options?: AddVersionOptions): Promise<AddedVersion>;
   /** Downloads as stored: [version, package]. */
-  downloadsOf(feed: string, group: string, name: string, version: string): { version: number; package: number };
+  downloadsOf(
+    feed: string,
+    group: string,
+    name: string,
+    version: string,
+  ): Promise<{ version: number; package: number }>;
 }
 
 export function createUpackFixtures(t: TestApp): UpackFixtures {
-  const blobs = createFileBlobStore(t.dataDir);
-  const db = t.db;
+  const database = t.database;
+  const blobs = packageStoreOf(t);
+  let repository: UpackWriteRepository | undefined;
+  const writer = () =>
+    (repository ??= byDatabase(database, createUpackWriteRepository, createPostgresUpackWriteRepository));
 
   async function createFeed(name: string, feedType = "universal"): Promise<void> {
     const res = await t.app.inject({
@@ -124,84 +143,84 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
     if (res.statusCode !== 201) throw new Error(`feed ${name}: ${res.statusCode} ${res.body}`);
   }
 
-  function feedId(name: string): number {
-    const row = db.prepare("SELECT id FROM feeds WHERE name = ? COLLATE NOCASE").get(name) as
-      { id: number } | undefined;
-    if (!row) throw new Error(`no feed ${name}`);
-    return row.id;
-  }
-
   async function addVersion(feed: string, spec: PackageSpec, options: AddVersionOptions = {}): Promise<AddedVersion> {
     const manifest = validateManifest(manifestOf(spec));
     const bytes = options.bytes ?? (await buildUpack(spec));
     const info = await blobs.put(Readable.from([bytes]));
-    const group = manifest.group;
-    const version = spec.version;
-    const published = (options.publishedAt ?? new Date()).toISOString();
-    const fileList = await archiveFileList(spec);
-    const id = feedId(feed);
-    const write = db.transaction(() => {
-      db.prepare(
-        `INSERT INTO upack_packages (feed_id, group_name, name, group_key, name_key) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (feed_id, group_key, name_key) DO UPDATE SET group_name = excluded.group_name, name = excluded.name`,
-      ).run(id, group, spec.name, group.toLowerCase(), spec.name.toLowerCase());
-      const packageId = (
-        db
-          .prepare("SELECT id FROM upack_packages WHERE feed_id = ? AND group_key = ? AND name_key = ?")
-          .get(id, group.toLowerCase(), spec.name.toLowerCase()) as { id: number }
-      ).id;
-      const versionId = (
-        db
-          .prepare(
-            `INSERT INTO upack_versions (package_id, version, version_key, sort_key, manifest, blob_sha256, sha1, size,
-               file_list, is_virtual, is_cached, downloads, published_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-          )
-          .get(
-            packageId,
-            version,
-            version.toLowerCase(),
-            versionSortKey(manifest.version),
-            JSON.stringify(manifestToJson(manifest)),
-            info.sha256,
-            info.sha1,
-            info.size,
-            JSON.stringify(fileList),
-            manifest.isVirtual ? 1 : 0,
-            options.isCached ? 1 : 0,
-            options.downloads ?? 0,
-            published,
-          ) as { id: number }
-      ).id;
-      db.prepare(
-        `UPDATE upack_packages SET
-           latest_version_id = (SELECT id FROM upack_versions WHERE package_id = :id ORDER BY sort_key DESC LIMIT 1),
-           versions_desc = (SELECT json_group_array(version ORDER BY sort_key DESC) FROM upack_versions WHERE package_id = :id),
-           downloads = (SELECT coalesce(sum(downloads), 0) FROM upack_versions WHERE package_id = :id)
-         WHERE id = :id`,
-      ).run({ id: packageId });
-      return { versionId, packageId };
-    });
-    const ids = write.immediate();
-    return { ...ids, bytes, sha1: info.sha1, sha256: info.sha256 };
+    const [saved] = await writer().saveVersions(
+      [
+        {
+          feedId: await feedIdOf(database, feed),
+          group: manifest.group,
+          name: spec.name,
+          version: spec.version,
+          sortKey: versionSortKey(manifest.version),
+          manifest: JSON.stringify(manifestToJson(manifest)),
+          blobSha256: info.sha256,
+          sha1: info.sha1,
+          size: info.size,
+          fileList: JSON.stringify(await archiveFileList(spec)),
+          isVirtual: manifest.isVirtual,
+          publishedAt: (options.publishedAt ?? new Date()).toISOString(),
+          publishedBy: undefined,
+          isCached: options.isCached ?? false,
+        },
+      ],
+      { replace: false, cause: { actor: FIXTURE_ACTOR } },
+    );
+    if (saved === undefined) throw new Error(`${feed}: ${spec.name} ${spec.version} was not saved`);
+    const versionId = saved.versionId;
+    const row = await readOne<{ package_id: number }>(
+      database,
+      "SELECT package_id FROM upack_versions WHERE id = ?",
+      versionId,
+    );
+    if (row === undefined) throw new Error(`version ${versionId} is gone`);
+    const packageId = row.package_id;
+    if (options.downloads !== undefined) await setDownloads(versionId, packageId, options.downloads);
+    return { versionId, packageId, bytes, sha1: info.sha1, sha256: info.sha256 };
   }
 
-  function downloadsOf(feed: string, group: string, name: string, version: string) {
+  /** Downloads as if counted long ago: no last_downloaded_at (retention reads it), the package's sum rewritten. */
+  async function setDownloads(versionId: number, packageId: number, downloads: number): Promise<void> {
+    await execute(database, "UPDATE upack_versions SET downloads = ? WHERE id = ?", [downloads, versionId]);
+    await execute(
+      database,
+      "UPDATE upack_packages SET downloads = (SELECT coalesce(sum(downloads), 0) FROM upack_versions WHERE package_id = ?) WHERE id = ?",
+      [packageId, packageId],
+    );
+  }
+
+  async function downloadsOf(feed: string, group: string, name: string, version: string) {
     // Counts are batched (download/counts.ts); this reads the table itself, so it writes them first.
-    flushDownloadCounts(db);
-    const row = db
-      .prepare(
-        `SELECT v.downloads AS version, p.downloads AS package FROM upack_versions v
+    if (isPostgres(database)) await flushPostgresDownloadCounts(database);
+    else flushDownloadCounts(database);
+    const row = await readOne<{ version: number; package: number }>(
+      database,
+      `SELECT v.downloads AS version, p.downloads AS package FROM upack_versions v
          JOIN upack_packages p ON p.id = v.package_id
-         WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.version_key = ?`,
-      )
-      .get(feedId(feed), group.toLowerCase(), name.toLowerCase(), version.toLowerCase()) as
-      { version: number; package: number } | undefined;
+        WHERE p.feed_id = ? AND p.group_key = ? AND p.name_key = ? AND v.version_key = ?`,
+      await feedIdOf(database, feed),
+      group.toLowerCase(),
+      name.toLowerCase(),
+      version.toLowerCase(),
+    );
     if (!row) throw new Error(`no version ${group}/${name} ${version}`);
     return row;
   }
 
   return { blobs, createFeed, addVersion, downloadsOf };
+}
+
+/**
+ * The store the app keeps packages in when a feed names none: the server-wide object store of a
+ * cluster node (WHARF_PACKAGE_STORE), else a file store on the data directory (content addressed,
+ * so two store objects on one directory agree).
+ */
+function packageStoreOf(t: TestApp): BlobStore {
+  const storage = t.config.defaultStorage;
+  if (storage === undefined || storage.id === "disk") return createFileBlobStore(t.dataDir);
+  return createObjectStore(storage, storeKeyOf(storage), path.join(t.dataDir, "fixture-spool"));
 }
 
 /** `[{name, size, date}]` of every archive entry, as the write side records it at upload. */

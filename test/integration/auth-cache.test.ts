@@ -72,7 +72,7 @@ describe("authentication caches: a change takes effect on the next request", () 
   ])("refuses a key %s by another connection", async (_change, sql) => {
     const key = await createFeedKey(t.database, "main", ["view"]);
     await expectWorks({ "x-apikey": key });
-    outside(sql, hashApiKey(key));
+    await outside(sql, hashApiKey(key));
     expect(await withKey(key)).toBe(403);
   });
 
@@ -104,7 +104,7 @@ describe("authentication caches: a change takes effect on the next request", () 
     await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
     await expectWorks(login);
 
-    outside("DELETE FROM permissions WHERE user_id = ?", userId);
+    await outside("DELETE FROM permissions WHERE user_id = ?", userId);
     expect(await download(login)).toBe(403);
     await grant(t.database, { user: userId, attributes: ["Feeds_ViewFeed", "Feeds_DownloadPackage"], feed: "main" });
     await expectWorks(login);

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPostgres } from "../../src/storage/metadata-db.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { manualClock } from "../helpers/clock.js";
 import {
@@ -12,6 +13,8 @@ import {
   createSystemKey,
   createUser,
   newKey,
+  readAll,
+  readOne,
 } from "../helpers/fixtures.js";
 
 /**
@@ -132,7 +135,7 @@ describe("authentication: every transport, one principal", () => {
       headers: { "x-apikey": t.adminKey },
     });
     expect(del.statusCode).toBe(200);
-    const plainId = (t.db.prepare("SELECT id FROM users WHERE name = 'plain'").get() as { id: number }).id;
+    const plainId = (await readOne<{ id: number }>(t.database, "SELECT id FROM users WHERE name = 'plain'"))?.id ?? 0;
     const cases: [string, Record<string, string>, string[]][] = [
       ["an unknown key", { "x-apikey": newKey("unknown") }, [KEYS, USERS, "/metrics"]],
       ["an unknown key as Basic api:<key>", basic("api", newKey("unknown")), [KEYS, USERS]],
@@ -208,8 +211,8 @@ describe("authentication: every transport, one principal", () => {
       payload: { name: "mallory" },
     });
     expect(anonymous.statusCode).toBe(401);
-    const users = t.db.prepare("SELECT name FROM users WHERE name_key = 'mallory'").all();
-    const groups = t.db.prepare("SELECT name FROM groups WHERE name_key = 'mallorygroup'").all();
+    const users = await readAll(t.database, "SELECT name FROM users WHERE name_key = 'mallory'");
+    const groups = await readAll(t.database, "SELECT name FROM groups WHERE name_key = 'mallorygroup'");
     expect(users).toEqual([]);
     expect(groups).toEqual([]);
   });
@@ -262,19 +265,42 @@ describe("authentication: every transport, one principal", () => {
     const generatedKey = generated.json().key as string;
     expect(generatedKey.length).toBeGreaterThanOrEqual(32);
 
-    const row = t.db.prepare("SELECT * FROM api_keys WHERE id = ?").get(created.json().id) as Record<string, unknown>;
+    const row =
+      (await readOne<Record<string, unknown>>(t.database, "SELECT * FROM api_keys WHERE id = ?", created.json().id)) ??
+      {};
     const sha256 = createHash("sha256").update(chosen).digest("hex");
     expect(row.key_hash).toBe(sha256);
     expect(Object.values(row)).not.toContain(chosen);
 
-    const files = fs.readdirSync(t.dataDir).filter((f) => f.startsWith("wharf.sqlite"));
-    const bytes = Buffer.concat(files.map((f) => fs.readFileSync(path.join(t.dataDir, f))));
+    const bytes = await storedBytes(t);
     expect(bytes.includes(sha256)).toBe(true); // the scan sees what is stored...
     for (const secret of [chosen, generatedKey, t.adminKey, "root-password-1"]) {
       expect(bytes.includes(secret), "a secret is stored in plain text").toBe(false); // ...and no secret is
     }
   });
 });
+
+/**
+ * Everything the database holds, to search for secrets: SQLite's files (the journal too), or every
+ * row of every PostgreSQL table as text.
+ */
+async function storedBytes(t: TestApp): Promise<Buffer> {
+  if (!isPostgres(t.database)) {
+    const files = fs.readdirSync(t.dataDir).filter((f) => f.startsWith("wharf.sqlite"));
+    return Buffer.concat(files.map((f) => fs.readFileSync(path.join(t.dataDir, f))));
+  }
+  const tables = await readAll<{ name: string }>(
+    t.database,
+    `SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+  );
+  const rows: string[] = [];
+  for (const { name } of tables) {
+    const table = await readAll<{ row: string }>(t.database, `SELECT r::text AS row FROM "${name}" r`);
+    rows.push(...table.map((entry) => entry.row));
+  }
+  return Buffer.from(rows.join("\n"));
+}
 
 describe("authentication: grants, groups, Anonymous and deny", () => {
   let t: TestApp;
@@ -314,7 +340,7 @@ describe("authentication: grants, groups, Anonymous and deny", () => {
   });
 
   it("applies a group's grants to its members only", async () => {
-    const memberId = (t.db.prepare("SELECT id FROM users WHERE name = 'member'").get() as { id: number }).id;
+    const memberId = (await readOne<{ id: number }>(t.database, "SELECT id FROM users WHERE name = 'member'"))?.id ?? 0;
     await createGroup(t.database, "Admins", [memberId]);
     const id = await addPermission({ group: "admins", task: "administer" });
     expect(await status(basic("member", "member-password-1"))).toBe(200);

@@ -10,6 +10,7 @@ import {
   role,
 } from "../helpers/configuration.js";
 import { skipSshTests, startSshd, type SshServer } from "../helpers/sshd.js";
+import { execute } from "../helpers/fixtures.js";
 
 /**
  * An `ssh` server end to end through the APIs (issue 13 sections 3 to 5): a stored credential, a
@@ -59,7 +60,7 @@ describe.skipIf(skipSshTests)("ssh servers through the configuration API", () =>
     const remediation = await w.inedo("/api/configuration/remediate/server/web");
     expect(remediation.statusCode, remediation.body).toBe(200);
     const word = await jobEnded(w, remediation.body);
-    expect(word, jobLog(w, Number(remediation.body)).join("\n")).toBe("completed");
+    expect(word, (await jobLog(w, Number(remediation.body))).join("\n")).toBe("completed");
     expect((await w.settled("web")).status).toBe("current");
     expect(await readFile(onTarget("/srv/site/index.html"), "utf8")).toBe("<h1>hello over ssh</h1>\n");
     expect(await readFile(onTarget("/srv/site/token"), "utf8")).toBe("s3cr3t-token");
@@ -78,9 +79,9 @@ describe.skipIf(skipSshTests)("ssh servers through the configuration API", () =>
   });
 
   it("turns the server to error, saying the host key changed, when the pin no longer matches", async () => {
-    w.t.db
-      .prepare("UPDATE servers SET host_key_sha256 = ? WHERE name_key = 'web'")
-      .run("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    await execute(w.t.database, "UPDATE servers SET host_key_sha256 = ? WHERE name_key = 'web'", [
+      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    ]);
     const status = await checked(w, "web");
     expect(status.status).toBe("error");
     expect(String(status.errorText)).toMatch(/host key of 127\.0\.0\.1:\d+ changed/);

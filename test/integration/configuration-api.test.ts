@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSystemKey } from "../helpers/fixtures.js";
+import { createSystemKey, readOne } from "../helpers/fixtures.js";
 import {
   checked,
   type ConfigurationWorld,
@@ -45,14 +45,18 @@ const status = async (query: string, key?: string) => {
   expect(res.statusCode, res.body).toBe(200);
   return res.json() as Json | Json[];
 };
-const collections = (server: string) =>
-  (
-    w.t.db
-      .prepare("SELECT count(*) AS n FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = ?)")
-      .get(server) as { n: number }
-  ).n;
-const serverId = (name: string) =>
-  (w.t.db.prepare("SELECT id FROM servers WHERE name = ?").get(name) as { id: number }).id;
+const collections = async (server: string) =>
+  Number(
+    (
+      await readOne<{ n: number }>(
+        w.t.database,
+        "SELECT count(*) AS n FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = ?)",
+        server,
+      )
+    )?.n,
+  );
+const serverId = async (name: string) =>
+  (await readOne<{ id: number }>(w.t.database, "SELECT id FROM servers WHERE name = ?", name))?.id;
 
 describe("status objects", () => {
   it("has exactly the seed's fields: unknown before any check, latestCollectionId null only for servers", async () => {
@@ -189,34 +193,34 @@ describe("errors of the seed", () => {
     expectText(await w.inedo("/api/configuration/remediate/status?token=abc"), 400);
     expectText(await w.inedo("/api/configuration/remediate/status?token=999999"), 400);
     // No job was created by any of these.
-    expect(w.t.db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 0 });
+    expect(await readOne(w.t.database, "SELECT count(*) AS n FROM jobs")).toEqual({ n: 0 });
   });
 });
 
 describe("one check per server at a time", () => {
   it("joins a running check instead of starting another", async () => {
-    const before = collections("alpha");
+    const before = await collections("alpha");
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => w.inedo("/api/configuration/check?server=alpha")),
     );
     expect(answers.map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200]);
     await w.settled("alpha");
-    expect(collections("alpha")).toBe(before + 1);
+    expect(await collections("alpha")).toBe(before + 1);
   });
 
   it("waits for a check another process is running (the unique index), and starts none meanwhile", async () => {
-    writeFromOutside(
+    await writeFromOutside(
       w.t,
       "INSERT INTO config_collections (server_id, status, started_at) VALUES (?, 'executing', ?)",
-      serverId("alpha"),
+      await serverId("alpha"),
       clock.now().toISOString(),
     );
-    const before = collections("alpha");
+    const before = await collections("alpha");
     for (let i = 0; i < 3; i++) expect((await w.inedo("/api/configuration/check?server=alpha")).statusCode).toBe(200);
     expect(await status("?server=alpha")).toMatchObject({ status: "executing" });
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(collections("alpha")).toBe(before);
-    writeFromOutside(
+    expect(await collections("alpha")).toBe(before);
+    await writeFromOutside(
       w.t,
       "UPDATE config_collections SET status = 'completed', ended_at = ? WHERE status = 'executing'",
       clock.now().toISOString(),
@@ -224,7 +228,7 @@ describe("one check per server at a time", () => {
     expect((await w.settled("alpha")).status).not.toBe("executing");
     // The joined requests notice within a poll of the other process's check (250 ms), starting none.
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(collections("alpha")).toBe(before);
+    expect(await collections("alpha")).toBe(before);
   });
 });
 

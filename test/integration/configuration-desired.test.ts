@@ -31,7 +31,7 @@ afterAll(async () => {
 async function remediated(server: string): Promise<number> {
   const res = await w.inedo(`/api/configuration/remediate/server/${server}`);
   expect(res.statusCode, res.body).toBe(200);
-  expect(await jobEnded(w, res.body), jobLog(w, Number(res.body)).join("\n")).toBe("completed");
+  expect(await jobEnded(w, res.body), (await jobLog(w, Number(res.body))).join("\n")).toBe("completed");
   return Number(res.body);
 }
 
@@ -73,7 +73,7 @@ describe("desired state", () => {
       ["/srv/app.conf", "web"],
     ]);
     const job = await remediated("layered");
-    expect(jobLog(w, job).join("\n")).toContain("overrides the one of role base");
+    expect((await jobLog(w, job)).join("\n")).toContain("overrides the one of role base");
     expect(await fs.readFile(w.onDisk("layered", "/srv/who.txt"), "utf8")).toBe("server\n");
     // The role's Port wins over the environment's and the global one; web's Who over base's.
     expect(await fs.readFile(w.onDisk("layered", "/srv/app.conf"), "utf8")).toBe("port=3000 who=web env=stage\n");

@@ -10,6 +10,7 @@ import {
   localServer,
   role,
 } from "../helpers/configuration.js";
+import { readAll, readOne } from "../helpers/fixtures.js";
 
 /**
  * Real drift (issue 13 section 5): files inside a local server's root are changed, deleted and
@@ -57,7 +58,7 @@ describe("drift found by a real check", () => {
   it("lays the configuration down once, then reads current", async () => {
     expect((await check()).status).toBe("drifted");
     const { token, word } = await remediate("/api/configuration/remediate/server/drift1");
-    expect(word, jobLog(w, Number(token)).join("\n")).toBe("completed");
+    expect(word, (await jobLog(w, Number(token))).join("\n")).toBe("completed");
     expect((await w.settled("drift1")).status).toBe("current");
     const list = await items();
     expect(list.map((item) => [item.type, item.key, item.status, item.collectionRole])).toEqual([
@@ -68,12 +69,11 @@ describe("drift found by a real check", () => {
       ["file", "/etc/ops.conf", "current", "ops"],
     ]);
     // The closing check belongs to the job.
-    const closing = w.t.db
-      .prepare(
-        "SELECT job_id FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = 'drift1') ORDER BY id DESC LIMIT 1",
-      )
-      .get() as { job_id: number | null };
-    expect(closing.job_id).toBe(Number(token));
+    const closing = await readOne<{ job_id: number | null }>(
+      w.t.database,
+      "SELECT job_id FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = 'drift1') ORDER BY id DESC LIMIT 1",
+    );
+    expect(closing?.job_id).toBe(Number(token));
   });
 
   it("reports exactly the files changed, deleted and chmodded from outside, with what differs", async () => {
@@ -97,13 +97,15 @@ describe("drift found by a real check", () => {
   it("simulates: says what it would change, changes nothing, completes", async () => {
     const { token, word } = await remediate("/api/configuration/remediate/server/drift1?simulate=true");
     expect(word).toBe("completed");
-    const log = jobLog(w, Number(token)).join("\n");
+    const log = (await jobLog(w, Number(token))).join("\n");
     expect(log).toMatch(/would .*\/srv\/site\/a\.txt|\/srv\/site\/a\.txt: would/);
     expect(await fs.readFile(file("/srv/site/a.txt"), "utf8")).toBe("tampered\n");
     await expect(fs.stat(file("/srv/site/b.bin"))).rejects.toMatchObject({ code: "ENOENT" });
     expect((await fs.stat(file("/srv/site/c.conf"))).mode & 0o777).toBe(0o666);
     expect((await w.settled("drift1")).status).toBe("drifted");
-    expect(w.t.db.prepare("SELECT simulate FROM config_remediations WHERE job_id = ?").get(Number(token))).toEqual({
+    expect(
+      await readOne(w.t.database, "SELECT simulate FROM config_remediations WHERE job_id = ?", Number(token)),
+    ).toEqual({
       simulate: 1,
     });
   });
@@ -125,25 +127,27 @@ describe("drift found by a real check", () => {
 
   it("restores every drifted file byte for byte and mode for mode, then reads current", async () => {
     const { token, word } = await remediate("/api/configuration/remediate/server/drift1?job=Nightly");
-    expect(word, jobLog(w, Number(token)).join("\n")).toBe("completed");
+    expect(word, (await jobLog(w, Number(token))).join("\n")).toBe("completed");
     expect(await fs.readFile(file("/srv/site/a.txt"), "utf8")).toBe("alpha\n");
     expect((await fs.readFile(file("/srv/site/b.bin"))).equals(blob)).toBe(true);
     expect((await fs.stat(file("/srv/site/b.bin"))).mode & 0o777).toBe(0o640);
     expect((await fs.stat(file("/srv/site/c.conf"))).mode & 0o777).toBe(0o600);
     expect((await w.settled("drift1")).status).toBe("current");
     expect(drifted(await items())).toEqual([]);
-    expect(w.t.db.prepare("SELECT name FROM config_remediations WHERE job_id = ?").get(Number(token))).toEqual({
-      name: "Nightly",
-    });
+    expect(await readOne(w.t.database, "SELECT name FROM config_remediations WHERE job_id = ?", Number(token))).toEqual(
+      {
+        name: "Nightly",
+      },
+    );
   });
 
   it("remediates drift made after the last check: the job looks again before it changes anything", async () => {
     expect((await check()).status).toBe("current");
     await fs.writeFile(file("/srv/site/a.txt"), "changed after the check\n");
     const { token, word } = await remediate("/api/configuration/remediate/server/drift1");
-    expect(word, jobLog(w, Number(token)).join("\n")).toBe("completed");
+    expect(word, (await jobLog(w, Number(token))).join("\n")).toBe("completed");
     expect(await fs.readFile(file("/srv/site/a.txt"), "utf8")).toBe("alpha\n");
-    expect(jobLog(w, Number(token)).join("\n")).toMatch(/\/srv\/site\/a\.txt/);
+    expect((await jobLog(w, Number(token))).join("\n")).toMatch(/\/srv\/site\/a\.txt/);
     expect((await w.settled("drift1")).status).toBe("current");
   });
 
@@ -158,9 +162,7 @@ describe("drift found by a real check", () => {
       if (Date.now() > deadline) throw new Error("no automatic remediation");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const jobs = w.t.db.prepare("SELECT r.name FROM config_remediations r WHERE r.entity_name = 'auto1'").all() as {
-      name: string;
-    }[];
+    const jobs = await readAll(w.t.database, "SELECT r.name FROM config_remediations r WHERE r.entity_name = 'auto1'");
     expect(jobs).toEqual([{ name: "Automatic remediation" }]);
   });
 });

@@ -9,6 +9,7 @@ import {
   role,
   SEED_DATE,
 } from "../helpers/configuration.js";
+import { readAll } from "../helpers/fixtures.js";
 
 /**
  * InedoCore's "Remediate drift" operation replayed against a real `local` server (docs/compat.md
@@ -76,7 +77,7 @@ describe("InedoCore's Remediate drift flow on a local server", () => {
       if (word !== "pending" && word !== "running") break;
       await new Promise((resolve) => setTimeout(resolve, TOKEN_POLL_MS));
     }
-    expect(word, jobLog(w, Number(token)).join("\n")).toBe("completed");
+    expect(word, (await jobLog(w, Number(token))).join("\n")).toBe("completed");
 
     const after = (await w.inedo("/api/configuration/status?server=web1")).json() as Record<string, unknown>;
     expect(after).toMatchObject({ type: "server", name: "web1", status: "current" });
@@ -92,12 +93,12 @@ describe("InedoCore's Remediate drift flow on a local server", () => {
     expect((await fs.stat(w.onDisk("web1", "/srv/app"))).mode & 0o777).toBe(0o755);
 
     // The job kept a log of its changes, and the sensitive content appears nowhere.
-    const log = jobLog(w, Number(token)).join("\n");
+    const log = (await jobLog(w, Number(token))).join("\n");
     expect(log).toContain("/srv/app/logo.bin");
     expect(log).not.toContain("s3cr3t");
     const items = await w.inedo("/api/configuration/server/web1");
     expect(items.body).not.toContain("s3cr3t");
-    const collected = w.t.db.prepare("SELECT differences FROM config_collected_items").all();
+    const collected = await readAll(w.t.database, "SELECT differences FROM config_collected_items");
     expect(JSON.stringify(collected)).not.toContain("s3cr3t");
   });
 });

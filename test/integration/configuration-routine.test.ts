@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checked, type ConfigurationWorld, configurationWorld, localServer, role } from "../helpers/configuration.js";
+import { readOne } from "../helpers/fixtures.js";
 
 /**
  * Routine checks (issue 13 section 2: "every 60 minutes by default (configurable)"): every active
@@ -21,22 +22,24 @@ afterAll(async () => {
   await w?.close();
 });
 
-const collectionsOf = (name: string) =>
+const collectionsOf = async (name: string) =>
   (
-    w.t.db
-      .prepare("SELECT count(*) AS n FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = ?)")
-      .get(name) as { n: number }
-  ).n;
+    await readOne<{ n: number }>(
+      w.t.database,
+      "SELECT count(*) AS n FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = ?)",
+      name,
+    )
+  )?.n;
 
 describe("routine checks", () => {
   it("checks active servers with drift reporting on the interval, and leaves the others alone", async () => {
     const deadline = Date.now() + 10_000;
-    while (collectionsOf("watched") < 2) {
+    while (((await collectionsOf("watched")) ?? 0) < 2) {
       if (Date.now() > deadline) throw new Error("no routine checks happened");
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(collectionsOf("ignored")).toBe(0);
-    expect(collectionsOf("off")).toBe(0);
+    expect(await collectionsOf("ignored")).toBe(0);
+    expect(await collectionsOf("off")).toBe(0);
     const status = (await w.inedo("/api/configuration/status?server=watched")).json() as Record<string, unknown>;
     expect(["drifted", "executing"]).toContain(status.status);
     expect(((await w.inedo("/api/configuration/status?server=ignored")).json() as Record<string, unknown>).status).toBe(
@@ -46,19 +49,17 @@ describe("routine checks", () => {
 
   it("keeps the last 20 checks of a server, with their items", async () => {
     for (let i = 0; i < 23; i++) await checked(w, "ignored");
-    expect(collectionsOf("ignored")).toBe(20);
-    const items = w.t.db
-      .prepare(
-        `SELECT count(*) AS n FROM config_collected_items WHERE collection_id IN
+    expect(await collectionsOf("ignored")).toBe(20);
+    const items = await readOne(
+      w.t.database,
+      `SELECT count(*) AS n FROM config_collected_items WHERE collection_id IN
          (SELECT id FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = 'ignored'))`,
-      )
-      .get() as { n: number };
-    expect(items.n).toBe(20);
-    const orphans = w.t.db
-      .prepare(
-        "SELECT count(*) AS n FROM config_collected_items WHERE collection_id NOT IN (SELECT id FROM config_collections)",
-      )
-      .get() as { n: number };
-    expect(orphans.n).toBe(0);
+    );
+    expect(items).toEqual({ n: 20 });
+    const orphans = await readOne(
+      w.t.database,
+      "SELECT count(*) AS n FROM config_collected_items WHERE collection_id NOT IN (SELECT id FROM config_collections)",
+    );
+    expect(orphans).toEqual({ n: 0 });
   });
 });

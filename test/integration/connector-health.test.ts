@@ -199,7 +199,7 @@ describe("connector health checks", () => {
   it("the fetch guard refuses metadata addresses even when private upstreams are allowed", async () => {
     // Refused as it is set (connector-url-check.test.ts); here, one whose name has come to resolve there.
     await h.create({ name: "metadata", url: "http://metadata-upstream.invalid/", feedType: "universal" });
-    writeFromOutside(t, "UPDATE connectors SET url = 'http://169.254.169.254/' WHERE name_key = 'metadata'");
+    await writeFromOutside(t, "UPDATE connectors SET url = 'http://169.254.169.254/' WHERE name_key = 'metadata'");
     const res = await h.check("metadata");
     expect(res.state).toBe("error");
     expect(res.errorMessage).toContain("Refused to fetch from 169.254.169.254");
@@ -228,7 +228,7 @@ describe("connector health checks", () => {
 
   it("the due checks run each connector never checked or checked an interval ago, and no other", async () => {
     const service = createConnectors({
-      db: t.db,
+      db: t.database,
       clock: { now: () => new Date() },
       config: t.config,
       feeds: { listFeeds: async () => [] },
@@ -254,7 +254,7 @@ describe("loopback upstreams without WHARF_FETCH_ALLOW_PRIVATE", () => {
       const h = helpers(t);
       // Refused as it is set (connector-url-check.test.ts); here, one stored under WHARF_FETCH_ALLOW_PRIVATE=true.
       await h.create({ name: "local", url: "http://local-upstream.invalid", feedType: "universal" });
-      writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", upstream.base);
+      await writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", upstream.base);
       const res = await h.check("local");
       expect(res.state).toBe("error");
       expect(res.errorMessage).toContain("Refused to fetch from 127.0.0.1");

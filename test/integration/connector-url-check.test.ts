@@ -77,7 +77,7 @@ describe("a connector's URL, as it is set", () => {
     const moved = await post(t, `${CONNECTORS}/update/up`, { url: "http://127.0.0.1:9/upack/feed" });
     expectError(moved, 400, "Refused a connector to 127.0.0.1", "WHARF_FETCH_ALLOW_PRIVATE");
     // A connector stored under WHARF_FETCH_ALLOW_PRIVATE=true, before the setting was turned off.
-    writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'up'", "http://127.0.0.1:9/upack/feed");
+    await writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'up'", "http://127.0.0.1:9/upack/feed");
     const timeout = await post(t, `${CONNECTORS}/update/up`, { timeout: 5 });
     expect(timeout.statusCode, timeout.body).toBe(200);
     expect(timeout.json()).toMatchObject({ url: "http://127.0.0.1:9/upack/feed", timeout: 5 });
@@ -97,7 +97,7 @@ describe("a connector's requests, as they are made", () => {
       });
       expect(feed.statusCode, feed.body).toBe(201);
       // What DNS changing its answer, or a connector stored under a more lenient setting, leads to.
-      writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'up'", `${fake.base}/upack/feed`);
+      await writeFromOutside(t, "UPDATE connectors SET url = ? WHERE name_key = 'up'", `${fake.base}/upack/feed`);
       const res = await t.app.inject({ url: "/upack/proxy/packages?name=x", headers: { "x-apikey": t.adminKey } });
       expectError(res, 502, "Connector 'up'", "loopback", "unless the server sets WHARF_FETCH_ALLOW_PRIVATE=true");
       expect(fake.requests).toHaveLength(0);

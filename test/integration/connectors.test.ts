@@ -2,7 +2,7 @@ import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createSystemKey, createUser, grant, newKey, readOne } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
@@ -31,12 +31,14 @@ describe("connector management: a connector's life", () => {
       headers: { "x-apikey": t.adminKey },
       ...(payload === undefined ? {} : { payload: payload as object }),
     });
-  const storedPassword = (name: string) =>
+  const storedPassword = async (name: string) =>
     (
-      t.db.prepare("SELECT password FROM connectors WHERE name_key = ?").get(name.toLowerCase()) as {
-        password: string | null;
-      }
-    ).password;
+      await readOne<{ password: string | null }>(
+        t.database,
+        "SELECT password FROM connectors WHERE name_key = ?",
+        name.toLowerCase(),
+      )
+    )?.password;
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -64,9 +66,9 @@ describe("connector management: a connector's life", () => {
     expect(res.body).not.toContain("s3cret-pw");
     expect(res.body).not.toContain("password");
     // Encrypted (connector-secrets.test.ts shows it still reaches the upstream as it was given).
-    expect(storedPassword("upstream")).toMatch(/^v1:[0-9a-f]{16}:/);
-    expect(storedPassword("upstream")).not.toContain("s3cret-pw");
-    const settings = (t.db.prepare("SELECT settings FROM connectors").get() as { settings: string }).settings;
+    expect(await storedPassword("upstream")).toMatch(/^v1:[0-9a-f]{16}:/);
+    expect(await storedPassword("upstream")).not.toContain("s3cret-pw");
+    const settings = (await readOne<{ settings: string }>(t.database, "SELECT settings FROM connectors"))?.settings;
     expect(settings).not.toContain("s3cret-pw");
   });
 
@@ -162,7 +164,7 @@ describe("connector management: a connector's life", () => {
     for (const [payload, message] of cases) {
       expectText(await call("POST", `${CONNECTORS}/create`, payload), 400, message);
     }
-    expect(t.db.prepare("SELECT count(*) AS n FROM connectors WHERE name_key = 'bad'").get()).toEqual({ n: 0 });
+    expect(await readOne(t.database, "SELECT count(*) AS n FROM connectors WHERE name_key = 'bad'")).toEqual({ n: 0 });
     // A body that is not JSON cannot be a connector.
     const text = await t.app.inject({
       method: "POST",
@@ -204,7 +206,7 @@ describe("connector management: a connector's life", () => {
   });
 
   it("updates partially (POST and PATCH): omitted members keep, the password stays until replaced or cleared", async () => {
-    const sealed = storedPassword("upstream");
+    const sealed = await storedPassword("upstream");
     const updated = expectJson(await call("POST", `${CONNECTORS}/update/upstream`, { timeout: 60 }), 200);
     expect(updated).toMatchObject({
       name: "Upstream",
@@ -212,7 +214,7 @@ describe("connector management: a connector's life", () => {
       username: "bob",
       filters: ["Acme.*", "!Acme.Bad*"],
     });
-    expect(storedPassword("upstream")).toBe(sealed);
+    expect(await storedPassword("upstream")).toBe(sealed);
 
     const patched = await call("PATCH", `${CONNECTORS}/update/Upstream`, {
       password: "new-pw",
@@ -221,16 +223,16 @@ describe("connector management: a connector's life", () => {
     });
     expect(expectJson(patched, 200)).toMatchObject({ filters: ["Other.*"], metadataCacheEnabled: true });
     expect(patched.body).not.toContain("new-pw");
-    expect(storedPassword("upstream")).toMatch(/^v1:/);
-    expect(storedPassword("upstream")).not.toBe(sealed);
-    expect(storedPassword("upstream")).not.toContain("new-pw");
+    expect(await storedPassword("upstream")).toMatch(/^v1:/);
+    expect(await storedPassword("upstream")).not.toBe(sealed);
+    expect(await storedPassword("upstream")).not.toContain("new-pw");
 
     const cleared = expectJson(
       await call("POST", `${CONNECTORS}/update/upstream`, { username: null, password: null }),
       200,
     );
     expect(cleared).not.toHaveProperty("username");
-    expect(storedPassword("upstream")).toBeNull();
+    expect(await storedPassword("upstream")).toBeNull();
 
     // A client that read the connector and posts it back changes nothing (the password stays absent).
     const current = expectJson(await call("GET", `${CONNECTORS}/get/upstream`), 200);

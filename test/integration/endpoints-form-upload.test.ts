@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
-import { createFeedKey } from "../helpers/fixtures.js";
+import { createFeedKey, readOne } from "../helpers/fixtures.js";
 import { type FormPart, filePart, formBody, formRequests } from "../helpers/form-data.js";
 
 /**
@@ -17,7 +17,7 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
   let t: TestApp;
   const { admin, sendForm, get, blobs, temps } = formRequests(() => t);
 
-  const itemCount = () => (t.db.prepare("SELECT count(*) AS n FROM asset_items").get() as { n: number }).n;
+  const itemCount = async () => (await readOne<{ n: number }>(t.database, "SELECT count(*) AS n FROM asset_items"))?.n;
 
   beforeAll(async () => {
     t = await buildTestApp({ env: { WHARF_MAX_UPLOAD_BYTES: String(LIMIT) } });
@@ -110,7 +110,7 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
 
   it("keeps PUT's and PATCH's rules for every file, and stores none when one is refused", async () => {
     expect((await putAsset(t, dir, "box/old.txt", "old")).statusCode).toBe(201);
-    const before = { items: itemCount(), blobs: (await blobs()).length };
+    const before = { items: await itemCount(), blobs: (await blobs()).length };
 
     const put = await sendForm(
       `/endpoints/${dir}/content/box`,
@@ -128,7 +128,7 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
 
     expect((await get(`/endpoints/${dir}/content/box/new.txt`)).statusCode).toBe(404);
     expect((await get(`/endpoints/${dir}/content/box/old.txt`)).body).toBe("old");
-    expect(itemCount()).toBe(before.items);
+    expect(await itemCount()).toBe(before.items);
     expect((await blobs()).length).toBe(before.blobs);
     expect(await temps()).toEqual([]);
 
@@ -159,12 +159,12 @@ describe("asset directories: form uploads (multipart/form-data)", () => {
     for (const [what, part] of attacks) {
       it(`refuses ${what}`, async () => {
         const blobsBefore = (await blobs()).length;
-        const items = itemCount();
+        const items = await itemCount();
         const res = await sendForm(`/endpoints/${dir}/content/up/`, [part]);
         expect(res.statusCode).toBe(400);
         expect(res.headers["x-wharf-error"]).toBe("INVALID_ASSET_PATH");
         expect(res.headers["content-type"]).toBe("text/plain");
-        expect(itemCount()).toBe(items);
+        expect(await itemCount()).toBe(items);
         expect((await blobs()).length).toBe(blobsBefore);
         expect(await temps()).toEqual([]);
       });

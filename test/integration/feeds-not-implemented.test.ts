@@ -123,7 +123,7 @@ describe("feed types Wharf does not serve", () => {
   });
 
   it("lists, reads, round-trips and deletes a nuget feed an older Wharf created, but never changes it to chocolatey", async () => {
-    insertLegacyFeed(t, "old-nuget", "nuget", LEGACY_SETTINGS);
+    await insertLegacyFeed(t, "old-nuget", "nuget", LEGACY_SETTINGS);
     const listed = expectJson(await call("GET", `${FEEDS}/list`)) as { name: string; feedType: string }[];
     expect(listed.find((feed) => feed.name === "old-nuget")).toMatchObject({ feedType: "nuget" });
     const feed = expectJson(await call("GET", `${FEEDS}/get/OLD-NUGET`)) as Record<string, unknown>;
@@ -254,7 +254,7 @@ describe("feed settings Wharf does not act on", () => {
   });
 
   it("keeps what an older Wharf stored when it is sent back, refuses changing it to another 'on' value, accepts turning it off", async () => {
-    insertLegacyFeed(t, "old-universal", "universal", LEGACY_SETTINGS);
+    await insertLegacyFeed(t, "old-universal", "universal", LEGACY_SETTINGS);
     const feed = expectJson(await call("GET", `${FEEDS}/get/old-universal`)) as Record<string, unknown>;
     expect(feed).toMatchObject(LEGACY_SETTINGS);
     expect(expectJson(await call("POST", `${FEEDS}/update/old-universal`, feed))).toEqual(feed);
@@ -373,7 +373,7 @@ describe("API key logging, which Wharf does not do", () => {
 
   it("lists and deletes a key an older Wharf stored with logging on", async () => {
     const { id } = expectJson(await create({ type: "System", systemApis: ["feeds"] }), 201) as { id: number };
-    writeFromOutside(t, "UPDATE api_keys SET logging = 'Both' WHERE id = ?", id);
+    await writeFromOutside(t, "UPDATE api_keys SET logging = 'Both' WHERE id = ?", id);
     expect((await list()).find((key) => key.id === id)).toMatchObject({ logging: "Both" });
     const deleted = await t.app.inject({
       method: "DELETE",
@@ -429,7 +429,7 @@ describe("the CLI (wharf feeds, wharf api-keys)", () => {
   });
 
   it("lists, updates and deletes a feed an older Wharf created with a type it does not serve", async () => {
-    insertLegacyFeed(t, "cli-old", "npm", LEGACY_SETTINGS);
+    await insertLegacyFeed(t, "cli-old", "npm", LEGACY_SETTINGS);
     expect(await wharf("feeds", "list")).toBe(0);
     expect(out.join("\n")).toMatch(/cli-old\s+npm\s+true/);
     expect(await wharf("feeds", "update", "cli-old", "--description", "still here")).toBe(0);

@@ -11,6 +11,7 @@ import {
   daysFromNow,
   grant,
   newKey,
+  readOne,
 } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
@@ -95,8 +96,8 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     for (const absent of ["description", "dropPath", "packagesPath", "packageStore", "allowUnknownLicenses"]) {
       expect(feed).not.toHaveProperty(absent);
     }
-    const row = t.db.prepare("SELECT storage_key FROM feeds WHERE name = 'Main'").get() as { storage_key: string };
-    expect(row.storage_key).toMatch(/^[0-9a-f]{32}$/);
+    const row = await readOne<{ storage_key: string }>(t.database, "SELECT storage_key FROM feeds WHERE name = 'Main'");
+    expect(row?.storage_key).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it("creates with PUT too, maps legacy and mixed-case types, and computes endpointUrl per type", async () => {
@@ -472,7 +473,11 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
   });
 
   it("deletes with DELETE or POST (200, empty body); the feed is then gone, and a recreated one gets new storage", async () => {
-    const before = t.db.prepare("SELECT storage_key FROM feeds WHERE name = 'legacy'").get() as { storage_key: string };
+    const storageKey = async (name: string) =>
+      (await readOne<{ storage_key: string }>(t.database, "SELECT storage_key FROM feeds WHERE name = ?", name))
+        ?.storage_key;
+    const before = await storageKey("legacy");
+    expect(before).toBeDefined();
     const res = await call("DELETE", `${FEEDS}/delete/LEGACY`);
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe("");
@@ -480,10 +485,11 @@ describe("feed management: a feed's life (create, read, conflict, bad input, upd
     expectText(await call("DELETE", `${FEEDS}/delete/legacy`), 404);
     expect((await call("POST", `${FEEDS}/delete/full-old`)).statusCode).toBe(200);
     expectText(await call("GET", `${FEEDS}/get/full`), 404);
-    expect(t.db.prepare("SELECT count(*) AS n FROM feed_names WHERE name_key LIKE 'full%'").get()).toEqual({ n: 0 });
+    expect(await readOne(t.database, "SELECT count(*) AS n FROM feed_names WHERE name_key LIKE 'full%'")).toEqual({
+      n: 0,
+    });
     expectJson(await call("POST", `${FEEDS}/create`, { name: "legacy", feedType: "universal" }), 201);
-    const after = t.db.prepare("SELECT storage_key FROM feeds WHERE name = 'legacy'").get() as { storage_key: string };
-    expect(after.storage_key).not.toBe(before.storage_key);
+    expect(await storageKey("legacy")).not.toBe(before);
   });
 
   it("documents every feed management route in /openapi.json", async () => {

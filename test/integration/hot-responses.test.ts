@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
-import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createUser, grant, readOne } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -68,7 +68,7 @@ describe("replayed small downloads", () => {
   });
 
   it("answers as the route does, with a new request id each time, and counts every download", async () => {
-    const countBefore = u.downloadsOf("main", "", "lib", "1.0.0").version;
+    const countBefore = (await u.downloadsOf("main", "", "lib", "1.0.0")).version;
     const { first, second, replayed } = await replaysOf(() => download());
     expect(replayed).toBe(1);
     expect(second.status).toBe(200);
@@ -81,7 +81,7 @@ describe("replayed small downloads", () => {
     expect(second.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
 
     for (let i = 0; i < 5; i++) expect((await download()).status).toBe(200);
-    expect(u.downloadsOf("main", "", "lib", "1.0.0").version).toBe(countBefore + 7);
+    expect((await u.downloadsOf("main", "", "lib", "1.0.0")).version).toBe(countBefore + 7);
     const metrics = await (await get("/metrics", { "x-apikey": t.adminKey })).text();
     expect(metrics).toMatch(
       /wharf_http_requests_total\{method="GET",route="\/upack\/:feed\/download\/\*",status="200"\} \d+/,
@@ -125,7 +125,7 @@ describe("replayed small downloads", () => {
 
     const second = await createFeedKey(t.database, "main", ["view"]);
     expect((await replaysOf(() => download({ "x-apikey": second }))).replayed).toBe(1);
-    outside(
+    await outside(
       "DELETE FROM api_keys WHERE key_type = 'Feed' AND feed_id = (SELECT feed_id FROM feed_names WHERE name_key = 'main')",
     );
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -185,9 +185,10 @@ describe("replayed small downloads", () => {
     expect(announced.status).toBe(200);
     await announced.arrayBuffer();
     expect(await replays()).toBe(before);
-    const recorded = t.db
-      .prepare("SELECT COUNT(*) AS n FROM package_deployments WHERE application = 'Shop' AND target = 'web-01'")
-      .get() as { n: number };
-    expect(recorded.n).toBe(1);
+    const recorded = await readOne(
+      t.database,
+      "SELECT COUNT(*) AS n FROM package_deployments WHERE application = 'Shop' AND target = 'web-01'",
+    );
+    expect(recorded).toEqual({ n: 1 });
   });
 });

@@ -4,8 +4,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository.js";
+import { createPostgresInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository-postgres.js";
+import { byDatabase } from "../../src/storage/metadata-db.js";
 import { loadSecretKeys } from "../../src/storage/secret-keys.js";
-import { createSystemKey } from "../helpers/fixtures.js";
+import { createSystemKey, readOne } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /** `/api/variables/...` (docs/compat.md 8.4), as Otter's clients send them. */
@@ -44,7 +46,14 @@ const raw = (method: "POST" | "PUT" | "DELETE", url: string, body: string, conte
     payload: body,
   });
 /** The runtime's reads (templates): sensitive values opened. */
-const runtime = () => createInfrastructureRepository(t.db, loadSecretKeys(t.config).box);
+const runtime = () => {
+  const secrets = loadSecretKeys(t.config).box;
+  return byDatabase(
+    t.database,
+    (sqlite) => createInfrastructureRepository(sqlite, secrets),
+    (postgres) => createPostgresInfrastructureRepository(postgres, secrets),
+  );
+};
 const ok = (res: { statusCode: number; body: string }) => {
   expect(res.statusCode, res.body).toBe(200);
   expect(res.body).toBe("");
@@ -76,12 +85,15 @@ describe("variables of one entity", () => {
       Token: { value: null, sensitive: true },
       Extra: "x y z",
     });
-    const row = t.db.prepare("SELECT id, variables FROM servers WHERE name_key = 'web1'").get() as {
-      id: number;
-      variables: string;
-    };
-    expect(row.variables).not.toContain("new-secret");
-    expect((await runtime().serverVariables(row.id)).get("Token")).toEqual({ value: "new-secret", sensitive: true });
+    const row = await readOne<{ id: number; variables: string }>(
+      t.database,
+      "SELECT id, variables FROM servers WHERE name_key = 'web1'",
+    );
+    expect(row?.variables).not.toContain("new-secret");
+    expect((await runtime().serverVariables(row?.id ?? 0)).get("Token")).toEqual({
+      value: "new-secret",
+      sensitive: true,
+    });
 
     ok(await json("DELETE", "/api/variables/server/web1/extra"));
     expectText(await json("DELETE", "/api/variables/server/web1/extra"), 404, "extra");
@@ -182,8 +194,11 @@ describe("global and scoped variables", () => {
 
   it("never answers a sensitive value anywhere, and stores it sealed", async () => {
     ok(await json("POST", "/api/variables/global", { Api: { value: "global-secret-1", sensitive: true } }));
-    const stored = t.db.prepare("SELECT value FROM global_variables WHERE name_key = 'api'").get() as { value: string };
-    expect(stored.value).not.toContain("global-secret-1");
+    const stored = await readOne<{ value: string }>(
+      t.database,
+      "SELECT value FROM global_variables WHERE name_key = 'api'",
+    );
+    expect(stored?.value).not.toContain("global-secret-1");
     expect((await runtime().globalVariables()).get("Api")).toEqual({ value: "global-secret-1", sensitive: true });
     const answers = await Promise.all(
       [

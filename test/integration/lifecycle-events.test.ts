@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createEventOutbox, packageEventWriter } from "../../src/lifecycle/events.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
-import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
+import { createFeedKey, createSystemKey, execute, readAll } from "../helpers/fixtures.js";
 import { filePart, formBody } from "../helpers/form-data.js";
 import { releasesFixtures } from "../helpers/releases-fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
@@ -24,12 +24,12 @@ interface EventRow {
 }
 
 const events = () =>
-  t.db
-    .prepare(
-      `SELECT type, feed_name, package_group, package_name, package_version, actor, data
-         FROM lifecycle_events ORDER BY id`,
-    )
-    .all() as EventRow[];
+  readAll<EventRow>(
+    t.database,
+    `SELECT type, feed_name, package_group, package_name, package_version, actor, data
+       FROM lifecycle_events ORDER BY id`,
+  );
+const forgetEvents = () => execute(t.database, "DELETE FROM lifecycle_events", []);
 
 const upload = (feed: string, bytes: Buffer, key = admin) =>
   t.app.inject({
@@ -45,7 +45,7 @@ beforeAll(async () => {
   await createUpackFixtures(t).createFeed("main");
 });
 afterAll(async () => t?.close());
-beforeEach(() => t.db.exec("DELETE FROM lifecycle_events"));
+beforeEach(async () => forgetEvents());
 
 describe("package events", () => {
   it("raises added, then overwritten, then deleted, naming the feed, the package and the actor", async () => {
@@ -60,7 +60,7 @@ describe("package events", () => {
     });
     expect(deleted.statusCode).toBe(200);
 
-    const rows = events();
+    const rows = await events();
     expect(rows.map((row) => row.type)).toEqual(["package.added", "package.overwritten", "package.deleted"]);
     expect(rows[0]).toMatchObject({
       feed_name: "main",
@@ -74,7 +74,7 @@ describe("package events", () => {
   it("raises nothing for a refused upload, nor for any package of a form that is refused as a whole", async () => {
     const bytes = await buildUpack({ name: "kept", version: "1.0.0" });
     expect((await upload("main", bytes)).statusCode).toBe(201);
-    t.db.exec("DELETE FROM lifecycle_events");
+    await forgetEvents();
     // A feed key that may add but not overwrite: the same version again is a 409.
     const adder = { "x-apikey": await createFeedKey(t.database, "main", ["view", "add"]) };
     expect((await upload("main", bytes, adder)).statusCode).toBe(409);
@@ -89,12 +89,12 @@ describe("package events", () => {
       payload: body.payload,
     });
     expect(form.statusCode).toBe(409);
-    expect(events()).toEqual([]);
+    expect(await events()).toEqual([]);
   });
 
   it("raises package.deployed with the record's application and target", async () => {
     expect((await upload("main", await buildUpack({ name: "shipped", version: "2.0.0" }))).statusCode).toBe(201);
-    t.db.exec("DELETE FROM lifecycle_events");
+    await forgetEvents();
     const res = await t.app.inject({
       method: "POST",
       url: "/api/package-deployment/",
@@ -109,7 +109,7 @@ describe("package events", () => {
       },
     });
     expect(res.statusCode, res.body).toBeLessThan(300);
-    const [row] = events();
+    const [row] = await events();
     expect(row).toMatchObject({ type: "package.deployed", package_name: "shipped", package_version: "2.0.0" });
     expect(JSON.parse(row?.data ?? "{}")).toMatchObject({ application: "shop", target: "prod-1" });
   });
@@ -119,11 +119,11 @@ describe("release, build and deployment events", () => {
   it("raises a status event when a release is created and when it is canceled", async () => {
     const f = releasesFixtures(t);
     const applicationId = await f.setup("Shop");
-    t.db.exec("DELETE FROM lifecycle_events");
+    await forgetEvents();
     await f.release(applicationId, "1.0", "Shop-pipeline");
     const canceled = await f.json("POST", "/api/releases/cancel", { applicationId, releaseNumber: "1.0" });
     expect(canceled.statusCode, canceled.body).toBe(200);
-    const rows = events().filter((row) => row.type === "release.status");
+    const rows = (await events()).filter((row) => row.type === "release.status");
     expect(rows.map((row) => JSON.parse(row.data) as object)).toEqual([
       { application: "Shop", release: "1.0", status: "active", previousStatus: null },
       { application: "Shop", release: "1.0", status: "canceled", previousStatus: "active" },
@@ -183,7 +183,7 @@ describe("the outbox", () => {
   it("keeps the feed's name of the time when the feed is renamed before delivery", async () => {
     await createUpackFixtures(t).createFeed("old-name");
     expect((await upload("old-name", await buildUpack({ name: "moved", version: "1.0.0" }))).statusCode).toBe(201);
-    writeFromOutside(t, "UPDATE feeds SET name = 'new-name' WHERE name = 'old-name'");
-    expect(events().at(-1)).toMatchObject({ feed_name: "old-name", package_name: "moved" });
+    await writeFromOutside(t, "UPDATE feeds SET name = 'new-name' WHERE name = 'old-name'");
+    expect((await events()).at(-1)).toMatchObject({ feed_name: "old-name", package_name: "moved" });
   });
 });

@@ -8,7 +8,7 @@ import {
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { manualClock } from "../helpers/clock.js";
-import { createPersonalKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
+import { createPersonalKey, createSystemKey, createUser, execute, grant, readOne } from "../helpers/fixtures.js";
 import { type ReleasesFixtures, releasesFixtures } from "../helpers/releases-fixtures.js";
 
 /**
@@ -330,16 +330,15 @@ describe("DatabaseChangeScripts_DeleteChangeScript and cascades", () => {
     for (const release of ["1.0", "2.0"]) {
       await save({ Application_Id: otherId, Release_Number: release, Script_Name: "s", Script_Text: "t" });
     }
-    t.db.prepare("DELETE FROM releases WHERE application_id = ? AND number = '1.0'").run(otherId);
+    await execute(t.database, "DELETE FROM releases WHERE application_id = ? AND number = '1.0'", [otherId]);
     expect((await list(`Application_Id=${otherId}`)).map((row) => row.Release_Number)).toEqual(["2.0"]);
-    t.db.prepare("DELETE FROM applications WHERE id = ?").run(otherId);
+    await execute(t.database, "DELETE FROM applications WHERE id = ?", [otherId]);
     expect(await list(`Application_Id=${otherId}`)).toEqual([]);
     expect(
-      t.db
-        .prepare(
-          "SELECT count(*) AS n FROM change_scripts s WHERE NOT EXISTS (SELECT 1 FROM releases r WHERE r.id = s.release_id)",
-        )
-        .get(),
+      await readOne(
+        t.database,
+        "SELECT count(*) AS n FROM change_scripts s WHERE NOT EXISTS (SELECT 1 FROM releases r WHERE r.id = s.release_id)",
+      ),
     ).toEqual({ n: 0 });
   });
 });

@@ -26,7 +26,7 @@ beforeAll(async () => {
   await fixtures.createFeed("main");
   await fixtures.createFeed("other");
   // A feed of a type Wharf does not serve, as an older Wharf could create it.
-  insertLegacyFeed(t, "nugets", "nuget");
+  await insertLegacyFeed(t, "nugets", "nuget");
 });
 afterAll(async () => t.close());
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createUser, grant } from "../helpers/fixtures.js";
+import { createUser, grant, readOne } from "../helpers/fixtures.js";
 import { UiClient } from "../helpers/ui-client.js";
 import { buildUpack, readZip } from "../helpers/upack-fixtures.js";
 
@@ -25,19 +25,16 @@ let releaser: UiClient;
 let viewer: UiClient;
 let rcBytes: Buffer;
 
+const countOf = async (sql: string, ...params: unknown[]) =>
+  (await readOne<{ n: number }>(t.database, sql, ...params))?.n;
 const versionCount = (feed: string) =>
-  t.db
-    .prepare(
-      `SELECT count(*) FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
+  countOf(
+    `SELECT count(*) AS n FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
        JOIN feeds f ON f.id = p.feed_id WHERE f.name = ?`,
-    )
-    .pluck()
-    .get(feed) as number;
+    feed,
+  );
 const recordCount = () =>
-  t.db
-    .prepare("SELECT (SELECT count(*) FROM package_promotions) + (SELECT count(*) FROM package_repackagings)")
-    .pluck()
-    .get() as number;
+  countOf("SELECT (SELECT count(*) FROM package_promotions) + (SELECT count(*) FROM package_repackagings) AS n");
 
 function admin(method: "GET" | "POST" | "PUT", url: string, payload?: object | Buffer) {
   return t.app.inject({ method, url, headers: { "x-apikey": t.adminKey }, ...(payload ? { payload } : {}) });
@@ -188,7 +185,7 @@ describe("the package page's provenance, promote and repackage forms", () => {
   });
 
   it("refuses a target without add or accept-promotions with a clear 403 page, nothing written", async () => {
-    const before = recordCount();
+    const before = await recordCount();
     const res = await releaser.post(
       PROMOTE,
       [
@@ -208,7 +205,7 @@ describe("the package page's provenance, promote and repackage forms", () => {
     expect(res.body).toContain(`>${HOSTILE_ESCAPED}</textarea>`);
     expect(res.body).toMatch(/<details class="package-delete" open>\s*<summary>Promote/);
     expect(res.body).not.toContain("<script>alert");
-    expect(versionCount("locked")).toBe(0);
+    expect(await versionCount("locked")).toBe(0);
 
     const repackage = await releaser.post(REPACKAGE, [
       ["group", "tools"],
@@ -218,7 +215,7 @@ describe("the package page's provenance, promote and repackage forms", () => {
     ]);
     expect(repackage.statusCode).toBe(403);
     expect(repackage.body).toContain("You may not repackage into &#39;prod&#39;");
-    expect(versionCount("prod")).toBe(1);
+    expect(await versionCount("prod")).toBe(1);
 
     // A viewer's forged form: the same 403, nothing written.
     const forged = await viewer.post(
@@ -231,11 +228,11 @@ describe("the package page's provenance, promote and repackage forms", () => {
       PAGE,
     );
     expect(forged.statusCode).toBe(403);
-    expect(recordCount()).toBe(before);
+    expect(await recordCount()).toBe(before);
   });
 
   it("refuses a form without its CSRF token, nothing written", async () => {
-    const before = recordCount();
+    const before = await recordCount();
     const posts: Array<[string, [string, string]]> = [
       [PROMOTE, ["toFeed", "prod"]],
       [REPACKAGE, ["newVersion", "9.0.0"]],
@@ -245,8 +242,8 @@ describe("the package page's provenance, promote and repackage forms", () => {
       expect(res.statusCode).toBe(403);
       expect(res.body).toContain("This form has expired or did not come from this site.");
     }
-    expect(recordCount()).toBe(before);
-    expect(versionCount("dev")).toBe(2);
+    expect(await recordCount()).toBe(before);
+    expect(await versionCount("dev")).toBe(2);
   });
 
   it("answers a bad or missing new version and a missing target with 400 and the message", async () => {
@@ -288,11 +285,11 @@ describe("the package page's provenance, promote and repackage forms", () => {
     ]);
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toContain("was not found in the feed &#39;dev&#39;");
-    expect(versionCount("dev")).toBe(2);
+    expect(await versionCount("dev")).toBe(2);
   });
 
   it("moves a version only between feeds of one type (a forged target of another type: 400)", async () => {
-    const before = recordCount();
+    const before = await recordCount();
     const romp = await releaser.post(
       PROMOTE,
       [
@@ -312,8 +309,8 @@ describe("the package page's provenance, promote and repackage forms", () => {
     ]);
     expect(repackaged.statusCode).toBe(400);
     expect(repackaged.body).toContain("of different types");
-    expect(versionCount("romp-feed")).toBe(0);
-    expect(recordCount()).toBe(before);
+    expect(await versionCount("romp-feed")).toBe(0);
+    expect(await recordCount()).toBe(before);
   });
 
   it("no longer names a promotion once the version's file was replaced by an upload", async () => {

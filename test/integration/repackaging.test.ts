@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateManifest } from "../../src/domain/upack-manifest.js";
 import { openZip } from "../../src/storage/zip.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createUser, grant, readOne } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 import { buildUpack } from "../helpers/upack-fixtures.js";
 
@@ -147,11 +147,12 @@ describe("POST /api/repackaging/repackage", () => {
     await reader.close();
     await rm(dir, { recursive: true });
 
-    const event = t.db
-      .prepare("SELECT type, feed_name, package_version, data FROM lifecycle_events WHERE package_version = '1.2.0'")
-      .get() as Record<string, string>;
+    const event = await readOne<Record<string, string>>(
+      t.database,
+      "SELECT type, feed_name, package_version, data FROM lifecycle_events WHERE package_version = '1.2.0'",
+    );
     expect(event).toMatchObject({ type: "package.added", feed_name: "builds", package_version: "1.2.0" });
-    expect(JSON.parse(event.data as string)).toMatchObject({
+    expect(JSON.parse(event?.data as string)).toMatchObject({
       repackagedFrom: { feed: "builds", group: "acme/apps", name: "web", version: "1.2.0-rc.3", sha1: sha1(original) },
       comments: "release 1.2",
     });

@@ -43,7 +43,7 @@ beforeAll(async () => {
   await upack.createFeed("other");
   for (const version of ["1.0.0", "2.0.0", "3.0.0"]) await upack.addVersion("main", { name: "tool", version });
   await createAssetDirectory(t, "files", { retentionRules: [{ deletePackageIds: ["*.tmp"] }] });
-  insertLegacyFeed(t, "nuget-feed", "nuget");
+  await insertLegacyFeed(t, "nuget-feed", "nuget");
   const managerId = await createUser(t.database, "manager", "manager-password-1");
   await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "main" });
   await grant(t.database, { user: managerId, attributes: ["Admin_ManageFeed"], feed: "files" });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { type RetentionRunJson, retentionApi } from "../helpers/retention-api.js";
 import { manualClock } from "../helpers/clock.js";
-import { createFeedKey, createSystemKey } from "../helpers/fixtures.js";
+import { createFeedKey, createSystemKey, readAll, readOne } from "../helpers/fixtures.js";
 import { insertLegacyFeed } from "../helpers/legacy-feed.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
@@ -41,12 +41,12 @@ const label = (item: { group: string; name: string; version: string }) =>
   `${item.group ? `${item.group}/` : ""}${item.name}@${item.version}`;
 
 async function versionsLeft(feed: string): Promise<string[]> {
-  const rows = t.db
-    .prepare(
-      `SELECT p.group_name AS "group", p.name, v.version FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
+  const rows = await readAll<{ group: string; name: string; version: string }>(
+    t.database,
+    `SELECT p.group_name AS "group", p.name, v.version FROM upack_versions v JOIN upack_packages p ON p.id = v.package_id
        JOIN feeds f ON f.id = p.feed_id WHERE f.name = ? ORDER BY p.name, v.sort_key`,
-    )
-    .all(feed) as { group: string; name: string; version: string }[];
+    feed,
+  );
   return rows.map(label);
 }
 
@@ -170,16 +170,18 @@ describe("preview and run", () => {
       versionsSkipped: 0,
     });
     expect(await versionsLeft("ci")).toEqual(["acme/app@2.0.0-rc.1", "acme/app@2.0.0"]);
-    const purged = t.db
-      .prepare(
-        `SELECT package_version AS version, actor, data FROM lifecycle_events
+    const purged = await readAll<{ version: string; actor: string; data: string }>(
+      t.database,
+      `SELECT package_version AS version, actor, data FROM lifecycle_events
           WHERE type = 'package.purged' AND feed_name = 'ci' ORDER BY id`,
-      )
-      .all() as { version: string; actor: string; data: string }[];
+    );
     expect(purged.map((row) => row.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
     expect(purged[0]?.actor).toBe("retention");
     expect(JSON.parse(purged[0]?.data ?? "{}")).toMatchObject({ rule: 1, reason: "not among the latest 2" });
-    const deleted = t.db.prepare("SELECT count(*) AS n FROM lifecycle_events WHERE type = 'package.deleted'").get();
+    const deleted = await readOne(
+      t.database,
+      "SELECT count(*) AS n FROM lifecycle_events WHERE type = 'package.deleted'",
+    );
     expect(deleted).toEqual({ n: 0 });
     const log = (await finished("ci", 1)).log ?? [];
     expect(log.join("\n")).toContain("Deleted acme/app 1.0.0 (rule 1: not among the latest 2;");
@@ -207,11 +209,11 @@ describe("preview and run", () => {
       "Skipped lib 2.0.0: the rules no longer select it",
     );
     // The download is what the rule reads: the stamp is the app clock's.
-    const stamp = t.db
-      .prepare("SELECT last_downloaded_at AS at FROM upack_versions WHERE version = '2.0.0' AND downloads = 1")
-      .pluck()
-      .get();
-    expect(stamp).toBe(time.at());
+    const stamp = await readOne(
+      t.database,
+      "SELECT last_downloaded_at AS at FROM upack_versions WHERE version = '2.0.0' AND downloads = 1",
+    );
+    expect(stamp).toEqual({ at: time.at() });
   });
 
   it("a run without a token equals a preview made just before it", async () => {
@@ -251,7 +253,7 @@ describe("preview and run", () => {
     const noFeed = await t.app.inject({ url: "/api/retention/preview", headers: admin });
     expect(noFeed.statusCode).toBe(400);
     // A feed type Wharf no longer creates, as an older Wharf left it.
-    insertLegacyFeed(t, "nuget-feed", "nuget");
+    await insertLegacyFeed(t, "nuget-feed", "nuget");
     const legacy = await t.app.inject({ url: "/api/retention/preview?feed=nuget-feed", headers: admin });
     expect(legacy.statusCode).toBe(400);
     expect(legacy.headers["x-wharf-error"]).toBe("RETENTION_NOT_APPLICABLE");
@@ -367,7 +369,9 @@ describe("schedules and privileges", () => {
       ((await t.app.inject({ url: "/api/retention/runs?feed=nightly", headers: admin })).json() as { runs: Run[] })
         .runs;
     // The scheduler notes the schedule at its next look, and fires at the next 02:30 after that.
-    await until(async () => t.db.prepare("SELECT 1 FROM retention_schedule_state").get() !== undefined);
+    await until(
+      async () => (await readOne(t.database, "SELECT 1 AS found FROM retention_schedule_state")) !== undefined,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(await runsOf()).toEqual([]);
     time.advance(DAY);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic } from "../helpers/fixtures.js";
+import { basic, readOne } from "../helpers/fixtures.js";
 
 /** `/api/security/users/...` and `/api/security/groups/...` (docs/compat.md 5.4; pgutil `security users|groups`). */
 
@@ -40,11 +40,12 @@ describe("users and groups", () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(res.json()).toEqual({ name: "jsmith", displayName: "John Smith", email: "john@example.com", groups: [] });
-    const row = t.db.prepare("SELECT password_hash FROM users WHERE name_key = 'jsmith'").get() as {
-      password_hash: string;
-    };
-    expect(row.password_hash).toMatch(/^scrypt\$/);
-    expect(row.password_hash).not.toContain("first-password-1");
+    const row = await readOne<{ password_hash: string }>(
+      t.database,
+      "SELECT password_hash FROM users WHERE name_key = 'jsmith'",
+    );
+    expect(row?.password_hash).toMatch(/^scrypt\$/);
+    expect(row?.password_hash).not.toContain("first-password-1");
     expect(JSON.stringify(await users())).not.toContain("password");
   });
 

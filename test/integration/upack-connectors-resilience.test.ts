@@ -13,6 +13,7 @@ import {
   startUpstreamWharf,
   type UpstreamWharf,
 } from "../helpers/connector-fixtures.js";
+import { readAll } from "../helpers/fixtures.js";
 
 /**
  * Connectors when the upstream is down, slow, failing or not allowed (docs/PRODUCT.md: "connectors
@@ -240,7 +241,7 @@ describe("404s never push out the answers that serve while the upstream is down"
   });
 
   const keptKeys = (down: Downstream) =>
-    down.t.db.prepare("SELECT request_key AS key, status FROM connector_metadata ORDER BY key").all();
+    readAll(down.t.database, "SELECT request_key AS key, status FROM connector_metadata ORDER BY key");
 
   for (const [seconds, kept404s] of [
     ["0", []],
@@ -259,7 +260,7 @@ describe("404s never push out the answers that serve while the upstream is down"
           clock.advance(1_000);
           expectError(await down.get(`/upack/proxy/packages?name=unknown-${i}`), 404);
         }
-        expect(keptKeys(down)).toEqual([{ key: "packages?group=&name=kept", status: 200 }, ...kept404s]);
+        expect(await keptKeys(down)).toEqual([{ key: "packages?group=&name=kept", status: 200 }, ...kept404s]);
         // Stale now, and the upstream fails: the kept 200 is the answer.
         clock.advance(60_000);
         failing = true;
@@ -287,7 +288,7 @@ describe("metadataCacheCount", () => {
         expect(okJson<VersionJson[]>(await down.get(`/upack/proxy/versions?name=${name}`))).toHaveLength(1);
         clock.advance(1_000);
       }
-      const kept = down.t.db.prepare("SELECT request_key AS key FROM connector_metadata ORDER BY key").all();
+      const kept = await readAll(down.t.database, "SELECT request_key AS key FROM connector_metadata ORDER BY key");
       expect(kept).toEqual([{ key: "versions?group=&name=b" }, { key: "versions?group=&name=c" }]);
       // "a" is asked again; "c" is still fresh.
       await down.get("/upack/proxy/versions?name=a");
@@ -311,7 +312,10 @@ describe("the fetch guard", () => {
   it("refuses a connector at the cloud metadata address: 502 with the guard's message, no request sent", async () => {
     // Refused as it is set (connector-url-check.test.ts); here, one whose name has come to resolve there.
     const down = await startDownstream({ connectors: [{ name: "meta", url: "http://meta-upstream.invalid/upack/x" }] });
-    writeFromOutside(down.t, "UPDATE connectors SET url = 'http://169.254.169.254/upack/x' WHERE name_key = 'meta'");
+    await writeFromOutside(
+      down.t,
+      "UPDATE connectors SET url = 'http://169.254.169.254/upack/x' WHERE name_key = 'meta'",
+    );
     const connect = vi.spyOn(net, "connect");
     try {
       const res = await down.get("/upack/proxy/packages?name=x");
@@ -332,7 +336,7 @@ describe("the fetch guard", () => {
       env: { WHARF_FETCH_ALLOW_PRIVATE: "false" },
       connectors: [{ name: "local", url: "http://local-upstream.invalid/upack/feed" }],
     });
-    writeFromOutside(down.t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", `${fake.base}/upack/feed`);
+    await writeFromOutside(down.t, "UPDATE connectors SET url = ? WHERE name_key = 'local'", `${fake.base}/upack/feed`);
     try {
       expectError(
         await down.get("/upack/proxy/packages?name=x"),

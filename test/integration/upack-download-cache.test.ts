@@ -58,10 +58,10 @@ describe("universal feed downloads served from memory", () => {
   it("follows a version deleted or moved by another connection", async () => {
     const added = await u.addVersion("main", { name: "moved", version: "1.0.0" });
     expect((await get("/upack/main/download/moved/1.0.0")).statusCode).toBe(200);
-    outside("UPDATE upack_versions SET version = '9.0.0', version_key = '9.0.0' WHERE id = ?", added.versionId);
+    await outside("UPDATE upack_versions SET version = '9.0.0', version_key = '9.0.0' WHERE id = ?", added.versionId);
     expect((await get("/upack/main/download/moved/1.0.0")).statusCode).toBe(404);
     expect((await get("/upack/main/download/moved/9.0.0")).statusCode).toBe(200);
-    outside("DELETE FROM upack_versions WHERE id = ?", added.versionId);
+    await outside("DELETE FROM upack_versions WHERE id = ?", added.versionId);
     expect((await get("/upack/main/download/moved/9.0.0")).statusCode).toBe(404);
   });
 
@@ -99,8 +99,8 @@ describe("universal feed downloads served from memory", () => {
     const gone = await u.addVersion("main", { name: "pair", version: "2.0.0" });
     await get("/upack/main/download/pair/1.0.0");
     await get("/upack/main/download/pair/2.0.0");
-    outside("DELETE FROM upack_versions WHERE id = ?", gone.versionId);
-    expect(u.downloadsOf("main", "", "pair", "1.0.0")).toEqual({ version: 1, package: 1 });
+    await outside("DELETE FROM upack_versions WHERE id = ?", gone.versionId);
+    expect(await u.downloadsOf("main", "", "pair", "1.0.0")).toEqual({ version: 1, package: 1 });
     expect(storedCount(kept.versionId)).toBe(1);
   });
 });

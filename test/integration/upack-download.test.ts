@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUpackDownloadService, assemblyUnavailable } from "../../src/areas/upack/download/service.js";
-import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import { upackQueryRepositoryOf } from "../../src/areas/upack/services.js";
 import { createFeedService } from "../../src/areas/management/index.js";
+import { systemClock } from "../../src/domain/clock.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import {
@@ -291,8 +292,8 @@ describe("universal feed downloads", () => {
   describe("virtual package assembly seam", () => {
     const service = (assemble = assemblyUnavailable) =>
       createUpackDownloadService({
-        repository: createUpackQueryRepository(t.db),
-        feeds: createFeedService({ db: t.db, clock: { now: () => new Date() }, config: t.config }),
+        repository: upackQueryRepositoryOf(t.database, systemClock),
+        feeds: createFeedService({ db: t.database, clock: systemClock, config: t.config }),
         blobs: u.blobs,
         assembleVirtual: assemble,
       });
@@ -378,28 +379,29 @@ describe("universal feed downloads", () => {
     it("counts a GET that starts at byte 0, once, on the version and its package", async () => {
       const three = await u.addVersion("main", { group: "acme/tools", name: "App", version: "3.0.0" });
       const url = "/upack/main/download/acme/tools/App/3.0.0";
-      const before = counts("3.0.0").package;
-      const expectCounts = (version: number) => expect(counts("3.0.0")).toEqual({ version, package: before + version });
-      expectCounts(0);
+      const before = (await counts("3.0.0")).package;
+      const expectCounts = async (version: number) =>
+        expect(await counts("3.0.0")).toEqual({ version, package: before + version });
+      await expectCounts(0);
       await get(url);
-      expectCounts(1);
+      await expectCounts(1);
       await get(url, { range: "bytes=0-99" });
-      expectCounts(2);
+      await expectCounts(2);
       await get(url, { range: "bytes=100-" }); // the rest of a download already counted
       await head(url);
       expect((await get(url, { "if-none-match": `"${three.sha256}"` })).statusCode).toBe(304);
-      expectCounts(2);
+      await expectCounts(2);
       await get(`${url}?contentOnly=zip`);
       await get("/upack/main/download/acme/tools/App?latest");
-      expectCounts(4);
+      await expectCounts(4);
     });
 
     it("does not count metadata, single files or failed downloads", async () => {
-      const before = counts("1.2.3");
+      const before = await counts("1.2.3");
       await get("/upack/main/download-file/acme/tools/App/1.2.3?path=upack.json");
       await get("/upack/main/download/acme/tools/App/1.2.3", { range: `bytes=${app.bytes.length + 5}-` });
       await head("/upack/main/download/acme/tools/App/1.2.3?contentOnly=zip");
-      expect(counts("1.2.3")).toEqual(before);
+      expect(await counts("1.2.3")).toEqual(before);
     });
 
     it("shows the counts in the listings, as decimal strings", async () => {
@@ -408,7 +410,7 @@ describe("universal feed downloads", () => {
         downloads: string;
       };
       expect(version.downloads).toBe("4");
-      expect(pkg.downloads).toBe(String(counts("3.0.0").package));
+      expect(pkg.downloads).toBe(String((await counts("3.0.0")).package));
     });
   });
 });

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createFeedKey } from "../helpers/fixtures.js";
+import { createFeedKey, readOne } from "../helpers/fixtures.js";
 import { filePart, formBody, formRequests } from "../helpers/form-data.js";
 import { buildUpack, buildZip, createUpackFixtures, readZip } from "../helpers/upack-fixtures.js";
 
@@ -15,7 +15,8 @@ const LIMIT = 200_000;
 
 let t: TestApp;
 const { admin, sendForm, get, blobs, temps } = formRequests(() => t);
-const versionCount = () => (t.db.prepare("SELECT count(*) AS n FROM upack_versions").get() as { n: number }).n;
+const versionCount = async () =>
+  Number((await readOne<{ n: number }>(t.database, "SELECT count(*) AS n FROM upack_versions"))?.n);
 
 beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_MAX_UPLOAD_BYTES: String(LIMIT) } });
@@ -92,6 +93,7 @@ describe("/upack/<feed>/upload with a form", () => {
 
   it("refuses a field that disagrees with the path, and content-b64 beside a file part", async () => {
     const bytes = await buildUpack({ name: "p", version: "1.0.0" });
+    const before = await versionCount();
     const conflicting = await sendForm(`/upack/${feed}/upload/p/1.0.0`, [
       { name: "version", content: "2.0.0" },
       filePart("p.upack", bytes),
@@ -104,21 +106,21 @@ describe("/upack/<feed>/upload with a form", () => {
     ]);
     expect(both.statusCode).toBe(400);
     expect(both.headers["x-wharf-error"]).toBe("CONFLICTING_CONTENT");
-    expect(versionCount()).toBe(0 + versionCount());
+    expect(await versionCount()).toBe(before);
     expect((await get(`/upack/${feed}/download/p/1.0.0`)).statusCode).toBe(404);
   });
 
   describe("several packages are stored all or none", () => {
     it("one invalid file: 400 naming it, none stored, no blob or temp file left", async () => {
       const good = await buildUpack({ name: "good", version: "1.0.0" });
-      const before = { versions: versionCount(), blobs: await blobs() };
+      const before = { versions: await versionCount(), blobs: await blobs() };
       const res = await sendForm(`/upack/${feed}/upload`, [
         filePart("good.upack", good),
         filePart("bad.upack", Buffer.from("not a zip")),
       ]);
       expect(res.statusCode).toBe(400);
       expect(res.body).toMatch(/bad\.upack/);
-      expect(versionCount()).toBe(before.versions);
+      expect(await versionCount()).toBe(before.versions);
       expect(await blobs()).toEqual(before.blobs);
       expect(await temps()).toEqual([]);
       expect((await get(`/upack/${feed}/download/good/1.0.0`)).statusCode).toBe(404);

@@ -3,10 +3,10 @@ import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { createFeedService } from "../../src/areas/management/index.js";
 import { packageDataSchema, versionDataSchema } from "../../src/areas/upack/present.js";
-import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import { upackQueryRepositoryOf } from "../../src/areas/upack/services.js";
 import { createUpackQueryService } from "../../src/areas/upack/read/query-service.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
-import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createUser, grant, readOne } from "../helpers/fixtures.js";
 import { type AddedVersion, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 import { insertLegacyFeed } from "../helpers/legacy-feed.js";
 import { expectJson, expectText } from "../helpers/responses.js";
@@ -25,8 +25,8 @@ describe("universal feed listings", () => {
   let u: UpackFixtures;
   const added: Record<string, AddedVersion> = {};
   const get = (url: string) => t.app.inject({ url, headers: { "x-apikey": t.adminKey } });
-  const feedIdOf = (name: string) =>
-    (t.db.prepare("SELECT id FROM feeds WHERE name = ?").get(name) as { id: number }).id;
+  const feedIdOf = async (name: string) =>
+    (await readOne<{ id: number }>(t.database, "SELECT id FROM feeds WHERE name = ?", name))?.id ?? 0;
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -34,7 +34,7 @@ describe("universal feed listings", () => {
     await u.createFeed("main");
     await u.createFeed("other");
     // A feed of a type Wharf does not serve, as an older Wharf could create it.
-    insertLegacyFeed(t, "nugets", "nuget");
+    await insertLegacyFeed(t, "nugets", "nuget");
     const tool = { name: "tool" };
     added["tool 1.0.0"] = await u.addVersion("main", { ...tool, version: "1.0.0" }, { publishedAt: PUBLISHED });
     added["tool 1.10.0"] = await u.addVersion("main", { ...tool, version: "1.10.0" }, { downloads: 3 });
@@ -254,33 +254,31 @@ describe("universal feed listings", () => {
       expect(await versions()).toEqual(["1.0.0:1"]);
       await u.addVersion("other", { name: "big", version: "1.1.0", manifest: { description } });
       expect(await versions()).toEqual(["1.1.0:0", "1.0.0:1"]);
-      writeFromOutside(t, "UPDATE upack_versions SET downloads = 7 WHERE version = '1.1.0'");
+      await writeFromOutside(t, "UPDATE upack_versions SET downloads = 7 WHERE version = '1.1.0'");
       expect(await versions()).toEqual(["1.1.0:7", "1.0.0:1"]);
     });
 
     it("are reused until their own feed changes: downloads elsewhere leave them be", async () => {
-      const repository = createUpackQueryRepository(t.db);
+      const repository = upackQueryRepositoryOf(t.database, systemClock);
       const service = createUpackQueryService({
         repository,
-        feeds: createFeedService({ db: t.db, clock: systemClock, config: t.config }),
+        feeds: createFeedService({ db: t.database, clock: systemClock, config: t.config }),
         virtualPackages: false,
       });
       const query = { name: "big", includeFileList: false, count: 1000 };
       const first = await service.listVersions("other", query);
       expect(await service.listVersions("other", query)).toBe(first);
       await repository.recordDownload(
-        feedIdOf("main"),
+        await feedIdOf("main"),
         added["tool 1.0.0"]?.versionId ?? 0,
         added["tool 1.0.0"]?.packageId ?? 0,
       );
       expect(await service.listVersions("other", query)).toBe(first);
-      const big = t.db
-        .prepare("SELECT id, package_id FROM upack_versions WHERE version = '1.0.0' AND manifest LIKE '%xxxx%'")
-        .get() as {
-        id: number;
-        package_id: number;
-      };
-      await repository.recordDownload(feedIdOf("other"), big.id, big.package_id);
+      const big = (await readOne<{ id: number; package_id: number }>(
+        t.database,
+        "SELECT id, package_id FROM upack_versions WHERE version = '1.0.0' AND manifest LIKE '%xxxx%'",
+      )) ?? { id: 0, package_id: 0 };
+      await repository.recordDownload(await feedIdOf("other"), big.id, big.package_id);
       const after = await service.listVersions("other", query);
       expect(after).not.toBe(first);
       expect(after.toString()).toContain('"downloads":"2"');

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp } from "../helpers/app.js";
 import { buildUpack, createUpackFixtures, readTgz, readZip, sha1Hex } from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
+import { readOne } from "../helpers/fixtures.js";
 
 /**
  * Virtual packages end to end (docs/compat.md 1.6, 2.4, 2.6, 2.10): uploaded as a ZIP or a plain
@@ -58,12 +59,12 @@ async function setUp(env: Record<string, string> = {}) {
     put(await buildUpack({ name, version: "1.0.0", manifest: { contents }, files: {} }));
   const get = (url: string) => t.app.inject({ url, headers });
   const cacheRow = (name: string) =>
-    t.db
-      .prepare(
-        `SELECT a.blob_sha256, a.assembled_at FROM upack_assembled a JOIN upack_versions v ON v.id = a.version_id
+    readOne<{ blob_sha256: string; assembled_at: string }>(
+      t.database,
+      `SELECT a.blob_sha256, a.assembled_at FROM upack_assembled a JOIN upack_versions v ON v.id = a.version_id
          JOIN upack_packages p ON p.id = v.package_id WHERE p.name = ?`,
-      )
-      .get(name) as { blob_sha256: string; assembled_at: string } | undefined;
+      name,
+    );
   return { t, put, putVirtual, get, cacheRow };
 }
 
@@ -112,12 +113,12 @@ describe("virtual packages built from packages of the same feed", () => {
   });
 
   it("serves later downloads from the cache without assembling again", async () => {
-    const first = s.cacheRow("bundle");
+    const first = await s.cacheRow("bundle");
     expect(first).toBeDefined();
     const again = await s.get("/upack/main/download/bundle?latest");
     expect(sha256(again.rawPayload)).toBe(first?.blob_sha256);
     // Every assembly saves with a fresh reading of the ticking clock: an unchanged row means none ran.
-    expect(s.cacheRow("bundle")).toEqual(first);
+    expect(await s.cacheRow("bundle")).toEqual(first);
   });
 
   it("serves contentOnly zip and tgz, single files and the feed's services from the assembled package", async () => {
@@ -140,12 +141,12 @@ describe("virtual packages built from packages of the same feed", () => {
   });
 
   it("assembles again once a referenced package is replaced", async () => {
-    const before = s.cacheRow("bundle");
+    const before = await s.cacheRow("bundle");
     await s.put(await libA("A2"));
-    expect(s.cacheRow("bundle")).toBeUndefined();
+    expect(await s.cacheRow("bundle")).toBeUndefined();
     const entries = await readZip((await s.get("/upack/main/download/bundle/1.0.0")).rawPayload);
     expect(entries.get("package/a/a.txt")).toBe("A2");
-    expect(s.cacheRow("bundle")?.blob_sha256).not.toBe(before?.blob_sha256);
+    expect((await s.cacheRow("bundle"))?.blob_sha256).not.toBe(before?.blob_sha256);
   });
 
   it("refuses with a message, never a 500, what the feed cannot satisfy", async () => {
@@ -217,9 +218,9 @@ describe("virtual packages with URL sources", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       await s.put(await buildUpack({ name: "unrelated", version: "1.0.0" }));
       expect((await download).statusCode).toBe(200);
-      expect(s.cacheRow("raced")).toBeUndefined();
+      expect(await s.cacheRow("raced")).toBeUndefined();
       expect((await s.get("/upack/main/download/raced/1.0.0")).statusCode).toBe(200);
-      expect(s.cacheRow("raced")).toBeDefined();
+      expect(await s.cacheRow("raced")).toBeDefined();
       expect(hits.get("/tool.sh")).toBe(2);
     });
 

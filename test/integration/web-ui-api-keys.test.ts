@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createUser, grant } from "../helpers/fixtures.js";
+import { createUser, grant, readOne } from "../helpers/fixtures.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -82,8 +82,8 @@ function shownKey(html: string): string {
   return match?.[1] ?? "";
 }
 
-function keyCount(t: TestApp): number {
-  return (t.db.prepare("SELECT COUNT(*) AS n FROM api_keys").get() as { n: number }).n;
+async function keyCount(t: TestApp): Promise<number | undefined> {
+  return (await readOne<{ n: number }>(t.database, "SELECT COUNT(*) AS n FROM api_keys"))?.n;
 }
 
 let t: TestApp;
@@ -173,7 +173,7 @@ describe("the API keys page", () => {
   });
 
   it("shows the service's error again with the form filled in (400), creating nothing", async () => {
-    const before = keyCount(t);
+    const before = await keyCount(t);
     const res = await admin.create([
       ["type", "Feed"],
       ["displayName", "no scope"],
@@ -202,7 +202,7 @@ describe("the API keys page", () => {
     expect(past.statusCode).toBe(400);
     const badType = await admin.create([["type", "Root"]]);
     expect(badType.statusCode).toBe(400);
-    expect(keyCount(t)).toBe(before);
+    expect(await keyCount(t)).toBe(before);
   });
 
   it("revokes a key: 303 back to the list, and the key is refused from then on", async () => {
@@ -212,7 +212,8 @@ describe("the API keys page", () => {
       ["systemApis", "full-control"],
     ]);
     const key = shownKey(created.body);
-    const id = (t.db.prepare("SELECT id FROM api_keys WHERE display_name = 'short-lived'").get() as { id: number }).id;
+    const id = (await readOne<{ id: number }>(t.database, "SELECT id FROM api_keys WHERE display_name = 'short-lived'"))
+      ?.id;
     expect((await t.app.inject({ url: "/api/api-keys/list", headers: { "x-apikey": key } })).statusCode).toBe(200);
     const list = await admin.request({ url: "/admin/api-keys" });
     const res = await admin.request({
@@ -257,7 +258,7 @@ describe("the API keys page", () => {
 
 describe("what the page refuses", () => {
   it("refuses a forged post without the CSRF token (403) and creates or revokes nothing", async () => {
-    const before = keyCount(t);
+    const before = await keyCount(t);
     const forged = await admin.request({
       method: "POST",
       url: "/admin/api-keys",
@@ -269,10 +270,10 @@ describe("what the page refuses", () => {
     });
     expect(forged.statusCode).toBe(403);
     expect(forged.body).not.toContain("new-key");
-    const id = (t.db.prepare("SELECT MIN(id) AS id FROM api_keys").get() as { id: number }).id;
+    const id = (await readOne<{ id: number }>(t.database, "SELECT MIN(id) AS id FROM api_keys"))?.id;
     const revoke = await admin.request({ method: "POST", url: `/admin/api-keys/${id}/revoke`, form: [] });
     expect(revoke.statusCode).toBe(403);
-    expect(keyCount(t)).toBe(before);
+    expect(await keyCount(t)).toBe(before);
   });
 
   it("sends Anonymous to sign in, and gives a user without the privilege the 403 page with no buttons", async () => {
@@ -292,7 +293,7 @@ describe("what the page refuses", () => {
     // Forging the posts with the viewer's own valid token: refused by the privilege, nothing changes.
     const feeds = await viewer.request({ url: "/feeds" });
     const token = tokenIn(feeds.body, "/sign-out");
-    const before = keyCount(t);
+    const before = await keyCount(t);
     const create = await viewer.request({
       method: "POST",
       url: "/admin/api-keys",
@@ -304,13 +305,13 @@ describe("what the page refuses", () => {
     });
     expect(create.statusCode).toBe(403);
     expect(create.body).not.toContain("new-key");
-    const id = (t.db.prepare("SELECT MIN(id) AS id FROM api_keys").get() as { id: number }).id;
+    const id = (await readOne<{ id: number }>(t.database, "SELECT MIN(id) AS id FROM api_keys"))?.id;
     const revoke = await viewer.request({
       method: "POST",
       url: `/admin/api-keys/${id}/revoke`,
       form: [["_csrf", token]],
     });
     expect(revoke.statusCode).toBe(403);
-    expect(keyCount(t)).toBe(before);
+    expect(await keyCount(t)).toBe(before);
   });
 });

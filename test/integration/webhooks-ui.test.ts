@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createUser, grant } from "../helpers/fixtures.js";
+import { createUser, grant, readOne } from "../helpers/fixtures.js";
 import { UiClient } from "../helpers/ui-client.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 import { type Receiver, startReceiver } from "../helpers/webhook-receiver.js";
@@ -18,8 +18,8 @@ let admin: UiClient;
 let manager: UiClient;
 let viewer: UiClient;
 
-const count = () => t.db.prepare("SELECT count(*) FROM webhooks").pluck().get() as number;
-const newestId = () => t.db.prepare("SELECT max(id) FROM webhooks").pluck().get() as number;
+const count = async () => (await readOne<{ n: number }>(t.database, "SELECT count(*) AS n FROM webhooks"))?.n;
+const newestId = async () => (await readOne<{ id: number }>(t.database, "SELECT max(id) AS id FROM webhooks"))?.id;
 
 beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_FETCH_ALLOW_PRIVATE: "true" } });
@@ -77,7 +77,7 @@ describe("the webhooks pages", () => {
     expect(created.body).not.toContain('"><b>');
     const secret = /<code>(whsec_[A-Za-z0-9_-]+)<\/code>/.exec(created.body)?.[1];
     expect(secret).toBeDefined();
-    const id = newestId();
+    const id = await newestId();
     const page = await admin.get(`/admin/webhooks/${id}`);
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain(secret);
@@ -102,7 +102,7 @@ describe("the webhooks pages", () => {
       form({ name: "renamed", url: `${receiver.base}/b`, method: "PUT", events: "package.added" }),
     );
     expect(edited.statusCode).toBe(303);
-    expect(t.db.prepare("SELECT name, method, active, events FROM webhooks WHERE id = ?").get(id)).toEqual({
+    expect(await readOne(t.database, "SELECT name, method, active, events FROM webhooks WHERE id = ?", id)).toEqual({
       name: "renamed",
       method: "PUT",
       active: 0,
@@ -112,7 +112,7 @@ describe("the webhooks pages", () => {
     expect((await admin.post(`/admin/webhooks/${id}/delete`, [])).statusCode).toBe(400);
     const deleted = await admin.post(`/admin/webhooks/${id}/delete`, [["confirm", "yes"]]);
     expect(deleted.statusCode).toBe(303);
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
     expect((await admin.get(`/admin/webhooks/${id}`)).statusCode).toBe(404);
   });
 
@@ -128,7 +128,7 @@ describe("the webhooks pages", () => {
         active: "yes",
       }),
     );
-    const globalId = newestId();
+    const globalId = await newestId();
     const page = await manager.get("/admin/webhooks");
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain("All feeds (global)");
@@ -136,7 +136,7 @@ describe("the webhooks pages", () => {
     expect(page.body).toContain('<option value="main">main</option>');
     expect(page.body).not.toContain('<option value="other">');
 
-    const before = count();
+    const before = await count();
     for (const feed of ["", "other"]) {
       const forged = await manager.post(
         "/admin/webhooks",
@@ -144,11 +144,11 @@ describe("the webhooks pages", () => {
       );
       expect(forged.statusCode, feed).toBe(403);
     }
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
     expect((await manager.get(`/admin/webhooks/${globalId}`)).statusCode).toBe(403);
     expect((await manager.post(`/admin/webhooks/${globalId}/delete`, [["confirm", "yes"]])).statusCode).toBe(403);
     expect((await manager.post(`/admin/webhooks/${globalId}/test`)).statusCode).toBe(403);
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
 
     const mine = await manager.post(
       "/admin/webhooks",
@@ -162,7 +162,9 @@ describe("the webhooks pages", () => {
       }),
     );
     expect(mine.statusCode).toBe(201);
-    expect(t.db.prepare("SELECT created_by FROM webhooks WHERE id = ?").pluck().get(newestId())).toBe("manager");
+    expect(await readOne(t.database, "SELECT created_by FROM webhooks WHERE id = ?", await await newestId())).toEqual({
+      created_by: "manager",
+    });
   });
 
   it("others get a 403 page, Anonymous the sign-in, and a post without its CSRF token changes nothing", async () => {
@@ -171,13 +173,13 @@ describe("the webhooks pages", () => {
     const signIn = await anonymous.get("/admin/webhooks");
     expect(signIn.statusCode).toBe(303);
     expect(signIn.headers.location).toBe("/sign-in?next=%2Fadmin%2Fwebhooks");
-    const before = count();
+    const before = await count();
     const csrf = await admin.postWithoutToken(
       "/admin/webhooks",
       form({ feed: "", name: "csrf", url: `${receiver.base}/c`, method: "POST", events: "package.added" }),
     );
     expect(csrf.statusCode).toBe(403);
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
     expect((await admin.get("/admin/webhooks/abc")).statusCode).toBe(404);
     expect((await admin.get("/admin")).body).toContain('href="/admin/webhooks"');
   });
