@@ -357,7 +357,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const jobs = byDatabase<JobRunner>(
     deps.db,
     (db) => createJobRunner({ ...jobOptions, db }),
-    (db) => createPostgresJobRunner({ ...jobOptions, db, nodeId }),
+    (db) => createPostgresJobRunner({ ...jobOptions, db, nodeId, leaseMs: config.jobLeaseMs }),
   );
   app.addHook("onReady", () => jobs.start());
   app.addHook("onClose", () => jobs.stop());
@@ -387,8 +387,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     runner: { config, log: app.log, fetchPackage: packageOpener(upackServices), jobs },
   });
   await app.register(releasesArea, { services: releases });
+  // In a cluster, what other nodes commit is heard on the change feed (agents' work, webhook events).
+  const changeFeed = deps.node?.changeFeed;
+  const otherNodesHeard = changeFeed
+    ? { onChange: (listener: (table: string) => void) => changeFeed.onChange(listener) }
+    : {};
   // Configuration management (area B): servers, roles, variables, checks and remediation.
-  const configurationDeps = { db: deps.db, clock, config, secrets: secrets.box };
+  const configurationDeps = {
+    db: deps.db,
+    clock,
+    config,
+    secrets: secrets.box,
+    // In a cluster, agents' work is routed between nodes through the change feed.
+    ...otherNodesHeard,
+  };
   const configuration = createConfigurationServices(configurationDeps);
   // Checks and remediation jobs (on the one job runner); package items read the universal feeds.
   const configurationPackages = createFeedPackageSource(upackServices);
@@ -403,6 +415,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     deployments,
     credentials: configuration.credentialsStore,
     log: app.log,
+    nodeId,
   });
   await app.register(configurationArea, {
     ...configurationDeps,
@@ -420,9 +433,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     config,
     feeds,
     secrets: secrets.box,
-    ...(deps.node
-      ? { onChange: (listener: (table: string) => void) => deps.node?.changeFeed.onChange(listener) ?? (() => {}) }
-      : {}),
+    ...otherNodesHeard,
   });
   await app.register(ciBadgesArea, { releases: releases.releases, config, watch: changes });
   const nativeRegistry = createNativeRegistry(NATIVE_METHODS);

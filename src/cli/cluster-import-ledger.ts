@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { quoted, type SharedTable } from "./cluster-import-schema.js";
+import { POSTGRES_ONLY_TABLES, quoted, type SharedTable } from "./cluster-import-schema.js";
 
 /**
  * What `wharf cluster import` has done, kept in the PostgreSQL it imports into, so that a run
@@ -95,7 +95,9 @@ export async function recordStep(client: pg.ClientBase, step: string, detail: st
  */
 async function tablesWithData(client: pg.ClientBase, tables: readonly SharedTable[]): Promise<string[]> {
   const occupied: string[] = [];
-  const names = [...tables.map((table) => table.name), "cluster_nodes", "job_leases", "blob_holds"];
+  // The migrations' own ledger is filled by every migration: not data.
+  const ownTables = [...POSTGRES_ONLY_TABLES].filter((name) => name !== "wharf_schema_migrations");
+  const names = [...tables.map((table) => table.name), ...ownTables];
   for (const name of names) {
     if (SEEDED_TABLES.has(name)) continue;
     const found = await client.query(`SELECT 1 FROM ${quoted(name)} LIMIT 1`);

@@ -9,7 +9,16 @@ import type { Db } from "../storage/database.js";
  */
 
 /** Tables only a cluster has: nothing on a single node to copy into them. */
-export const POSTGRES_ONLY_TABLES = new Set(["cluster_nodes", "job_leases", "blob_holds", "wharf_schema_migrations"]);
+export const POSTGRES_ONLY_TABLES = new Set([
+  "cluster_nodes",
+  "job_leases",
+  "blob_holds",
+  "asset_multipart_part_blobs",
+  "asset_multipart_claims",
+  "config_collection_nodes",
+  "agent_work",
+  "wharf_schema_migrations",
+]);
 
 export interface SharedTable {
   readonly name: string;

@@ -25,6 +25,10 @@ const POSTGRES_ONLY_TABLES: readonly string[] = [
   "cluster_nodes", // 0003-cluster-nodes.sql
   "job_leases", // 0004-job-leases.sql
   "blob_holds", // 0005-blob-holds.sql
+  "asset_multipart_part_blobs", // 0008-multipart-in-object-store.sql
+  "asset_multipart_claims", // 0008-multipart-in-object-store.sql
+  "config_collection_nodes", // 0007-config-collection-nodes.sql
+  "agent_work", // 0009-agent-work.sql
 ];
 
 /**
