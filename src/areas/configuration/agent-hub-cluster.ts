@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Clock } from "../../domain/clock.js";
-import type { DesiredItem, ItemResult } from "../../drift/model.js";
+import type { DesiredItem } from "../../drift/model.js";
 import type { PostgresDb } from "../../storage/postgres/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { hashApiKey } from "../security/api-key-hash.js";
@@ -20,6 +20,7 @@ import {
   unavailable,
   type Waiter,
   workNotFound,
+  transportThrough,
 } from "./agent-hub-rules.js";
 import { createPostgresAgentRepository } from "./agent-repository-postgres.js";
 import {
@@ -306,15 +307,7 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
   };
 
   return {
-    transport: {
-      async check(server, items, run) {
-        return (await dispatch(server, "check", items, run, false)).results as ItemResult[];
-      },
-      async remediate(server, items, run) {
-        const { changes, results } = await dispatch(server, "remediate", items, run, run.simulate);
-        return { changes, results };
-      },
-    },
+    transport: transportThrough(dispatch),
 
     identify: async (key) => (key === "" ? undefined : repository.findByKeyHash(hashApiKey(key))),
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Clock } from "../../domain/clock.js";
-import type { DesiredItem, ItemResult } from "../../drift/model.js";
+import type { DesiredItem } from "../../drift/model.js";
 import type { Db } from "../../storage/database.js";
 import { hashApiKey } from "../security/api-key-hash.js";
 import type { AgentHub, AgentServer } from "./agent-hub.js";
@@ -18,6 +18,7 @@ import {
   unavailable,
   type Waiter,
   workNotFound,
+  transportThrough,
 } from "./agent-hub-rules.js";
 import { createAgentRepository } from "./agent-repository.js";
 import type { ServerTarget, TransportRun } from "./transport.js";
@@ -139,15 +140,7 @@ export function createMemoryAgentHub(deps: { db: Db; clock: Clock; config: HubCo
   }
 
   return {
-    transport: {
-      async check(server, items, run) {
-        return (await dispatch(server, "check", items, run, false)).results as ItemResult[];
-      },
-      async remediate(server, items, run) {
-        const { changes, results } = await dispatch(server, "remediate", items, run, run.simulate);
-        return { changes, results };
-      },
-    },
+    transport: transportThrough(dispatch),
 
     identify: async (key) => (key === "" ? undefined : repository.findByKeyHash(hashApiKey(key))),
 

@@ -1,11 +1,11 @@
-import type { WorkItem, WorkKind } from "../../agent/protocol.js";
+import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { conflict, invalid, notFound } from "../../domain/errors.js";
-import type { ItemResult } from "../../drift/model.js";
+import type { DesiredItem, ItemResult } from "../../drift/model.js";
 import type { AgentRepository, AgentServerRow } from "./agent-repository.js";
 import type { WorkPackage } from "./agent-hub.js";
-import type { ServerTarget } from "./transport.js";
+import type { ServerTarget, ServerTransport, TransportRun } from "./transport.js";
 
 /**
  * What both agent hubs (agent-hub-memory.ts on one machine, agent-hub-cluster.ts in a cluster)
@@ -13,6 +13,28 @@ import type { ServerTarget } from "./transport.js";
  * a result is read, and how held polls learn of a revoked key. agent-hub.ts states the rules.
  */
 export type HubConfig = Pick<Config, "agentLeaseMs" | "agentOfflineMs">;
+
+/** Hands work to the server's agent and resolves with what it reported (each hub's own queue). */
+export type Dispatch = (
+  server: ServerTarget,
+  kind: WorkKind,
+  items: readonly DesiredItem[],
+  run: TransportRun,
+  simulate: boolean,
+) => Promise<WorkResult>;
+
+/** Configuration management's transport for agent servers: checks and remediations as work for the agent. */
+export function transportThrough(dispatch: Dispatch): ServerTransport {
+  return {
+    async check(server, items, run) {
+      return (await dispatch(server, "check", items, run, false)).results as ItemResult[];
+    },
+    async remediate(server, items, run) {
+      const { changes, results } = await dispatch(server, "remediate", items, run, run.simulate);
+      return { changes, results };
+    },
+  };
+}
 
 /**
  * agent_last_seen_at is written at most this often per server (a quarter of the offline time when
