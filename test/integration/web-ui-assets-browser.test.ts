@@ -201,7 +201,10 @@ describe.skipIf(!chromiumInstalled())("asset directories in Chromium", () => {
     });
     await page.locator("[data-asset-drop]").dispatchEvent("dragover", { dataTransfer: transfer });
     await page.locator("[data-asset-drop]").dispatchEvent("drop", { dataTransfer: transfer });
-    await expect.poll(() => page.getByRole("link", { name: /^dropped-[12]\.txt$/ }).count()).toBe(2);
+    // Two uploads, each through the multipart protocol (on a cluster node: parts into the object store).
+    await expect
+      .poll(() => page.getByRole("link", { name: /^dropped-[12]\.txt$/ }).count(), { timeout: 10_000 })
+      .toBe(2);
     const stored = await t.app.inject({
       url: "/endpoints/files/content/docs/dropped-2.txt",
       headers: { "x-apikey": t.adminKey },
