@@ -19,7 +19,6 @@ export const POSTGRES_SUITES: readonly string[] = [
   "test/integration/config-ssh-api.test.ts",
   "test/integration/config-ssh-engine.test.ts",
   "test/integration/config-ssh.test.ts",
-  "test/integration/configuration-api.test.ts",
   "test/integration/configuration-desired.test.ts",
   "test/integration/configuration-drift.test.ts",
   "test/integration/configuration-inedocore.test.ts",
