@@ -63,7 +63,7 @@ import { postgresBlobReferenceCheck } from "./storage/blob-keeper-postgres.js";
 import { createPostgresJobRunner } from "./jobs/runner-postgres.js";
 import { createLedSingletons, createLocalSingletons } from "./jobs/singletons.js";
 import { clusterRoutes, clusterView } from "./areas/health/cluster-routes.js";
-import { NODE_HEARTBEAT_MS } from "./cluster-node.js";
+import { NODE_HEARTBEAT_MS } from "./storage/postgres/cluster-nodes.js";
 import { storageGcRoutes } from "./areas/management/gc-routes.js";
 import { GC_GRACE_MS, scheduleGarbageCollection } from "./storage/garbage-collector.js";
 import type { BlobStore } from "./storage/blob-store.js";

@@ -1,12 +1,9 @@
 import type { Config } from "./config.js";
 import { describeDatabaseUrl } from "./storage/postgres/connection.js";
 import { assertClusterConfig } from "./storage/postgres/cluster-mode.js";
-import { defaultNodeId, registerNode } from "./storage/postgres/cluster-nodes.js";
+import { defaultNodeId, NODE_HEARTBEAT_MS, registerNode } from "./storage/postgres/cluster-nodes.js";
 import { type NodeDatabase, openNodeDatabase } from "./storage/postgres/node-database.js";
 import { WHARF_VERSION } from "./version.js";
-
-/** How often a node's row in cluster_nodes moves forward; the cluster view calls a node silent for three of them dead. */
-export const NODE_HEARTBEAT_MS = 10_000;
 
 export interface ClusterNodeStart extends NodeDatabase {
   readonly nodeId: string;

@@ -2,7 +2,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
 import { DomainError } from "../../domain/errors.js";
 import type { LogLevel } from "../../drift/model.js";
-import { NODE_HEARTBEAT_MS } from "../../cluster-node.js";
+import { NODE_HEARTBEAT_MS } from "../../storage/postgres/cluster-nodes.js";
 import { retryWhileBusy } from "../../storage/busy.js";
 import { isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
 import type { Collection, CollectionsRepository } from "./collections-repository.js";

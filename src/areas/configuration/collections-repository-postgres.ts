@@ -1,4 +1,4 @@
-import { NODE_HEARTBEAT_MS } from "../../cluster-node.js";
+import { goneAfterMs, NODE_HEARTBEAT_MS } from "../../storage/postgres/cluster-nodes.js";
 import { inTransaction, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import {
@@ -27,11 +27,10 @@ import {
  */
 
 /**
- * A node silent this long is gone: three heartbeats (cluster-node.ts), as the cluster view counts
- * nodes dead, so that one slow or failed heartbeat does not end a live node's checks. A node
- * taken for gone that comes back finds its check ended; its late ending changes nothing.
+ * A node silent this long is gone, as the cluster view counts it. A node taken for gone that comes
+ * back finds its check ended; its late ending changes nothing.
  */
-export const NODE_GONE_AFTER_MS = 3 * NODE_HEARTBEAT_MS;
+export const NODE_GONE_AFTER_MS = goneAfterMs(NODE_HEARTBEAT_MS);
 
 /**
  * Executing collections begun neither by the node asking ($3: it runs, so it is alive, whatever

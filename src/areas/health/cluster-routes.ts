@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { AccessNeed } from "../../domain/principal.js";
 import { errorText } from "../../http/errors.js";
 import { isPostgres, type MetadataDb } from "../../storage/metadata-db.js";
-import { type ClusterNode, listClusterNodes } from "../../storage/postgres/cluster-nodes.js";
+import { type ClusterNode, goneAfterMs, listClusterNodes } from "../../storage/postgres/cluster-nodes.js";
 import { ADVISORY_LOCKS, WHARF_LOCK_SPACE } from "../../storage/postgres/advisory-locks.js";
 import { leaseApplicationName } from "../../storage/postgres/leadership.js";
 import { WHARF_VERSION } from "../../version.js";
@@ -63,7 +63,7 @@ export async function clusterView(deps: ClusterViewDeps): Promise<ClusterView> {
       ],
     };
   }
-  const nodes: ClusterNode[] = await listClusterNodes(deps.db.pool, { staleAfterMs: 3 * deps.heartbeatMs });
+  const nodes: ClusterNode[] = await listClusterNodes(deps.db.pool, { staleAfterMs: goneAfterMs(deps.heartbeatMs) });
   // The session holding the scheduler's advisory lock (two-key form: classid, objid; objsubid 2),
   // named by the node that opened it (leadership.ts); a standby node's session waits without it.
   const leaders = await deps.db.pool.query<{ name: string }>(

@@ -40,7 +40,14 @@ export interface NodeRegistration {
   stop(): Promise<void>;
 }
 
-const DEFAULT_HEARTBEAT_MS = 10_000;
+/** How often a node's row in cluster_nodes moves forward. */
+export const NODE_HEARTBEAT_MS = 10_000;
+
+/**
+ * How long a node may stay silent before it counts as gone (the cluster view, the checks' restart
+ * rule): three heartbeats, so that one slow or failed heartbeat does not mark a live node dead.
+ */
+export const goneAfterMs = (heartbeatMs: number) => 3 * heartbeatMs;
 /**
  * How long one statement of a heartbeat or of stop() may take. Without a bound, a database cut
  * off mid-statement would keep stop() (and so the node's shutdown) waiting for TCP to give up.
@@ -83,7 +90,7 @@ const HEARTBEAT = `
  * heartbeat keeps trying. The timer never keeps the process alive by itself.
  */
 export async function registerNode(pool: pg.Pool, options: NodeRegistrationOptions): Promise<NodeRegistration> {
-  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  const heartbeatMs = options.heartbeatMs ?? NODE_HEARTBEAT_MS;
   const values = [options.nodeId, options.version, options.url ?? null];
   const report = (error: unknown) => {
     try {
@@ -156,10 +163,7 @@ interface ClusterNodeRow {
   alive: boolean;
 }
 
-/**
- * Every registered node, oldest first. staleAfterMs should be a few heartbeats (three, say), so
- * that one slow or failed heartbeat does not mark a node dead.
- */
+/** Every registered node, oldest first; alive when heard from within staleAfterMs (goneAfterMs). */
 export async function listClusterNodes(pool: pg.Pool, options: { staleAfterMs: number }): Promise<ClusterNode[]> {
   const result = await pool.query<ClusterNodeRow>(
     `SELECT node_id, version, url, started_at, last_heartbeat_at,
