@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Clock } from "../../domain/clock.js";
 import type { DesiredItem } from "../../drift/model.js";
@@ -11,9 +10,11 @@ import {
   alreadyConnected,
   createPollSweep,
   createPresence,
+  dispatchRefusal,
   type HubConfig,
   leaseLapsed,
   leaseSecondsOf,
+  newWorkItem,
   packageOf,
   resultsInOrder,
   sweepEveryMs,
@@ -31,7 +32,7 @@ import {
 import type { ServerTarget, TransportRun } from "./transport.js";
 
 /**
- * The agent hub of a cluster node (PostgreSQL; rules in agent-hub.ts). The queue is the table
+ * The agent hub of a cluster node (PostgreSQL; rules in agent-hub-rules.ts). The queue is the table
  * `agent_work` (migrations/postgres/0009-agent-work.sql): the node running a check or remediation
  * inserts the work and waits; the node holding the agent's poll claims it (woken by the change
  * feed, or by its own insert); whichever node the agent posts its log, result or download to
@@ -179,11 +180,7 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
     run: TransportRun,
     simulate: boolean,
   ): Promise<WorkResult> {
-    const refused = () => {
-      if (run.signal.aborted) return run.signal.reason as Error;
-      if (closed) return new Error("Wharf is shutting down.");
-      return undefined;
-    };
+    const refused = () => dispatchRefusal(run, closed);
     const before = refused();
     if (before !== undefined) throw before;
     const reason = unavailable(
@@ -195,14 +192,7 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
     if (reason !== undefined) throw new Error(reason);
     const after = refused();
     if (after !== undefined) throw after;
-    const item: WorkItem = {
-      id: randomUUID(),
-      kind,
-      simulate,
-      items,
-      variables: Object.fromEntries(run.variables),
-      leaseSeconds,
-    };
+    const item = newWorkItem(kind, items, run, simulate, leaseSeconds);
     return new Promise<WorkResult>((resolve, reject) => {
       let added: Promise<void> = Promise.resolve();
       const onAbort = () => entry.settle({ error: run.signal.reason });

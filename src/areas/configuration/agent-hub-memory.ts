@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Clock } from "../../domain/clock.js";
 import type { DesiredItem } from "../../drift/model.js";
@@ -10,9 +9,11 @@ import {
   alreadyConnected,
   createPollSweep,
   createPresence,
+  dispatchRefusal,
   type HubConfig,
   leaseLapsed,
   leaseSecondsOf,
+  newWorkItem,
   packageOf,
   resultsInOrder,
   unavailable,
@@ -87,8 +88,8 @@ export function createMemoryAgentHub(deps: { db: Db; clock: Clock; config: HubCo
     run: TransportRun,
     simulate: boolean,
   ): Promise<WorkResult> {
-    if (run.signal.aborted) return Promise.reject(run.signal.reason as Error);
-    if (closed) return Promise.reject(new Error("Wharf is shutting down."));
+    const refused = dispatchRefusal(run, closed);
+    if (refused !== undefined) return Promise.reject(refused);
     // Read at once: the work is queued within this call.
     const reason = unavailable(
       server,
@@ -98,14 +99,7 @@ export function createMemoryAgentHub(deps: { db: Db; clock: Clock; config: HubCo
     );
     if (reason !== undefined) return Promise.reject(new Error(reason));
     return new Promise<WorkResult>((resolve, reject) => {
-      const item: WorkItem = {
-        id: randomUUID(),
-        kind,
-        simulate,
-        items,
-        variables: Object.fromEntries(run.variables),
-        leaseSeconds,
-      };
+      const item = newWorkItem(kind, items, run, simulate, leaseSeconds);
       const onAbort = () => work.settle({ error: run.signal.reason });
       const work: Work = {
         item,

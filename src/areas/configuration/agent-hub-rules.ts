@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Config } from "../../config.js";
 import type { Clock } from "../../domain/clock.js";
@@ -22,6 +23,24 @@ export type Dispatch = (
   run: TransportRun,
   simulate: boolean,
 ) => Promise<WorkResult>;
+
+/** Why work cannot be dispatched now (the run aborted, Wharf closing); undefined when it can. */
+export function dispatchRefusal(run: TransportRun, closed: boolean): Error | undefined {
+  if (run.signal.aborted) return run.signal.reason as Error;
+  if (closed) return new Error("Wharf is shutting down.");
+  return undefined;
+}
+
+/** The item of work an agent is handed: a new id, what to check or change, and the lease it must answer within. */
+export function newWorkItem(
+  kind: WorkKind,
+  items: readonly DesiredItem[],
+  run: TransportRun,
+  simulate: boolean,
+  leaseSeconds: number,
+): WorkItem {
+  return { id: randomUUID(), kind, simulate, items, variables: Object.fromEntries(run.variables), leaseSeconds };
+}
 
 /** Configuration management's transport for agent servers: checks and remediations as work for the agent. */
 export function transportThrough(dispatch: Dispatch): ServerTransport {
