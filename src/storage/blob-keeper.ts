@@ -47,6 +47,12 @@ export interface BlobKeeper {
 /** The keeper of the package store a feed writes to (storage/blob-stores.ts), resolved at each call. */
 export interface FeedKeepers {
   keeperFor(feedId: number): BlobKeeper;
+  /**
+   * Deletes a blob of the feed's store unless a row references it or an upload (on any node) holds
+   * it, in cluster mode too, where keeperFor's keeper never deletes: for blobs the caller knows it
+   * alone wrote and dropped (multipart parts). Without it, garbage collection deletes them.
+   */
+  discardUnused?(feedId: number, sha256: string): Promise<boolean>;
 }
 
 export function createBlobKeeper(

@@ -71,6 +71,8 @@ export interface BlobStores {
   forFeed(feedId: number): Promise<StoreEntry>;
   /** The keeper of `forFeed(feedId)`, resolved at each call (a feed's store may change meanwhile). */
   keeperFor(feedId: number): BlobKeeper;
+  /** FeedKeepers.discardUnused: through `forFeed(feedId).collectThrough`. */
+  discardUnused(feedId: number, sha256: string): Promise<boolean>;
   /** Every store known, disk first. */
   all(): readonly StoreEntry[];
 }
@@ -273,6 +275,7 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
       hold: async (sha256) => (await forFeed(feedId)).keeper.hold(sha256),
       discardIfUnused: async (sha256) => (await forFeed(feedId)).keeper.discardIfUnused(sha256),
     }),
+    discardUnused: async (feedId, sha256) => (await forFeed(feedId)).collectThrough.discardIfUnused(sha256),
     all: () => [...entries.values()],
   };
 

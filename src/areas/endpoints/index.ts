@@ -1,7 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
 import { uploadArchiveLimits } from "../../storage/archives.js";
-import type { FeedKeepers } from "../../storage/blob-keeper.js";
-import type { BlobStores } from "../../storage/blob-stores.js";
 import { dataPaths } from "../../storage/data-paths.js";
 import { byDatabase, cacheVersionOf, type MetadataDb } from "../../storage/metadata-db.js";
 import type { ContentAreaDeps } from "../content-area-deps.js";
@@ -38,21 +36,6 @@ export const removeOrphanMultipartSpools = (db: MetadataDb, dataDir: string) =>
   removeOrphanSpools(db, dataPaths(dataDir).multipart);
 
 /**
- * When the keepers are the server's package stores (app.ts passes BlobStores): a delete through
- * the collecting keeper of a feed's store, which deletes a blob only when no row names it and no
- * upload on any node holds it. Cluster mode's multipart parts are deleted so.
- */
-function collectingDiscard(keepers: FeedKeepers) {
-  const stores = keepers as Partial<BlobStores>;
-  if (typeof stores.forFeed !== "function") return {};
-  const forFeed = stores.forFeed.bind(stores);
-  return {
-    discardUnused: async (feedId: number, sha256: string) =>
-      (await forFeed(feedId)).collectThrough.discardIfUnused(sha256),
-  };
-}
-
-/**
  * Wires repository -> services, on either database (the asset and multipart repositories by
  * `byDatabase`, the listing cache on `cacheVersionOf`); app.ts shares `assets` with the universal
  * feed import.
@@ -70,7 +53,6 @@ export function createEndpointsServices(deps: EndpointsDeps): EndpointsServices 
     assets,
     keepers: deps.keepers,
     blobs: deps.blobs,
-    ...collectingDiscard(deps.keepers),
     clock: deps.clock,
     spoolDir: dataPaths(deps.config.dataDir).multipart,
     maxUploadBytes: deps.config.maxUploadBytes,

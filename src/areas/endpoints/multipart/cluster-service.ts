@@ -59,7 +59,7 @@ function renewing(renew: () => Promise<void>): () => void {
  * the upload lasts); what one machine's coordinator keeps in memory (the parts being received, the
  * completion under way) is rows every node sees (claims-postgres.ts). The completion streams the
  * parts' blobs in order into the file's blob; completions, failed parts and the sweep delete the
- * parts' blobs no row names any more (`deps.discardUnused`, else garbage collection does).
+ * parts' blobs no row names any more (FeedKeepers.discardUnused, else garbage collection does).
  */
 export function createClusterMultipartUploads(
   deps: MultipartDeps,
@@ -71,7 +71,7 @@ export function createClusterMultipartUploads(
 
   /** Never fails the request: a blob left behind is garbage collection's. */
   async function discard(feedId: number, blobs: readonly string[]): Promise<void> {
-    for (const sha256 of new Set(blobs)) await deps.discardUnused?.(feedId, sha256).catch(() => undefined);
+    for (const sha256 of new Set(blobs)) await deps.keepers.discardUnused?.(feedId, sha256).catch(() => undefined);
   }
 
   /** Finds or starts the upload and claims the part's bytes; once more should a sweep remove the upload meanwhile. */

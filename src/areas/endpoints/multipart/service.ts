@@ -59,11 +59,6 @@ export interface MultipartDeps {
   /** Cluster mode: where parts are stored (the keeper of their directory's store) and read back from. */
   readonly keepers: FeedKeepers;
   readonly blobs: BlobStore;
-  /**
-   * Cluster mode: deletes a part's blob of the directory's store unless a row names it or an upload
-   * holds it (the store's collecting keeper); without it, garbage collection deletes such blobs.
-   */
-  readonly discardUnused?: (feedId: number, sha256: string) => Promise<unknown>;
   readonly clock: Clock;
   /** Where part bytes are spooled (one machine): survives restarts (unlike the blob store's tmp/). */
   readonly spoolDir: string;
