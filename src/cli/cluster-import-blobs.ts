@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { eachConcurrently } from "../domain/concurrently.js";
 import type { BlobStore } from "../storage/blob-store.js";
 
 /**
@@ -36,19 +37,14 @@ export async function copyBlobs(
   const total = { blobs: blobs.length, bytes: blobs.reduce((sum, blob) => sum + blob.size, 0) };
   let done = { blobs: 0, bytes: 0 };
   let skipped = 0;
-  let next = 0;
   const report = () => ({ total, done, skipped });
   onProgress(report());
-  const worker = async () => {
-    for (let index = next++; index < blobs.length; index = next++) {
-      const { sha256, size } = blobs[index] as { sha256: string; size: number };
-      if ((await target.stat(sha256))?.size === size) skipped++;
-      else await copyOne(disk, target, sha256, size);
-      done = { blobs: done.blobs + 1, bytes: done.bytes + size };
-      onProgress(report());
-    }
-  };
-  await Promise.all(Array.from({ length: PARALLEL_COPIES }, worker));
+  await eachConcurrently(blobs, PARALLEL_COPIES, async ({ sha256, size }) => {
+    if ((await target.stat(sha256))?.size === size) skipped++;
+    else await copyOne(disk, target, sha256, size);
+    done = { blobs: done.blobs + 1, bytes: done.bytes + size };
+    onProgress(report());
+  });
   return report();
 }
 

@@ -9,6 +9,7 @@
  * Nothing sensitive is logged: lines name items and the properties that differ, never content.
  */
 import path from "node:path";
+import { eachConcurrently } from "../domain/concurrently.js";
 import { describeError } from "./items/errors.js";
 import type { ItemHandler, ItemRun } from "./items/handler.js";
 import { HANDLERS } from "./items/index.js";
@@ -93,7 +94,7 @@ export async function remediateItems(
     if (first[1].state?.handler.independent === true) {
       while (end < drifted.length && drifted[end]?.[1].item.type === first[1].item.type) end++;
     }
-    await runConcurrently(drifted.slice(at, end), APPLY_CONCURRENCY, applyOne);
+    await eachConcurrently(drifted.slice(at, end), APPLY_CONCURRENCY, applyOne);
     at = end;
   }
   const changes: AppliedChange[] = [];
@@ -142,24 +143,11 @@ async function observe(
   run: ItemRun = createRun(executor, ctx),
 ): Promise<Observation[]> {
   const observations = new Array<Observation>(items.length);
-  await runConcurrently([...items.entries()], COLLECT_CONCURRENCY, async ([index, item]) => {
+  await eachConcurrently([...items.entries()], COLLECT_CONCURRENCY, async ([index, item]) => {
     ctx.signal.throwIfAborted();
     observations[index] = await observeOne(item, run);
   });
   return observations;
-}
-
-/** `work` on every value, at most `limit` at once; rejects with the first failure (the others are let finish). */
-async function runConcurrently<T>(
-  values: readonly T[],
-  limit: number,
-  work: (value: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < values.length) await work(values[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, values.length) }, worker));
 }
 
 async function observeOne(item: DesiredItem, run: ItemRun): Promise<Observation> {

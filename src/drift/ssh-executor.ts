@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper, type Stats } from "ssh2";
+import { eachConcurrently } from "../domain/concurrently.js";
 import { type Executor, ExecutorError, type FileStat, type ProcessInfo } from "./executor.js";
 
 /**
@@ -495,18 +496,13 @@ async function createExecutor(
     const entries = await call<{ filename: string }[]>("readdir /proc", (cb) => sftp.readdir("/proc", cb));
     const pids = entries.map((entry) => entry.filename).filter((name) => /^\d+$/.test(name));
     const found: ProcessInfo[] = [];
-    let index = 0;
-    const worker = async () => {
-      while (index < pids.length) {
-        const pid = pids[index++] as string;
-        const command = await readProcFile(`/proc/${pid}/cmdline`).catch(() => undefined);
-        // Kernel threads have no command line; a process that ended meanwhile has no file.
-        if (command === undefined) continue;
-        const text = command.toString("utf8").replace(/\0+$/, "").replaceAll("\0", " ");
-        if (text !== "") found.push({ pid: Number(pid), command: text });
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, worker));
+    await eachConcurrently(pids, 16, async (pid) => {
+      const command = await readProcFile(`/proc/${pid}/cmdline`).catch(() => undefined);
+      // Kernel threads have no command line; a process that ended meanwhile has no file.
+      if (command === undefined) return;
+      const text = command.toString("utf8").replace(/\0+$/, "").replaceAll("\0", " ");
+      if (text !== "") found.push({ pid: Number(pid), command: text });
+    });
     return found.sort((a, b) => a.pid - b.pid);
   }
 

@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
+import { eachConcurrently } from "../domain/concurrently.js";
 import type { BlobReferenceCheck } from "./blob-keeper.js";
 import type { BlobStore } from "./blob-store.js";
 
@@ -128,7 +129,7 @@ export function createGarbageCollector(deps: GarbageCollectorDeps): GarbageColle
       marks = nextMarks;
 
       const collected: CollectedBlob[] = [];
-      await eachConcurrently(due, deps.deleteConcurrency ?? DELETE_CONCURRENCY, slice, async (sha256) => {
+      await eachInSlices(due, deps.deleteConcurrency ?? DELETE_CONCURRENCY, slice, async (sha256) => {
         const size = (await deps.blobs.stat(sha256))?.size;
         if (size === undefined) {
           marks.delete(sha256);
@@ -193,20 +194,16 @@ class TimeSlice {
 }
 
 /** Runs `work` on every item, `concurrency` at a time, yielding whenever the slice is spent. */
-async function eachConcurrently(
+function eachInSlices(
   items: readonly string[],
   concurrency: number,
   slice: TimeSlice,
   work: (item: string) => Promise<void>,
 ): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      await work(items[next++] as string);
-      if (slice.spent()) await slice.yield();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  return eachConcurrently(items, concurrency, async (item) => {
+    await work(item);
+    if (slice.spent()) await slice.yield();
+  });
 }
 
 /** Runs a collection every `intervalMs` (0 = never); returns the stop function. Failures go to `onError`. */

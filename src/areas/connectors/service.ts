@@ -1,4 +1,5 @@
 import type { Clock } from "../../domain/clock.js";
+import { eachConcurrently } from "../../domain/concurrently.js";
 import { conflict } from "../../domain/errors.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import type { Feed } from "../management/index.js";
@@ -156,15 +157,15 @@ export function createConnectorService(deps: ConnectorServiceDeps): ConnectorSer
         (c) => c.health.lastChecked === undefined || Date.parse(c.health.lastChecked) <= oldest,
       );
       const changes: HealthChange[] = [];
-      let next = 0;
-      const worker = async () => {
-        while (next < due.length && !signal?.aborted) {
-          const connector = due[next++] as Connector;
+      await eachConcurrently(
+        due,
+        CHECK_CONCURRENCY,
+        async (connector) => {
           const after = await check(connector, signal);
           if (after) changes.push({ before: connector.health, after });
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(CHECK_CONCURRENCY, due.length) }, worker));
+        },
+        () => signal?.aborted !== true,
+      );
       return changes;
     },
 
