@@ -400,6 +400,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     secrets: secrets.box,
     // In a cluster, agents' work is routed between nodes through the change feed.
     ...otherNodesHeard,
+    nodeId,
   };
   const configuration = createConfigurationServices(configurationDeps);
   // Checks and remediation jobs (on the one job runner); package items read the universal feeds.

@@ -17,6 +17,7 @@ export const POSTGRES_ONLY_TABLES = new Set([
   "asset_multipart_claims",
   "config_collection_nodes",
   "agent_work",
+  "agent_polls",
   "wharf_schema_migrations",
 ]);
 

@@ -29,6 +29,7 @@ const POSTGRES_ONLY_TABLES: readonly string[] = [
   "asset_multipart_claims", // 0008-multipart-in-object-store.sql
   "config_collection_nodes", // 0007-config-collection-nodes.sql
   "agent_work", // 0009-agent-work.sql
+  "agent_polls", // 0010-agent-polls.sql
 ];
 
 /**

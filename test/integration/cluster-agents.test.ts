@@ -263,6 +263,50 @@ describe.skipIf(!postgresInstalled())("configuration agents on two nodes of one 
     expect((await poll(b, key, 0)).statusCode).toBe(403);
   });
 
+  it("refuses a second poll with the server's key on the other node while one is held, as on one machine; accepts it once the first ended", async () => {
+    const key = await createAgentServer("web5");
+    await appear(a, key, "web5");
+    const held = poll(a, key, 20);
+    await until("the poll held on node A", 5000, async () => {
+      const { rows } = await b.db.pool.query(
+        "SELECT 1 FROM agent_polls JOIN servers ON servers.id = agent_polls.server_id WHERE servers.name = $1",
+        ["web5"],
+      );
+      return rows.length === 1 ? true : undefined;
+    });
+    // A second agent started with the same key, its poll sent to node B by the load balancer.
+    const refused = await poll(b, key, 2);
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.headers["x-wharf-error"]).toBe("AGENT_ALREADY_CONNECTED");
+    expect(refused.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(refused.body).toBe(
+      "Another agent is already connected with the key of server web5: run one agent per server (each server has its own key).",
+    );
+    // The same answer as the node holding the poll gives, as one machine gives it.
+    const onSameNode = await poll(a, key, 0);
+    expect(onSameNode.statusCode).toBe(409);
+    expect(onSameNode.headers["x-wharf-error"]).toBe("AGENT_ALREADY_CONNECTED");
+    expect(onSameNode.body).toBe(refused.body);
+
+    // The held poll ends with work; the agent's next poll, on node B, is taken at once.
+    const asked = await admin(b, "GET", "/api/configuration/check?server=web5");
+    expect(asked.statusCode, asked.body).toBe(200);
+    const work = workOf(await held);
+    const next = await poll(b, key, 0);
+    expect(next.statusCode, next.body).toBe(204);
+    expect(next.headers["x-wharf-agent-server"]).toBe("web5");
+    const current = ITEMS.map((item) => ({
+      type: "file",
+      key: item.path,
+      role: null,
+      status: "current",
+      differences: [],
+    }));
+    const done = await post(b, key, `/api/agent/v1/work/${work.id}/result`, { results: current, changes: [] });
+    expect(done.statusCode, done.body).toBe(204);
+    expect((await settledStatus(a, "web5")).status).toBe("current");
+  });
+
   it("fails work its agent took on one node and then went silent on, after the lease, on every node", async () => {
     const key = await createAgentServer("web4");
     await appear(b, key, "web4");

@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type { WorkItem, WorkKind, WorkResult } from "../../agent/protocol.js";
 import type { Clock } from "../../domain/clock.js";
 import type { DesiredItem } from "../../drift/model.js";
+import { defaultNodeId } from "../../storage/postgres/cluster-nodes.js";
 import type { PostgresDb } from "../../storage/postgres/database.js";
 import type { SecretBox } from "../../storage/secrets.js";
 import { hashApiKey } from "../security/api-key-hash.js";
@@ -23,6 +25,7 @@ import {
   workNotFound,
   transportThrough,
 } from "./agent-hub-rules.js";
+import { createPostgresAgentPollHolds } from "./agent-poll-holds-postgres.js";
 import { createPostgresAgentRepository } from "./agent-repository-postgres.js";
 import {
   type AgentWorkOutcome,
@@ -41,6 +44,10 @@ import type { ServerTarget, TransportRun } from "./transport.js";
  * the row. Each node also looks every few seconds, so that a notification lost while its change
  * feed reconnected delays work, never loses it. A dispatching node that dies stops renewing its
  * rows' `wanted_until`: they are handed to no agent and any node deletes them.
+ *
+ * One poll per server across the nodes: a poll takes the server's row of `agent_polls`
+ * (agent-poll-holds-postgres.ts) before it is held, and is refused while another poll's hold is
+ * live; the node renews its holds at each sweep and deletes each when its poll ends.
  */
 export interface ClusterAgentHubDeps {
   readonly db: PostgresDb;
@@ -48,6 +55,8 @@ export interface ClusterAgentHubDeps {
   readonly config: HubConfig;
   readonly secrets: SecretBox;
   readonly onChange?: (listener: (table: string) => void) => () => void;
+  /** Recorded with the polls this node holds. Default: an id of its own (a process that is no cluster node). */
+  readonly nodeId?: string;
 }
 
 const SEAL_PURPOSE = "agent-work";
@@ -57,6 +66,13 @@ const WANTED_SECONDS = 30;
 
 /** How often a node renews the queued work of an agent it sees (a quarter of the lease when that is shorter). */
 const RENEW_QUEUED_MS = 5000;
+
+/**
+ * How long a poll's hold on its server lasts without renewal. Its node renews it at every sweep
+ * (at most 2 s apart), so only a node that died or lost the database lets it lapse; until then an
+ * agent that reconnects to another node is refused, and retries with backoff.
+ */
+const POLL_HOLD_SECONDS = 15;
 
 /** How often abandoned rows (their node died) are deleted, at most. */
 const REMOVE_ABANDONED_EVERY_MS = 60_000;
@@ -70,13 +86,15 @@ interface Dispatched {
   settle(outcome: { readonly result: WorkResult } | { readonly error: unknown }): void;
 }
 
-/** A held poll, which the node wakes when work may have come for it. */
-type HeldPoll = Waiter & { wake(): void };
+/** A held poll, which the node wakes when work may have come for it; `pollId` names its hold. */
+type HeldPoll = Waiter & { readonly pollId: string; wake(): void };
 
 export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
   const { clock, config, secrets } = deps;
   const repository = createPostgresAgentRepository(deps.db);
   const work = createPostgresAgentWorkRepository(deps.db);
+  const holds = createPostgresAgentPollHolds(deps.db);
+  const nodeId = deps.nodeId ?? defaultNodeId();
   const leaseSeconds = leaseSecondsOf(config);
   const waiters = new Map<number, HeldPoll>();
   const dispatched = new Map<string, Dispatched>();
@@ -94,7 +112,10 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
     queuedRenewedAt.set(serverId, nowMs);
     work.renewQueued(serverId, leaseSeconds).catch(() => queuedRenewedAt.delete(serverId));
   });
-  const sweep = createPollSweep(waiters, repository, presence, config, async () => wakePolls());
+  const sweep = createPollSweep(waiters, repository, presence, config, async () => {
+    wakePolls();
+    await renewHolds();
+  });
   const unsubscribe = deps.onChange?.((table) => {
     if (table !== "agent_work") return;
     wakePolls();
@@ -103,6 +124,16 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
 
   function wakePolls(): void {
     for (const poll of waiters.values()) poll.wake();
+  }
+
+  /** Keeps the held polls' holds; a poll whose hold was taken over (it lapsed) ends, as a second poll would be refused. */
+  async function renewHolds(): Promise<void> {
+    const polls = [...waiters.values()];
+    const kept = await holds.renew(
+      polls.map((poll) => [poll.server.id, poll.pollId] as const),
+      POLL_HOLD_SECONDS,
+    );
+    for (const poll of polls) if (!kept.has(poll.server.id)) poll([]);
   }
 
   const seal = (item: WorkItem) => secrets.seal(JSON.stringify(item), SEAL_PURPOSE);
@@ -229,6 +260,7 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
   /** Holds the agent's poll until work is claimed for it, `waitMs` passes, it is aborted or revoked. */
   function hold(
     server: AgentServer,
+    pollId: string,
     version: string | undefined,
     waitMs: number,
     signal: AbortSignal,
@@ -246,6 +278,7 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
     };
     const poll: HeldPoll = Object.assign(answered, {
       server,
+      pollId,
       version,
       wake() {
         woken = true;
@@ -305,11 +338,16 @@ export function createClusterAgentHub(deps: ClusterAgentHubDeps): AgentHub {
 
     async poll(server, { waitMs, version, signal }) {
       if (waiters.has(server.id)) throw alreadyConnected(server);
+      // Held by a poll on another node (or one on this node that took it meanwhile).
+      const pollId = randomUUID();
+      if (!(await holds.take(server.id, nodeId, pollId, POLL_HOLD_SECONDS))) throw alreadyConnected(server);
       presence.seen(server, version);
       try {
-        return await hold(server, version, waitMs, signal);
+        return await hold(server, pollId, version, waitMs, signal);
       } finally {
         presence.seen(server, version);
+        // Released before the answer goes out: the agent's next poll, on any node, is not refused.
+        await holds.release(server.id, pollId).catch(() => undefined);
       }
     },
 

@@ -30,8 +30,8 @@ import type { ServerTransport } from "./transport.js";
  * polls, and its log, result and downloads may be posted to any node, with the same rules: the
  * agent counts as seen when any node saw it (servers.agent_last_seen_at), leases run on the
  * database's clock, and a key revoked through any node ends the poll held on another. One poll per
- * server is enforced per node: two agents with one key polling two nodes still never take the same
- * work (each claim is atomic).
+ * server holds across the nodes: the held poll is a row (agent_polls), which a poll on another node
+ * finds and is refused by, until the poll ends or its node stops renewing the row (it died).
  */
 export interface AgentHubDeps {
   readonly db: MetadataDb;
@@ -41,6 +41,8 @@ export interface AgentHubDeps {
   readonly secrets?: SecretBox;
   /** A cluster node's change feed (every committed write's table): wakes held polls and waiting dispatches. */
   readonly onChange?: (listener: (table: string) => void) => () => void;
+  /** This cluster node's id (cluster_nodes.node_id), recorded with the polls it holds. */
+  readonly nodeId?: string;
 }
 
 /** The server an agent key belongs to, as the protocol's routes see it. */
@@ -102,6 +104,7 @@ export function createAgentHub(deps: AgentHubDeps): AgentHub {
         config,
         secrets: deps.secrets,
         ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+        ...(deps.nodeId === undefined ? {} : { nodeId: deps.nodeId }),
       });
     },
   );

@@ -44,6 +44,8 @@ export interface ConfigurationDeps {
   readonly fetchHostKey?: HostKeyFetcher;
   /** A cluster node's change feed: agents' work is routed between nodes through it (agent-hub-cluster.ts). */
   readonly onChange?: (listener: (table: string) => void) => () => void;
+  /** This cluster node's id: recorded with the agent polls it holds (agent-hub-cluster.ts). */
+  readonly nodeId?: string;
 }
 
 export interface ConfigurationServices {
@@ -101,6 +103,7 @@ export function createConfigurationServices(deps: ConfigurationDeps): Configurat
       config: deps.config,
       secrets,
       ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+      ...(deps.nodeId === undefined ? {} : { nodeId: deps.nodeId }),
     }),
     credentials: createCredentialsService({ repository: credentials, secrets: deps.secrets, clock: deps.clock }),
     credentialsStore: createCredentialsStore(credentials, deps.secrets),
