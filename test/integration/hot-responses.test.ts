@@ -1,8 +1,12 @@
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/domain/clock.js";
+import { cacheVersionOf } from "../../src/storage/metadata-db.js";
+import { PostgresChangeWatch } from "../../src/storage/postgres/change-feed.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { basic, createFeedKey, createUser, grant, readOne } from "../helpers/fixtures.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -148,6 +152,49 @@ describe("replayed small downloads", () => {
     expect(gone.status).toBe(404);
     expect(await gone.text()).toMatch(/not found/i);
   });
+
+  // PostgreSQL alone: SQLite's watch cannot tell tables apart (any commit anywhere is a change),
+  // and a cluster's other nodes write there through their own connections.
+  it.skipIf(!testsRunOnPostgres())(
+    "keeps replaying after another node writes a table no cache reads, not after it writes one a cache reads",
+    async () => {
+      const feed = cacheVersionOf(t.database);
+      if (!(feed instanceof PostgresChangeWatch)) throw new Error("a cluster node keys its caches on its change feed");
+      const otherNode = new pg.Client({ connectionString: t.config.databaseUrl, application_name: "wharf other node" });
+      await otherNode.connect();
+      const heard = (table: string) =>
+        new Promise<void>((resolve) => {
+          const stop = feed.onChange((notified) => {
+            if (notified !== table) return;
+            stop();
+            resolve();
+          });
+        });
+      try {
+        await (await download()).arrayBuffer();
+        const before = await replays();
+        const audited = heard("audit_records");
+        await otherNode.query(
+          `INSERT INTO audit_records (at, actor_kind, actor_name, address, action, object, status, outcome, request_id)
+           VALUES ($1, 'key', 'other node', '127.0.0.1', 'test', 'test', 200, 'success', 'test')`,
+          [new Date().toISOString()],
+        );
+        await audited;
+        expect((await download()).status).toBe(200);
+        expect(await replays()).toBe(before + 1);
+
+        const renamed = heard("feeds");
+        await otherNode.query(
+          "UPDATE feeds SET name = name WHERE id = (SELECT feed_id FROM feed_names WHERE name_key = 'main')",
+        );
+        await renamed;
+        expect((await download()).status).toBe(200);
+        expect(await replays()).toBe(before + 1);
+      } finally {
+        await otherNode.end();
+      }
+    },
+  );
 
   it("keeps no body over 64 KiB: larger downloads always take the route", async () => {
     const large = await buildUpack({ name: "large", version: "1.0.0", files: { "data.bin": randomBytes(100 * 1024) } });

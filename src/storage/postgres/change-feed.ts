@@ -1,8 +1,41 @@
 import pg from "pg";
 import type { ChangeWatch } from "../change-watch.js";
+import { OwnConnections } from "./own-commits.js";
 
 /** The channel migrations/postgres/0002-change-notifications.sql notifies on, with a table's name as payload. */
 export const CHANGES_CHANNEL = "wharf_changes";
+
+/**
+ * Tables whose changes no cache keyed on `version()` reads, with the reason: their notifications
+ * still reach `onChange` (what waits for work: the agent hub, the webhook dispatcher), but leave
+ * every node's caches alone. Each is written often with nothing cached changing (an agent's every
+ * log line, a job's, each webhook attempt). A table belongs here only once every reader of it has
+ * been checked, joins and the caches' repositories included (the caches: the authenticator's,
+ * the upack reads and download lookups, listings, badges, the feeds page, connectors' lists,
+ * configuration status, the replays of http/hot-responses.ts); test/contract/
+ * postgres-change-feed.test.ts fails when a new source file names one of them.
+ */
+export const TABLES_NO_CACHE_READS: ReadonlyMap<string, string> = new Map([
+  [
+    "agent_work",
+    "agents' work in a cluster: read only by agent-hub-cluster.ts (through agent-work-repository-postgres.ts), which is woken by its notifications",
+  ],
+  [
+    "package_deployments",
+    "deployments announced by downloads: read only by the deployment listings (areas/package-deployment) and retention's evaluation (areas/retention), never cached",
+  ],
+  ["job_log", "jobs' log lines: read only when a job's log is asked for (jobs/runner-postgres.ts), never cached"],
+  ["webhook_deliveries", "webhook attempts: read only by the webhook worker and its API (areas/webhooks)"],
+  [
+    "lifecycle_events",
+    "the webhook outbox: read only by the webhook dispatcher (lifecycle/events-postgres.ts, areas/webhooks), which is woken by its notifications",
+  ],
+  ["audit_records", "the audit log: read only by the audit API and pages (areas/audit), never cached"],
+  [
+    "retention_runs",
+    "retention runs' progress: read only by the retention API and pages (areas/retention), never cached",
+  ],
+]);
 
 /** Backoff between attempts to get the listener back: from the first to the longest wait. */
 const FIRST_RETRY_MS = 100;
@@ -31,6 +64,11 @@ export interface PostgresChangeWatchOptions {
  * contract is ChangeWatch's, with "committed before the request started" loosened by the time a
  * notification takes to arrive (a few milliseconds on a LAN; bench/cluster-invalidation.ts).
  *
+ * Two kinds of notification leave `version()` alone: those of TABLES_NO_CACHE_READS, and this
+ * node's own commits that `localCommit` already counted (own-commits.ts: `trackPool` follows the
+ * pool's connections), so that a write empties this node's caches once, not again a round trip
+ * later (a download right after its upload is served from what the first read kept).
+ *
  * Whenever the watch cannot vouch that it has heard every notification (not started, connection
  * lost, heartbeat unanswered for `trustForMs`), `version()` returns a new value on every call, so
  * that no cache can hit; once it can again, it settles on a value it never returned before.
@@ -56,10 +94,20 @@ export class PostgresChangeWatch implements Omit<ChangeWatch, "quietly"> {
   readonly #listeners = new Set<(table: string) => void>();
   readonly #heartbeatMs: number;
   readonly #trustForMs: number;
+  readonly #own: OwnConnections;
 
   constructor(private readonly options: PostgresChangeWatchOptions) {
     this.#heartbeatMs = options.heartbeatMs ?? 500;
     this.#trustForMs = options.trustForMs ?? 2_000;
+    this.#own = new OwnConnections(this.#trustForMs);
+  }
+
+  /**
+   * Follows the node's pool, so that notifications of commits `localCommit(connection)` counted are
+   * recognised (before the pool opens its first connection: earlier ones are never recognised).
+   */
+  trackPool(pool: pg.Pool): void {
+    this.#own.track(pool);
   }
 
   /** Resolves once the listener is LISTENing; rejects if the first connection fails (the caller decides to retry or stop). */
@@ -85,9 +133,19 @@ export class PostgresChangeWatch implements Omit<ChangeWatch, "quietly"> {
    * This node committed a write (call it after COMMIT returns, or after a COMMIT whose outcome is
    * unknown): its own NOTIFY arrives only a round trip later, and the next request on this node
    * must see the write at once. Not for quiet transactions.
+   *
+   * `connection`: the pooled connection whose COMMIT (or autocommitted statement) just answered,
+   * called before it is released, so that the commit's own notification does not move the version
+   * again. Without it (the outcome unknown, or the caller not database.ts), the notification counts.
    */
-  localCommit(): void {
+  localCommit(connection?: pg.ClientBase): void {
     this.#counter++;
+    if (connection !== undefined) this.#own.counted(connection, performance.now());
+  }
+
+  /** `connection`'s current checkout notifies nothing (a read, a snapshot, a quiet transaction): called before it sends anything. */
+  notifiesNothing(connection: pg.ClientBase): void {
+    this.#own.silent(connection);
   }
 
   // refresh and refreshUnlessWithin are no-ops: on SQLite they decide when to ask the database
@@ -148,11 +206,15 @@ export class PostgresChangeWatch implements Omit<ChangeWatch, "quietly"> {
 
   #notified(message: pg.Notification): void {
     if (message.channel !== CHANGES_CHANNEL) return;
-    // Counted even from a connection already given up on: one needless miss more, never one less.
-    this.#counter++;
+    const table = message.payload ?? "";
+    // Counted even from a listener connection already given up on: one needless miss more, never
+    // one less. Not counted: tables no cache reads, and this node's own commits counted already.
+    if (!TABLES_NO_CACHE_READS.has(table) && !this.#own.countedAlready(message.processId, performance.now())) {
+      this.#counter++;
+    }
     for (const listener of this.#listeners) {
       try {
-        listener(message.payload ?? "");
+        listener(table);
       } catch (error) {
         this.#report(error);
       }
@@ -203,7 +265,10 @@ export class PostgresChangeWatch implements Omit<ChangeWatch, "quietly"> {
     this.#beatSentAt = now;
     const answered = (ok: boolean) => {
       if (this.#beatSentAt === now) this.#beatSentAt = undefined;
-      if (ok && client === this.#client) this.#heardAt = now;
+      if (ok && client === this.#client) {
+        this.#heardAt = now;
+        this.#own.heardUpTo(now);
+      }
     };
     // A failed heartbeat needs nothing here: the connection's own 'error' or 'end' follows.
     client.query("SELECT 1").then(

@@ -39,6 +39,8 @@ export async function openNodeDatabase(options: NodeDatabaseOptions): Promise<No
     applicationName: `wharf ${options.nodeId} changes`,
     onError: (error) => options.onError?.(error, "change feed"),
   });
+  // Before the pool's first connection (the migrations'), so that it knows every one of them.
+  watch.trackPool(pool);
   try {
     if (options.migrate === true) await migratePostgres(pool, undefined, options.onMigrationApplied);
     await assertSchemaCurrent(pool);
@@ -48,7 +50,11 @@ export async function openNodeDatabase(options: NodeDatabaseOptions): Promise<No
     await pool.end();
     throw error;
   }
-  const db: PostgresDb = { pool, committed: () => watch.localCommit() };
+  const db: PostgresDb = {
+    pool,
+    committed: (connection) => watch.localCommit(connection),
+    notifiesNothing: (connection) => watch.notifiesNothing(connection),
+  };
   attachCacheVersion(db, watch);
   return {
     db,
