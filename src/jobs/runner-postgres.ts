@@ -16,8 +16,9 @@
  * - Other nodes' enqueues are heard by polling (pollMs), or at once through wake().
  * - cancel() of a job executing on another node records canceled_at in the row; the owner reads it
  *   with its next renewal, aborts the handler, and the job ends failed and canceled as on SQLite.
- * - Log lines are written in order per job, each as soon as the previous one is stored, and only
- *   while this node holds the job's lease.
+ * - Log lines are written in order per job, only while this node holds the job's lease: those
+ *   logged while a write is under way go together in the next one (one round trip for many lines:
+ *   an agent's long remediation log would otherwise hold the job's end back by seconds).
  */
 import pg from "pg";
 import { DomainError, notFound } from "../domain/errors.js";
@@ -85,8 +86,10 @@ interface Running {
   lost: boolean;
   /** performance.now() when the last renewal that found the lease held (or the claim) was sent. */
   heldAt: number;
-  /** Its log lines, stored one after the other. */
+  /** Its log lines, stored one batch after the other. */
   lines: Promise<void>;
+  /** Lines logged since the last batch was taken: [level, message, logged_at]. */
+  queued: [JobLogLevel, string, string][];
 }
 
 const DEFAULT_LEASE_MS = 30_000;
@@ -94,11 +97,18 @@ const DEFAULT_POLL_MS = 1_000;
 const DEFAULT_LAPSED_CHECK_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 2_000;
 
-/** A line of a job this node runs: stored only while the node holds the job (not after the restart rule took it). */
-const ADD_HELD_LINE = `
+/**
+ * Lines of a job this node runs, in the order given (ids follow the ORDER BY): stored only while the
+ * node holds the job (not after the restart rule took it).
+ */
+const ADD_HELD_LINES = `
   INSERT INTO job_log (job_id, level, message, logged_at)
-  SELECT $1::bigint, $2::text, $3::text, $4::text
-   WHERE EXISTS (SELECT 1 FROM job_leases WHERE job_id = $1::bigint AND node_id = $5::text)`;
+  SELECT $1::bigint, line.level, line.message, line.logged_at
+    FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS line(level, message, logged_at, n)
+   WHERE EXISTS (SELECT 1 FROM job_leases WHERE job_id = $1::bigint AND node_id = $5::text)
+   ORDER BY line.n`;
+/** At most this many lines in one statement, so that one batch stays a modest message. */
+const MAX_LINES_PER_BATCH = 500;
 const ADD_LINE = "INSERT INTO job_log (job_id, level, message, logged_at) VALUES ($1, $2, $3, $4)";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -173,14 +183,23 @@ export function createPostgresJobRunner(options: PostgresJobRunnerOptions): Post
 
   /** Queues one line of a job this node runs; lines are stored in the order they were logged. */
   function writeLine(id: number, entry: Running, level: JobLogLevel, message: string): void {
-    const params = [id, level, truncateLogMessage(message), now(), nodeId];
+    entry.queued.push([level, truncateLogMessage(message), now()]);
+    // The first line queued since the last batch was taken schedules the next batch.
+    if (entry.queued.length === 1) entry.lines = entry.lines.then(() => storeQueuedLines(id, entry));
+  }
+
+  /** Stores what is queued, in batches, after the batches before it. */
+  async function storeQueuedLines(id: number, entry: Running): Promise<void> {
     const live = () => !entry.abandoned && !entry.lost;
-    entry.lines = entry.lines
-      .then(() => persist(id, "store a job's log line", () => db.pool.query(ADD_HELD_LINE, params), live))
-      .then(
-        () => undefined,
-        (error: unknown) => log.error({ jobId: id, err: error }, "a job's log line could not be stored"),
-      );
+    while (entry.queued.length > 0) {
+      const batch = entry.queued.splice(0, MAX_LINES_PER_BATCH);
+      const params = [id, ...[0, 1, 2].map((field) => batch.map((line) => line[field])), nodeId];
+      try {
+        await persist(id, "store a job's log lines", () => db.pool.query(ADD_HELD_LINES, params), live);
+      } catch (error) {
+        log.error({ jobId: id, err: error, lines: batch.length }, "a job's log lines could not be stored");
+      }
+    }
   }
 
   /** One transaction: the final status, canceled_at and the line explaining them land together. */
@@ -248,6 +267,7 @@ export function createPostgresJobRunner(options: PostgresJobRunnerOptions): Post
       lost: false,
       heldAt: performance.now(),
       lines: Promise.resolve(),
+      queued: [],
     };
     running.set(job.id, entry);
     // Started on the next tick: a handler that enqueues synchronously must not re-enter here.
