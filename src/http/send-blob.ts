@@ -177,6 +177,16 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value.join(", ") : value;
 }
 
+export interface SendBlobOptions {
+  /**
+   * Awaited once a 200 or 206 (HEAD included) has its status and headers set, just before they
+   * and the body go out; never for a 304, 412, 416 or error. For work the client must be able to
+   * see by the time it has the body (a deployment the download announces). Must not reject: the
+   * stream already opened would never be sent, nor closed.
+   */
+  readonly beforeBody?: () => Promise<void> | undefined;
+}
+
 /**
  * Serves a stored blob for GET or HEAD with validators, conditional requests and single byte
  * ranges: the one place that turns stored bytes into a response (STYLE "HTTP"). The status is
@@ -188,6 +198,7 @@ export async function sendBlob(
   reply: FastifyReply,
   blob: BlobToSend,
   blobs: BlobStore,
+  options: SendBlobOptions = {},
 ): Promise<FastifyReply> {
   const lastModifiedMs = blob.lastModified.getTime();
   const validators: Validators = {
@@ -260,6 +271,8 @@ export async function sendBlob(
   } else {
     reply.code(200).header("Content-Length", String(blob.size));
   }
+  const before = options.beforeBody?.();
+  if (before !== undefined) await before;
   if (whole !== undefined) {
     return reply.send(range.kind === "partial" ? whole.subarray(range.start, range.end + 1) : whole);
   }

@@ -1,11 +1,13 @@
+import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deploymentRecordSchema } from "../../src/areas/package-deployment/schemas.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic, createFeedKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
-import { createUpackFixtures } from "../helpers/upack-fixtures.js";
+import { isPostgres } from "../../src/storage/metadata-db.js";
+import { basic, createFeedKey, createSystemKey, createUser, execute, grant } from "../helpers/fixtures.js";
+import { type AddedVersion, createUpackFixtures } from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
 
 /**
@@ -30,6 +32,9 @@ const REQUIRED = Object.keys(RECORD) as Array<keyof typeof RECORD>;
 
 let t: TestApp;
 let admin: Record<string, string>;
+/** Served whole from memory, and too large for that (streamed from the store): both ways to send a file. */
+let small: AddedVersion;
+let large: AddedVersion;
 
 beforeAll(async () => {
   t = await buildTestApp({ clock: { now: () => new Date(NOW) } });
@@ -39,6 +44,14 @@ beforeAll(async () => {
   await upack.createFeed("files", "asset");
   await upack.addVersion("downloads", { group: "acme/tools", name: "App", version: "1.2.3" });
   await upack.addVersion("downloads", { group: "acme/tools", name: "App", version: "2.0.0" });
+  small = await upack.addVersion("downloads", { name: "Fresh", version: "1.0.0" });
+  // Random bytes do not compress: the package stays over the 256 KiB kept in memory (storage/blob-cache.ts).
+  large = await upack.addVersion("downloads", {
+    name: "Fresh",
+    version: "2.0.0",
+    files: { "data.bin": randomBytes(400 * 1024) },
+  });
+  expect(large.bytes.length).toBeGreaterThan(256 * 1024);
 });
 afterAll(async () => t.close());
 
@@ -368,6 +381,7 @@ describe("X-ProGet-Deployment-* headers on downloads", () => {
     expect((await download(url, DEPLOY, "HEAD")).statusCode).toBe(200);
     expect((await download(url, { ...DEPLOY, "if-none-match": etag })).statusCode).toBe(304);
     expect((await download(url, { ...DEPLOY, range: "bytes=10-" })).statusCode).toBe(206);
+    expect((await download(url, { ...DEPLOY, range: "bytes=99999999-" })).statusCode).toBe(416);
     expect((await download("/upack/downloads/download/acme/tools/App/9.9.9", DEPLOY)).statusCode).toBe(404);
     expect(await recorded()).toHaveLength(before);
     // A range from the first byte starts a download: recorded once.
@@ -394,6 +408,86 @@ describe("X-ProGet-Deployment-* headers on downloads", () => {
     expect(await recorded()).toHaveLength(before);
   });
 });
+
+describe("X-ProGet-Deployment-* headers: recorded before the body goes out", () => {
+  const DEPLOY = {
+    "x-proget-deployment-application": "upack-cli",
+    "x-proget-deployment-description": "installed by CI",
+  };
+  const fresh = () => list("feed=downloads&name=Fresh");
+  /** A way a download sends its body; `body` is the one expected when it is the package file. */
+  type Way = readonly [url: string, headers: Record<string, string>, body: Buffer | undefined];
+  const fromMemory = (): Way => ["/upack/downloads/download/Fresh/1.0.0", {}, small.bytes];
+  const ways = (): Way[] => [
+    fromMemory(),
+    ["/upack/downloads/download/Fresh/2.0.0", {}, large.bytes],
+    ["/upack/downloads/download/Fresh/2.0.0", { range: "bytes=0-" }, large.bytes],
+    ["/upack/downloads/download/Fresh/2.0.0?contentOnly=tgz", {}, undefined],
+    ["/api/packages/downloads/download?name=Fresh&version=1.0.0", {}, small.bytes],
+  ];
+
+  /** Downloads the whole body, deployed to `target`. */
+  async function downloadWhole(way: Way, target: string): Promise<void> {
+    const [url, headers, body] = way;
+    const res = await t.app.inject({
+      url,
+      headers: { ...admin, ...DEPLOY, ...headers, "x-proget-deployment-target": target },
+    });
+    expect(res.statusCode, url).toBe(headers.range === undefined ? 200 : 206);
+    if (body !== undefined) expect(res.rawPayload.equals(body), url).toBe(true);
+    else expect(res.rawPayload.length, url).toBeGreaterThan(0);
+  }
+
+  it("a listing made as soon as the body is read shows the deployment, every time, on every way", async () => {
+    // On PostgreSQL a record written once the response had started lost this race now and then.
+    let recorded = (await fresh()).length;
+    for (let round = 0; round < 3; round++) {
+      for (const way of ways()) {
+        const target = `agent-${round}-${recorded}`;
+        await downloadWhole(way, target);
+        const targets = (await fresh()).map((r) => r.target);
+        expect(targets, way[0]).toHaveLength(++recorded);
+        expect(targets, way[0]).toContain(target);
+      }
+    }
+  });
+
+  it("a failure to record never fails the download: sent whole, nothing recorded", async () => {
+    const refused = "refused-target";
+    const allowAgain = await refuseDeploymentsTo(refused);
+    try {
+      const before = (await fresh()).length;
+      for (const way of ways()) await downloadWhole(way, refused);
+      expect(await fresh()).toHaveLength(before);
+      // Only that target is refused: the database does store the others.
+      await downloadWhole(fromMemory(), "accepted");
+      expect(await fresh()).toHaveLength(before + 1);
+    } finally {
+      await allowAgain();
+    }
+  });
+});
+
+/** A trigger that makes the database refuse every deployment record naming `target`; the function drops it. */
+async function refuseDeploymentsTo(target: string): Promise<() => Promise<void>> {
+  const condition = `NEW.target = '${target}'`;
+  const run = async (...statements: string[]) => {
+    for (const sql of statements) await execute(t.database, sql, []);
+  };
+  if (isPostgres(t.database)) {
+    await run(
+      `CREATE FUNCTION refuse_deployment() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF ${condition} THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`,
+      "CREATE TRIGGER refuse_deployment BEFORE INSERT ON package_deployments FOR EACH ROW EXECUTE FUNCTION refuse_deployment()",
+    );
+    return () => run("DROP TRIGGER refuse_deployment ON package_deployments", "DROP FUNCTION refuse_deployment()");
+  }
+  await run(
+    `CREATE TRIGGER refuse_deployment BEFORE INSERT ON package_deployments WHEN ${condition}
+     BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+  );
+  return () => run("DROP TRIGGER refuse_deployment");
+}
 
 describe("GET /api/package-deployment/: listing", () => {
   const at = (date: string, extra: Record<string, string> = {}) =>

@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { invalid } from "../../../domain/errors.js";
@@ -6,10 +7,14 @@ import { attachment } from "../../../http/content-disposition.js";
 import { hasParam, param, type QueryLike } from "../../../http/params.js";
 import { queryDoc } from "../../../http/query-doc.js";
 import type { HotResponses } from "../../../http/hot-responses.js";
-import { sendBlob } from "../../../http/send-blob.js";
+import { sendBlob, type SendBlobOptions } from "../../../http/send-blob.js";
 import { canReadSmall } from "../../../storage/blob-cache.js";
 import type { BlobStore } from "../../../storage/blob-store.js";
-import { announcesDeployment, recordAnnouncedDeployment } from "../../package-deployment/index.js";
+import {
+  announcesDeployment,
+  type DownloadedVersion,
+  recordAnnouncedDeployment,
+} from "../../package-deployment/index.js";
 import { contentTypeFor, contentTypeOf, type DownloadFormat, packageFileName, VPACK_CONTENT_TYPE } from "./headers.js";
 import { parsePackageFilePath } from "./path.js";
 import type { DownloadTarget, StoredPackage, UpackDownloadService } from "./service.js";
@@ -50,8 +55,8 @@ function formatOf(query: QueryLike): DownloadFormat {
 }
 
 /**
- * A GET counts as one download when it starts at byte 0: a full 200, or a 206 for a range from
- * the first byte. Resumed or parallel ranges further in are parts of a download already counted,
+ * A GET counts as one download, and records the deployment it announces, when it starts at byte 0:
+ * a full 200, or a 206 for a range from the first byte. Resumed or parallel ranges further in are parts of a download already counted,
  * so counting them would multiply one download by its number of pieces. 304s and HEADs transfer
  * no package and never count.
  */
@@ -77,29 +82,43 @@ export async function countDownload(
   } catch (error) {
     request.log.error({ err: error, versionId: target.versionId }, "download count not recorded");
   }
-  await announceDeployment(downloads, request, target);
 }
 
-/** Records the deployment a download's X-ProGet-Deployment-* headers announce (docs/compat.md 2.4): stored or remote versions. */
-async function announceDeployment(
-  downloads: UpackDownloadService,
-  request: FastifyRequest,
-  version: { feedId: number; group: string; name: string; version: string },
-): Promise<void> {
-  const announced = recordAnnouncedDeployment(request, version, downloads.recordDeployment);
-  if (announced !== undefined) await announced;
-}
-
-/** After a remote version's download: not counted (the feed does not store it), but its deployment is recorded. */
-async function afterRemoteDownload(
+/**
+ * Records the deployment a download's X-ProGet-Deployment-* headers announce (docs/compat.md 2.4),
+ * stored or remote version, when its status shows it starts one (startsDownload). Called once the
+ * status is set and awaited before the body goes out, so that a client holding the body finds
+ * the record in its next listing on PostgreSQL too, where the write is a round trip: only
+ * downloads that announce one wait for it. A failure is logged, never thrown (download-headers.ts).
+ * Undefined, synchronously, when there is nothing to record.
+ */
+function announceDeployment(
   downloads: UpackDownloadService,
   request: FastifyRequest,
   reply: FastifyReply,
-  target: RemoteTarget,
-): Promise<void> {
-  if (!startsDownload(request, reply)) return;
-  const { group, name, version } = target;
-  await announceDeployment(downloads, request, { feedId: target.feed.id, group, name, version });
+  version: DownloadedVersion,
+): Promise<void> | undefined {
+  if (!startsDownload(request, reply)) return undefined;
+  return recordAnnouncedDeployment(request, version, downloads.recordDeployment);
+}
+
+/** sendBlob's options for a package download: the deployment it announces is recorded before its body. */
+export function announcingDeployment(
+  downloads: UpackDownloadService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  version: DownloadedVersion,
+): SendBlobOptions {
+  return { beforeBody: () => announceDeployment(downloads, request, reply, version) };
+}
+
+/** The version a download serves, as a deployment names it: the feed's own or a connector's. */
+function deployedVersion(located: Located): DownloadedVersion {
+  return located.target ?? remoteVersion(located.remote);
+}
+
+function remoteVersion({ feed, group, name, version }: RemoteTarget): DownloadedVersion {
+  return { feedId: feed.id, group, name, version };
 }
 
 function pullOptions(request: FastifyRequest, feed: { name: string }): PullOptions {
@@ -157,6 +176,22 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     });
   }
 
+  /**
+   * A 200 with its headers set, sent once the deployment it announces is recorded (announceDeployment).
+   * Not counted here: the caller counts the downloads of the feed's own versions once the body is under way.
+   */
+  async function sendAnnounced(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    version: DownloadedVersion,
+    body: Readable | undefined,
+  ) {
+    reply.code(200);
+    const announced = announceDeployment(downloads, request, reply, version);
+    if (announced !== undefined) await announced;
+    return reply.send(body);
+  }
+
   /** A remote version's package file, streamed from the upstream (and maybe kept: remote/downloads.ts). */
   async function sendRemote(request: FastifyRequest, reply: FastifyReply, target: RemoteTarget) {
     reply
@@ -170,7 +205,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
     }
     const { body, length } = await (remote as RemoteDownloads).stream(target, pullOptions(request, target.feed));
     if (length !== undefined) reply.header("Content-Length", String(length));
-    return reply.code(200).send(body);
+    return sendAnnounced(request, reply, remoteVersion(target), body);
   }
 
   app.route({
@@ -197,9 +232,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
       const located = await locate(request);
       reportFailures(reply, located);
       if (located.remote !== undefined && format === "upack") {
-        await sendRemote(request, reply, located.remote);
-        await afterRemoteDownload(downloads, request, reply, located.remote);
-        return reply;
+        return sendRemote(request, reply, located.remote);
       }
       const file = await fileOf(request, reply, located);
       const named = located.target ?? located.remote;
@@ -210,6 +243,7 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
           reply,
           { ...file, contentType: contentTypeOf(format), contentDisposition: disposition },
           blobs,
+          announcingDeployment(downloads, request, reply, deployedVersion(located)),
         );
         if (version !== undefined && located.target !== undefined) {
           await keepForReplays(request, reply, version, located.target, file);
@@ -218,15 +252,13 @@ export const upackDownloadRoutes: FastifyPluginAsync<UpackDownloadRoutesOptions>
         // Opened before any header is set, so that a failure is a plain error response. HEAD builds nothing.
         const contents = request.method === "HEAD" ? undefined : await downloads.openContents(file, format);
         reply
-          .code(200)
           .header("Content-Type", contentTypeOf(format))
           .header("Content-Disposition", disposition)
           .header("Last-Modified", file.lastModified.toUTCString())
-          .header("X-Content-Type-Options", "nosniff")
-          .send(contents);
+          .header("X-Content-Type-Options", "nosniff");
+        await sendAnnounced(request, reply, deployedVersion(located), contents);
       }
       if (located.target !== undefined) await countDownload(downloads, request, reply, located.target);
-      else if (located.remote !== undefined) await afterRemoteDownload(downloads, request, reply, located.remote);
       return reply;
     },
   });

@@ -7,7 +7,7 @@ import type { BlobStore } from "../../../storage/blob-store.js";
 import type { FeedService } from "../../management/index.js";
 import { attachment, PACKAGE_CONTENT_TYPE, packageFileName } from "../download/headers.js";
 import type { UpackDownloadService } from "../download/service.js";
-import { countDownload } from "../download/routes.js";
+import { announcingDeployment, countDownload } from "../download/routes.js";
 import { getUniversalFeed } from "../feed-lookup.js";
 import { identityPath, listFilter, requestedIdentity } from "./params.js";
 import { arrayJson, basicFeedInfo, basicFeedInfoSchema, packageVersionInfoSchema } from "./present.js";
@@ -120,8 +120,9 @@ export const packagesApiReadRoutes: FastifyPluginAsync<PackagesApiReadOptions> =
         reply,
         { ...file, contentType: PACKAGE_CONTENT_TYPE, contentDisposition: disposition },
         blobs,
+        announcingDeployment(downloads, request, reply, target),
       );
-      // Counted exactly as /upack counts (upack/download/routes.ts).
+      // Counted, and its deployment recorded, exactly as /upack does (upack/download/routes.ts).
       await countDownload(downloads, request, reply, target);
       return reply;
     },

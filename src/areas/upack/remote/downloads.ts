@@ -35,9 +35,10 @@ export type { Located, RemoteTarget } from "./lookup.js";
  * - A version whose upstream lists no valid `sha1`, or a virtual one (its `sha1` is that of the
  *   manifest, not of the package the upstream assembles), is checked by its upack.json only, and
  *   never kept.
- * - A download served from the upstream is not counted, records no deployment it announces
- *   (X-ProGet-Deployment-*) and ignores Range (the whole file is sent): the version is not the
- *   feed's yet. Once kept, it is served like any other version.
+ * - A download served from the upstream is not counted (the version is not the feed's yet) and
+ *   ignores Range (the whole file is sent); the deployment it announces (X-ProGet-Deployment-*) is
+ *   recorded as for a stored version (download/routes.ts). Once kept, it is served like any other
+ *   version.
  */
 export interface RemoteDownloads {
   /** The version a download URL names, the feed's own or a connector's (remote/lookup.ts). */
