@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { type AssetPath, ancestorPaths } from "../../domain/asset-path.js";
+import { writeBatchInFewStatements } from "./batch-write-postgres.js";
 import { inTransaction, type PostgresDb, writeRows } from "../../storage/postgres/database.js";
 import {
   type AssetItem,
@@ -14,7 +15,6 @@ import {
   isFolder,
   ITEM_COLUMNS,
   type ItemRow,
-  keptInBatch,
   metadataValues,
   parentIsFile,
   parentKeyOf,
@@ -149,29 +149,7 @@ export function createPostgresAssetRepository(db: PostgresDb): AssetRepository {
         return storeFile(client, feedId, write);
       }),
     writeBatch: async (feedId, batch) =>
-      treeWrite(db, feedId, async (client) => {
-        const ensured = new Set<string>();
-        const ensure = async (folders: readonly AssetPath[]) => {
-          const unseen = folders.filter((folder) => !ensured.has(folder.key));
-          await ensureFolders(client, feedId, unseen, batch.now);
-          for (const folder of unseen) ensured.add(folder.key);
-        };
-        for (const folder of batch.folders) await ensure([...ancestorPaths(folder), folder]);
-        let kept = 0;
-        const replaced: StoredContent[] = [];
-        for (const write of batch.files) {
-          await ensure(ancestorPaths(write.path));
-          try {
-            // A refusal is thrown before any statement of the file: the transaction stays usable.
-            const stored = await storeFile(client, feedId, { ...write, now: batch.now });
-            if (stored.replaced !== undefined) replaced.push(stored.replaced);
-          } catch (error) {
-            if (!keptInBatch(batch, error)) throw error;
-            kept += 1;
-          }
-        }
-        return { kept, replaced };
-      }),
+      treeWrite(db, feedId, async (client) => writeBatchInFewStatements(client, feedId, batch)),
     createFolder: async (feedId, path, now) =>
       treeWrite(db, feedId, async (client) => ensureFolders(client, feedId, [...ancestorPaths(path), path], now)),
     delete: async (feedId, path, options) =>

@@ -237,6 +237,51 @@ describeOnBothDatabases("Asset directory repository", (database) => {
     });
   });
 
+  // PostgreSQL writes a batch in a few multi-row statements (batch-write-postgres.ts): each
+  // decision must still see the items as the batch's earlier writes left them, as SQLite's do.
+  it("decides each item of a batch on what the batch wrote before it, for thousands of files", async () => {
+    const batchFeed = await newFeed();
+    await assets.writeFile(batchFeed, file("old.txt", content("1")));
+    const many = Array.from({ length: 1500 }, (_, i) => file(`many/d${i % 30}/f-${i}.bin`, content("7", i)));
+    const written = await assets.writeBatch(batchFeed, {
+      folders: [at("Made")],
+      files: [
+        { ...file("Twice.txt", content("2")), mode: "create", contentType: "text/plain" },
+        file("twice.TXT", content("3")),
+        { ...file("TWICE.txt", content("4")), mode: "create" },
+        file("old.txt", content("5")),
+        file("OLD.txt", content("6")),
+        { ...file("made/sub/x.txt", content("8")), mode: "create" },
+        ...many,
+      ],
+      now: T1,
+      keepExisting: true,
+    });
+    // The second write of twice.txt replaces the first's content; the third, in create mode, keeps it.
+    expect(written).toEqual({ kept: 1, replaced: [content("2"), content("1"), content("5")] });
+    const created = { createdAt: T1, modifiedAt: T1 };
+    expect(await assets.find(batchFeed, "twice.txt")).toEqual(fileItem("Twice.txt", content("3"), created));
+    expect(await assets.find(batchFeed, "old.txt")).toEqual(fileItem("old.txt", content("6"), { modifiedAt: T1 }));
+    expect(await assets.find(batchFeed, "made")).toEqual(folderItem("Made", created));
+    expect(await assets.find(batchFeed, "made/sub")).toEqual(folderItem("made/sub", created));
+    expect(await assets.find(batchFeed, "made/sub/x.txt")).toEqual(fileItem("made/sub/x.txt", content("8"), created));
+    const listed = await assets.list(batchFeed, "many", true);
+    expect(listed.filter((item) => item.isFolder)).toHaveLength(30);
+    expect(listed.filter((item) => !item.isFolder)).toHaveLength(1500);
+    expect(await assets.find(batchFeed, "many/d7/f-1237.bin")).toEqual(
+      fileItem("many/d7/f-1237.bin", content("7", 1237), created),
+    );
+    await expect(
+      assets.writeBatch(batchFeed, {
+        folders: [at("late")],
+        files: [file("late", content("9"))],
+        now: T2,
+        keepExisting: true,
+      }),
+    ).rejects.toEqual(refusal("invalid", "ASSET_IS_FOLDER"));
+    expect(await assets.find(batchFeed, "late")).toBeUndefined();
+  });
+
   it("deletes a file, an empty folder, and a folder with its contents only when recursive", async () => {
     const deleteFeed = await newFeed();
     await assets.writeFile(deleteFeed, file("top.txt", content("1")));
