@@ -26,8 +26,11 @@ export interface ConfigurationWorld {
   inedo(url: string, key?: string, method?: "GET" | "POST"): Promise<LightMyRequestResponse>;
   /** The absolute path on disk of an item path of a server rooted at deployRoot/<server>. */
   onDisk(server: string, itemPath: string): string;
-  /** Polls status?server= until the server is no longer executing; the status object. */
-  settled(server: string): Promise<Record<string, unknown>>;
+  /**
+   * Polls status?server= until the server is no longer executing and has a collection (newer than
+   * the collection id `after`, when given: a check answered before it began); the status object.
+   */
+  settled(server: string, after?: number): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -54,13 +57,16 @@ export async function configurationWorld(options: { clock?: Clock; env?: Record<
     inedo: (url, key = configKey, method = "GET") =>
       t.app.inject({ method, url, headers: { ...INEDOCORE_HEADERS, "x-apikey": key } }),
     onDisk: (server, itemPath) => path.join(deployRoot, server, itemPath),
-    async settled(server) {
+    async settled(server, after) {
       const deadline = Date.now() + 10_000;
       for (;;) {
         const res = await world.inedo(`/api/configuration/status?server=${encodeURIComponent(server)}`);
         expect(res.statusCode, res.body).toBe(200);
         const status = res.json() as Record<string, unknown>;
-        if (status.status !== "executing" && status.latestCollectionId !== null) return status;
+        const latest = status.latestCollectionId;
+        if (status.status !== "executing" && latest !== null && (after === undefined || Number(latest) > after)) {
+          return status;
+        }
         if (Date.now() > deadline) throw new Error(`${server} never finished its check: ${res.body}`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }

@@ -20,7 +20,11 @@ import { expect } from "vitest";
 import yazl from "yazl";
 import { flushDownloadCounts } from "../../src/areas/upack/download/counts.js";
 import { flushPostgresDownloadCounts } from "../../src/areas/upack/read/download-counts-postgres.js";
-import { createUpackWriteRepository, type UpackWriteRepository } from "../../src/areas/upack/repository.js";
+import {
+  createUpackWriteRepository,
+  type NewVersion,
+  type UpackWriteRepository,
+} from "../../src/areas/upack/repository.js";
 import { createPostgresUpackWriteRepository } from "../../src/areas/upack/repository-postgres.js";
 import { manifestToJson, validateManifest } from "../../src/domain/upack-manifest.js";
 import { versionSortKey } from "../../src/domain/upack-version-sort.js";
@@ -117,6 +121,12 @@ export interface UpackFixtures {
   /** A universal feed, created through the management API with the admin key. */
   createFeed(name: string, feedType?: string): Promise<void>;
   addVersion(feed: string, spec: PackageSpec, options?: AddVersionOptions): Promise<AddedVersion>;
+  /**
+   * Many versions in one transaction (as a form of several packages saves them), their blobs put a
+   * few at a time: a page of packages to browse without the round trips of as many uploads (about
+   * 30 each on PostgreSQL). Their ids, in the order given.
+   */
+  addVersions(feed: string, versions: readonly { spec: PackageSpec; publishedAt?: Date }[]): Promise<number[]>;
   /** Downloads as stored: [version, package]. */
   downloadsOf(
     feed: string,
@@ -143,31 +153,38 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
     if (res.statusCode !== 201) throw new Error(`feed ${name}: ${res.statusCode} ${res.body}`);
   }
 
-  async function addVersion(feed: string, spec: PackageSpec, options: AddVersionOptions = {}): Promise<AddedVersion> {
+  /** The row saveVersions takes for `spec`, its bytes already in the store (`info`). */
+  async function newVersion(
+    feedId: number,
+    spec: PackageSpec,
+    info: { sha256: string; sha1: string; size: number },
+    options: Pick<AddVersionOptions, "publishedAt" | "isCached">,
+  ): Promise<NewVersion> {
     const manifest = validateManifest(manifestOf(spec));
+    return {
+      feedId,
+      group: manifest.group,
+      name: spec.name,
+      version: spec.version,
+      sortKey: versionSortKey(manifest.version),
+      manifest: JSON.stringify(manifestToJson(manifest)),
+      blobSha256: info.sha256,
+      sha1: info.sha1,
+      size: info.size,
+      fileList: JSON.stringify(await archiveFileList(spec)),
+      isVirtual: manifest.isVirtual,
+      publishedAt: (options.publishedAt ?? new Date()).toISOString(),
+      publishedBy: undefined,
+      isCached: options.isCached ?? false,
+    };
+  }
+
+  async function addVersion(feed: string, spec: PackageSpec, options: AddVersionOptions = {}): Promise<AddedVersion> {
+    validateManifest(manifestOf(spec)); // a spec no upload would take fails before anything is stored
     const bytes = options.bytes ?? (await buildUpack(spec));
     const info = await blobs.put(Readable.from([bytes]));
-    const [saved] = await writer().saveVersions(
-      [
-        {
-          feedId: await feedIdOf(database, feed),
-          group: manifest.group,
-          name: spec.name,
-          version: spec.version,
-          sortKey: versionSortKey(manifest.version),
-          manifest: JSON.stringify(manifestToJson(manifest)),
-          blobSha256: info.sha256,
-          sha1: info.sha1,
-          size: info.size,
-          fileList: JSON.stringify(await archiveFileList(spec)),
-          isVirtual: manifest.isVirtual,
-          publishedAt: (options.publishedAt ?? new Date()).toISOString(),
-          publishedBy: undefined,
-          isCached: options.isCached ?? false,
-        },
-      ],
-      { replace: false, cause: { actor: FIXTURE_ACTOR } },
-    );
+    const version = await newVersion(await feedIdOf(database, feed), spec, info, options);
+    const [saved] = await writer().saveVersions([version], { replace: false, cause: { actor: FIXTURE_ACTOR } });
     if (saved === undefined) throw new Error(`${feed}: ${spec.name} ${spec.version} was not saved`);
     const versionId = saved.versionId;
     const row = await readOne<{ package_id: number }>(
@@ -179,6 +196,24 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
     const packageId = row.package_id;
     if (options.downloads !== undefined) await setDownloads(versionId, packageId, options.downloads);
     return { versionId, packageId, bytes, sha1: info.sha1, sha256: info.sha256 };
+  }
+
+  async function addVersions(
+    feed: string,
+    versions: readonly { spec: PackageSpec; publishedAt?: Date }[],
+  ): Promise<number[]> {
+    const feedId = await feedIdOf(database, feed);
+    const rows: NewVersion[] = [];
+    const atOnce = 8;
+    for (let start = 0; start < versions.length; start += atOnce) {
+      const batch = versions.slice(start, start + atOnce).map(async ({ spec, publishedAt }) => {
+        const info = await blobs.put(Readable.from([await buildUpack(spec)]));
+        return newVersion(feedId, spec, info, { publishedAt });
+      });
+      rows.push(...(await Promise.all(batch)));
+    }
+    const saved = await writer().saveVersions(rows, { replace: false, cause: { actor: FIXTURE_ACTOR } });
+    return saved.map((outcome) => outcome.versionId);
   }
 
   /** Downloads as if counted long ago: no last_downloaded_at (retention reads it), the package's sum rewritten. */
@@ -209,7 +244,17 @@ export function createUpackFixtures(t: TestApp): UpackFixtures {
     return row;
   }
 
-  return { blobs, createFeed, addVersion, downloadsOf };
+  return { blobs, createFeed, addVersion, addVersions, downloadsOf };
+}
+
+/**
+ * Every address in the app's default package store (the data directory's disk, or a cluster
+ * node's object store), for tests of what an upload or a deletion leaves stored.
+ */
+export async function storedBlobAddresses(t: TestApp): Promise<string[]> {
+  const found: string[] = [];
+  for await (const address of packageStoreOf(t).list()) found.push(address);
+  return found;
 }
 
 /**

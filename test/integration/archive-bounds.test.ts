@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { readdir } from "node:fs/promises";
-import path from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory } from "../helpers/asset-fixtures.js";
 import { tgzBomb, tgzOf, tgzOfEmptyFiles } from "../helpers/hostile-archives.js";
 import { expectText } from "../helpers/responses.js";
+import { filesLeftInTmp } from "../helpers/temp-files.js";
 import { buildZip, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -37,7 +36,8 @@ beforeAll(async () => {
   await createAssetDirectory(t, "assets");
   emptyFiles = await tgzOfEmptyFiles(50_000);
   bomb = tgzBomb(1024 * MiB);
-});
+  // Compressing the bomb's 1 GiB takes seconds of CPU, more on a loaded machine.
+}, 120_000);
 afterAll(async () => t.close());
 
 const post = (url: string, payload: Buffer, app: TestApp = t) =>
@@ -54,9 +54,7 @@ function expectRefused(res: LightMyRequestResponse, code: string, ...contains: s
   expect(res.headers["x-wharf-error"]).toBe(code);
 }
 
-async function leftovers(app: TestApp = t): Promise<string[]> {
-  return readdir(path.join(app.dataDir, "tmp")).catch(() => []);
-}
+const leftovers = (app: TestApp = t) => filesLeftInTmp(app);
 
 async function listing(folder: string): Promise<Array<{ name: string; size?: number }>> {
   const res = await t.app.inject({ url: `/endpoints/assets/dir/${folder}?recursive=true`, headers: admin });

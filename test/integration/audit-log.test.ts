@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPostgres } from "../../src/storage/metadata-db.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { auditRecords } from "../helpers/audit-records.js";
+import { execute } from "../helpers/fixtures.js";
 
 /**
  * The audit log (issue 17 section 4): one record per write request of every route in the OpenAPI
@@ -26,11 +29,8 @@ interface Row {
   request_id: string;
 }
 
-/** Records are written once the event loop is free after the response: wait for that. */
-async function rows(where = "1", ...args: unknown[]): Promise<Row[]> {
-  await new Promise((resolve) => setTimeout(resolve, 15));
-  return t.db.prepare(`SELECT * FROM audit_records WHERE ${where} ORDER BY id`).all(...args) as Row[];
-}
+/** Records are written once the event loop is free after the response: auditRecords waits for that. */
+const rows = (where?: string, ...args: unknown[]) => auditRecords<Row>(t, where, ...args);
 
 const forRequest = (requestId: string) => rows("request_id = ?", requestId);
 
@@ -197,16 +197,22 @@ describe("reading the audit log", () => {
   });
 
   it("the database refuses UPDATE and DELETE of records, and moving the pruning cutoff to now", async () => {
-    expect(() => t.db.prepare("UPDATE audit_records SET actor_name = 'x'").run()).toThrow(/append-only/);
-    expect(() => t.db.prepare("DELETE FROM audit_records").run()).toThrow(/append-only/);
-    expect(() =>
-      t.db.prepare("INSERT OR REPLACE INTO audit_records SELECT * FROM audit_records LIMIT 1").run(),
+    const refused = (sql: string, ...params: unknown[]) => expect(execute(t.database, sql, params)).rejects;
+    // SQLite's INSERT OR REPLACE; PostgreSQL has ON CONFLICT DO UPDATE instead.
+    const replacing = isPostgres(t.database)
+      ? (into: string, values: string, update: string) =>
+          `INSERT INTO ${into} ${values} ON CONFLICT (id) DO UPDATE SET ${update}`
+      : (into: string, values: string) => `INSERT OR REPLACE INTO ${into} ${values}`;
+    await refused("UPDATE audit_records SET actor_name = 'x'").toThrow(/append-only/);
+    await refused("DELETE FROM audit_records").toThrow(/append-only/);
+    await refused(
+      replacing("audit_records", "SELECT * FROM audit_records LIMIT 1", "actor_name = excluded.actor_name"),
     ).toThrow(/append-only/);
-    expect(() =>
-      t.db.prepare("UPDATE audit_retention SET prune_before = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')").run(),
-    ).toThrow(/cutoff/);
-    expect(() => t.db.prepare("DELETE FROM audit_retention").run()).toThrow(/cutoff/);
-    expect(() => t.db.prepare("INSERT OR REPLACE INTO audit_retention VALUES (1, '2999')").run()).toThrow(/cutoff/);
+    await refused("UPDATE audit_retention SET prune_before = ?", new Date().toISOString()).toThrow(/cutoff/);
+    await refused("DELETE FROM audit_retention").toThrow(/cutoff/);
+    await refused(replacing("audit_retention", "VALUES (1, '2999')", "prune_before = excluded.prune_before")).toThrow(
+      /cutoff/,
+    );
     expect((await rows()).length).toBeGreaterThan(50);
   });
 });

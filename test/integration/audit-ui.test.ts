@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { auditRecords } from "../helpers/audit-records.js";
 import { createUser, grant } from "../helpers/fixtures.js";
 import { UiClient } from "../helpers/ui-client.js";
 
@@ -23,13 +24,6 @@ afterAll(async () => t.close());
 
 describe("sign-ins in the audit log", () => {
   it("names the user who signed in, and the user name a failed sign-in tried, never the password", async () => {
-    const records = () =>
-      t.db
-        .prepare(
-          `SELECT actor_kind, actor_name, object, status FROM audit_records
-            WHERE action = 'POST /sign-in' AND object = 'user=plain' ORDER BY id`,
-        )
-        .all();
     const visitor = new UiClient(t, "198.51.100.40");
     await visitor.signIn("plain", PASSWORD);
     const stranger = new UiClient(t, "198.51.100.41");
@@ -46,12 +40,11 @@ describe("sign-ins in the audit log", () => {
       ],
     });
     expect(failed.statusCode).toBe(401);
-    // Records are written once the event loop is free after the response.
-    await new Promise((resolve) => setImmediate(resolve));
-    const [success, refusal] = records();
-    expect(success).toEqual({ actor_kind: "user", actor_name: "plain", object: "user=plain", status: 303 });
+    // Records are written once the event loop is free after the response: auditRecords waits for that.
+    const [success, refusal] = await auditRecords(t, "action = 'POST /sign-in' AND object = 'user=plain'");
+    expect(success).toMatchObject({ actor_kind: "user", actor_name: "plain", object: "user=plain", status: 303 });
     expect(refusal).toMatchObject({ actor_kind: "anonymous", object: "user=plain", status: 401 });
-    const everything = JSON.stringify(t.db.prepare("SELECT * FROM audit_records").all());
+    const everything = JSON.stringify(await auditRecords(t));
     expect(everything).not.toContain(PASSWORD);
     expect(everything).not.toContain("not-the-Password-9");
   });

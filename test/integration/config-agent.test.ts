@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_JSON_TYPE } from "../../src/agent/protocol.js";
 import { type AgentProcess, type CompiledCli, compileCli, runCli, startAgent } from "../helpers/agent-process.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { readAll, readOne } from "../helpers/fixtures.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { buildUpack } from "../helpers/upack-fixtures.js";
 
 /**
@@ -75,6 +77,38 @@ async function check(t: TestApp, server: string, timeoutMs = 5000): Promise<{ st
     timeoutMs,
   );
   return { status, ms: performance.now() - started };
+}
+
+/** The messages of the job's log, in order. */
+async function jobLog(t: TestApp, jobId: number): Promise<string[]> {
+  const rows = await readAll<{ message: string }>(
+    t.database,
+    "SELECT message FROM job_log WHERE job_id = ? ORDER BY id",
+    jobId,
+  );
+  return rows.map((row) => row.message);
+}
+
+/**
+ * Until the server's agent holds a poll. In a cluster the hold is a row (agent_polls), taken a
+ * round trip after the poll arrives, and the test can see it; on one machine the hub's memory
+ * holds it as the request arrives, with no database round trip: a moment is enough.
+ */
+async function untilPollHeld(t: TestApp, server: string): Promise<void> {
+  if (!testsRunOnPostgres()) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return;
+  }
+  await waitFor(
+    () =>
+      readAll(
+        t.database,
+        "SELECT 1 FROM agent_polls JOIN servers ON servers.id = agent_polls.server_id WHERE servers.name = ?",
+        server,
+      ),
+    (rows) => rows.length === 1,
+    5000,
+  );
 }
 
 interface ServerItem {
@@ -158,11 +192,13 @@ describe("the agent protocol's refusals", () => {
     const response = await poll({ authorization: `Bearer ${key}`, "user-agent": "wharf-agent/9.8.7" });
     expect(response.statusCode, response.body).toBe(204);
     expect(response.headers["x-wharf-agent-server"]).toBe("refusals-1");
-    const row = t.db
-      .prepare("SELECT agent_last_seen_at, agent_version FROM servers WHERE name = ?")
-      .get("refusals-1") as { agent_last_seen_at: string | null; agent_version: string | null };
-    expect(row.agent_version).toBe("9.8.7");
-    expect(Date.now() - Date.parse(row.agent_last_seen_at ?? "")).toBeLessThan(5000);
+    const row = await readOne<{ agent_last_seen_at: string | null; agent_version: string | null }>(
+      t.database,
+      "SELECT agent_last_seen_at, agent_version FROM servers WHERE name = ?",
+      "refusals-1",
+    );
+    expect(row?.agent_version).toBe("9.8.7");
+    expect(Date.now() - Date.parse(row?.agent_last_seen_at ?? "")).toBeLessThan(5000);
   });
 
   it("refuses a missing key (401, Bearer) and an unknown one (403), in plain text", async () => {
@@ -203,8 +239,8 @@ describe("the agent protocol's refusals", () => {
   });
 
   it("holds one poll per server: a second connection with the same key is refused while the first waits", async () => {
-    const first = poll({ authorization: `Bearer ${key}` }, 1);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const first = poll({ authorization: `Bearer ${key}` }, 2);
+    await untilPollHeld(t, "refusals-1");
     const second = await poll({ authorization: `Bearer ${key}` });
     expect(second.statusCode).toBe(409);
     expect(second.body).toMatch(/Another agent is already connected/);
@@ -466,9 +502,10 @@ describe("wharf agent processes", () => {
     expect((await fs.stat(path.join(root, "var/data"))).mode & 0o7777).toBe(0o750);
     expect((await statusOf(t, "web-2")).status).toBe("current");
 
-    const versions = t.db.prepare("SELECT agent_version FROM servers WHERE name LIKE 'web-%'").all() as {
-      agent_version: string;
-    }[];
+    const versions = await readAll<{ agent_version: string }>(
+      t.database,
+      "SELECT agent_version FROM servers WHERE name LIKE 'web-%' ORDER BY name",
+    );
     expect(versions.map((row) => row.agent_version)).toEqual(["0.1.0", "0.1.0", "0.1.0"]);
 
     // SIGTERM: exits 0, at once though a poll is held.
@@ -511,11 +548,7 @@ describe("wharf agent processes", () => {
     expect(await fs.readFile(path.join(root, "etc/secret.env"), "utf8")).toBe("TOKEN=s3cr3t-value\n");
     expect((await fs.stat(path.join(root, "etc/secret.env"))).mode & 0o7777).toBe(0o600);
     // The agent's log lines reached the job's log; the sensitive content did not, nor the agent's output.
-    const log = (
-      t.db.prepare("SELECT message FROM job_log WHERE job_id = ?").all(Number(token)) as { message: string }[]
-    )
-      .map((line) => line.message)
-      .join("\n");
+    const log = (await jobLog(t, Number(token))).join("\n");
     expect(log).toContain("/etc/secret.env");
     expect(log).not.toContain("s3cr3t");
     expect(agent.output()).not.toContain("s3cr3t");
@@ -571,10 +604,7 @@ describe("wharf agent processes", () => {
       10_000,
     );
     expect(word).toBe("faulted");
-    const logged = t.db.prepare("SELECT message FROM job_log WHERE job_id = ?").all(Number(asked.body)) as {
-      message: string;
-    }[];
-    expect(logged.map((line) => line.message).join("\n")).toMatch(
+    expect((await jobLog(t, Number(asked.body))).join("\n")).toMatch(
       /agent of server doomed did not finish the remediation within 4 s of its last sign of life \(WHARF_AGENT_LEASE_SECONDS\)/,
     );
     const failed = await waitFor(
@@ -621,10 +651,9 @@ describe("wharf agent processes", () => {
     expect(word).toBe("faulted");
     // Told by the agent, not found out by the lease (4 s).
     expect(Date.now() - stoppedAt).toBeLessThan(3000);
-    const logged = t.db.prepare("SELECT message FROM job_log WHERE job_id = ?").all(Number(asked.body)) as {
-      message: string;
-    }[];
-    expect(logged.map((line) => line.message).join("\n")).toMatch(/The agent was stopped before it finished this work/);
+    expect((await jobLog(t, Number(asked.body))).join("\n")).toMatch(
+      /The agent was stopped before it finished this work/,
+    );
   });
 
   it("stops an agent whose key is revoked, with its message, and gives its server no more work", async () => {

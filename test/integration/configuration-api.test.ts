@@ -200,11 +200,15 @@ describe("errors of the seed", () => {
 describe("one check per server at a time", () => {
   it("joins a running check instead of starting another", async () => {
     const before = await collections("alpha");
+    const previous = (await status("?server=alpha")) as Json;
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => w.inedo("/api/configuration/check?server=alpha")),
     );
     expect(answers.map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200]);
-    await w.settled("alpha");
+    // Answered before the check begins: its end is a collection newer than the previous one, not
+    // merely a status that is not executing (which the previous collection already gives).
+    const ended = await w.settled("alpha", Number(previous.latestCollectionId));
+    expect(ended.latestCollectionId).toBeGreaterThan(Number(previous.latestCollectionId));
     expect(await collections("alpha")).toBe(before + 1);
   });
 

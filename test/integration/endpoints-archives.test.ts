@@ -1,6 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { readdir } from "node:fs/promises";
-import path from "node:path";
 import { Readable } from "node:stream";
 import { gunzipSync, gzipSync } from "node:zlib";
 import tar from "tar-stream";
@@ -10,6 +8,7 @@ import yazl from "yazl";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createFeedKey } from "../helpers/fixtures.js";
+import { filesLeftInTmp } from "../helpers/temp-files.js";
 import { buildZip } from "../helpers/upack-fixtures.js";
 
 /** docs/compat.md 4.5: export and import of asset folders as archives. */
@@ -117,9 +116,7 @@ describe("asset directory export and import (docs/compat.md 4.5)", () => {
     return out;
   }
 
-  async function tempFiles(): Promise<string[]> {
-    return readdir(path.join(t.dataDir, "tmp")).catch(() => []);
-  }
+  const tempFiles = () => filesLeftInTmp(t);
 
   describe("export", () => {
     it("streams a folder as a ZIP: names relative to it, bytes, empty folders and item times", async () => {
@@ -456,7 +453,7 @@ describe("asset directory export and import (docs/compat.md 4.5)", () => {
       });
       expect(streamed.statusCode).toBe(413);
       expect(streamed.headers["x-wharf-error"]).toBe("UPLOAD_TOO_LARGE");
-      expect(await readdir(path.join(small.dataDir, "tmp")).catch(() => [])).toEqual([]);
+      expect(await filesLeftInTmp(small)).toEqual([]);
       const listing = await small.app.inject({ method: "GET", url: "/endpoints/tiny/dir?recursive=true", headers });
       expect(listing.json()).toEqual([]);
     });

@@ -1,11 +1,10 @@
-import fs from "node:fs/promises";
-import path from "node:path";
 import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { rawHeader, rawRequest } from "../helpers/raw-http.js";
+import { filesLeftInTmp } from "../helpers/temp-files.js";
 import { basic, createFeedKey, createPersonalKey, createSystemKey, createUser, grant } from "../helpers/fixtures.js";
 
 /**
@@ -81,7 +80,7 @@ describe("hostile paths, over a real socket (nothing normalises the URL on the w
     // Nothing was created or removed by any of them.
     const all = await t.app.inject({ method: "GET", url: "/endpoints/vault/dir/?recursive=true", headers: admin() });
     expect((all.json() as Array<{ name: string }>).map((item) => item.name)).toEqual(["docs", "secret.txt"]);
-    expect((await fs.readdir(path.join(t.dataDir, "tmp"))).length).toBe(0);
+    expect(await filesLeftInTmp(t)).toEqual([]);
   });
 
   it("keeps directories apart: a path never reaches another directory's files", async () => {
@@ -272,7 +271,7 @@ describe("malformed and oversized bodies", () => {
     }
     const imported = await t.app.inject({ method: "GET", url: "/endpoints/vault/metadata/imported", headers: admin() });
     expect(imported.statusCode).toBe(404);
-    expect((await fs.readdir(path.join(t.dataDir, "tmp"))).length).toBe(0);
+    expect(await filesLeftInTmp(t)).toEqual([]);
   });
 
   describe("over WHARF_MAX_UPLOAD_BYTES", () => {

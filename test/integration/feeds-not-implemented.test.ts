@@ -7,6 +7,7 @@ import { systemClock } from "../../src/domain/clock.js";
 import { FEED_TYPES, SERVED_FEED_TYPES } from "../../src/domain/feeds.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
 import { insertLegacyFeed } from "../helpers/legacy-feed.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 /**
@@ -385,7 +386,9 @@ describe("API key logging, which Wharf does not do", () => {
   });
 });
 
-describe("the CLI (wharf feeds, wharf api-keys)", () => {
+// These commands work on the data directory's SQLite: in cluster mode they refuse to run
+// (refuseInClusterMode), and the API above is what a cluster's operator uses.
+describe.skipIf(testsRunOnPostgres())("the CLI (wharf feeds, wharf api-keys)", () => {
   let t: TestApp;
   let feeds: FeedService;
   let out: string[];

@@ -6,6 +6,7 @@ import { GC_GRACE_MS } from "../../src/storage/garbage-collector.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { manualClock } from "../helpers/clock.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -63,87 +64,98 @@ async function download(feed: string, name: string, version: string) {
 }
 
 describe("garbage collection", () => {
-  it("frees what deleted feeds, versions and asset files leave, after the grace period; dedupe across feeds holds", async () => {
-    const shared = await buildUpack({ name: "shared", version: "1.0.0" });
-    const onlyFirst = await buildUpack({ name: "only-first", version: "1.0.0" });
-    const replaced = await buildUpack({ name: "kept", version: "1.0.0" });
-    const kept = await buildUpack({ name: "kept", version: "2.0.0" });
-    await upload("first", shared);
-    await upload("second", shared);
-    await upload("first", onlyFirst);
-    await upload("second", replaced);
-    await upload("second", kept);
-    expect((await putAsset(t, "site", "docs/old.txt", "asset garbage")).statusCode).toBe(201);
-    expect((await putAsset(t, "site", "docs/new.txt", "asset kept")).statusCode).toBe(201);
-    expect((await putAsset(t, "old-site", "a/b.txt", "asset of a deleted directory")).statusCode).toBe(201);
+  // The disk store's story: blob files under the data directory, and a deleted version's or asset
+  // file's blob freed at once. A cluster node deletes no blob eagerly (docs/cluster-mode.md, Blobs):
+  // there every such blob waits for collection, so the counts below differ by design.
+  it.skipIf(testsRunOnPostgres())(
+    "frees what deleted feeds, versions and asset files leave, after the grace period; dedupe across feeds holds",
+    async () => {
+      const shared = await buildUpack({ name: "shared", version: "1.0.0" });
+      const onlyFirst = await buildUpack({ name: "only-first", version: "1.0.0" });
+      const replaced = await buildUpack({ name: "kept", version: "1.0.0" });
+      const kept = await buildUpack({ name: "kept", version: "2.0.0" });
+      await upload("first", shared);
+      await upload("second", shared);
+      await upload("first", onlyFirst);
+      await upload("second", replaced);
+      await upload("second", kept);
+      expect((await putAsset(t, "site", "docs/old.txt", "asset garbage")).statusCode).toBe(201);
+      expect((await putAsset(t, "site", "docs/new.txt", "asset kept")).statusCode).toBe(201);
+      expect((await putAsset(t, "old-site", "a/b.txt", "asset of a deleted directory")).statusCode).toBe(201);
 
-    // Nothing is garbage yet.
-    expect(await gc(true)).toMatchObject({ examined: 7, unreferenced: 0, deleted: 0, bytesFreed: 0 });
+      // Nothing is garbage yet.
+      expect(await gc(true)).toMatchObject({ examined: 7, unreferenced: 0, deleted: 0, bytesFreed: 0 });
 
-    // A whole feed, an asset directory, one version and one asset file go. The version and the file
-    // give their bytes back at once (their deletions discard them); the feeds leave garbage.
-    const del = (url: string) => t.app.inject({ method: "DELETE", url, headers: admin() });
-    expect((await del("/api/management/feeds/delete/old-site")).statusCode).toBe(200);
-    expect(
-      (await t.app.inject({ method: "DELETE", url: "/api/management/feeds/delete/first", headers: admin() }))
-        .statusCode,
-    ).toBe(200);
-    expect(
-      (await t.app.inject({ method: "DELETE", url: "/upack/second/delete/kept/1.0.0", headers: admin() })).statusCode,
-    ).toBe(200);
-    expect(
-      (await t.app.inject({ method: "POST", url: "/endpoints/site/delete/docs/old.txt", headers: admin() })).statusCode,
-    ).toBe(200);
-    expect(existsSync(blobFile(sha256(replaced)))).toBe(false);
-    expect(existsSync(blobFile(sha256("asset garbage")))).toBe(false);
-    const garbage = [onlyFirst, Buffer.from("asset of a deleted directory")]
-      .map((bytes) => ({ sha256: sha256(bytes), size: bytes.length, store: "disk" }))
-      .sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
-    const garbageBytes = garbage.reduce((sum, blob) => sum + blob.size, 0);
+      // A whole feed, an asset directory, one version and one asset file go. The version and the file
+      // give their bytes back at once (their deletions discard them); the feeds leave garbage.
+      const del = (url: string) => t.app.inject({ method: "DELETE", url, headers: admin() });
+      expect((await del("/api/management/feeds/delete/old-site")).statusCode).toBe(200);
+      expect(
+        (await t.app.inject({ method: "DELETE", url: "/api/management/feeds/delete/first", headers: admin() }))
+          .statusCode,
+      ).toBe(200);
+      expect(
+        (await t.app.inject({ method: "DELETE", url: "/upack/second/delete/kept/1.0.0", headers: admin() })).statusCode,
+      ).toBe(200);
+      expect(
+        (await t.app.inject({ method: "POST", url: "/endpoints/site/delete/docs/old.txt", headers: admin() }))
+          .statusCode,
+      ).toBe(200);
+      expect(existsSync(blobFile(sha256(replaced)))).toBe(false);
+      expect(existsSync(blobFile(sha256("asset garbage")))).toBe(false);
+      const garbage = [onlyFirst, Buffer.from("asset of a deleted directory")]
+        .map((bytes) => ({ sha256: sha256(bytes), size: bytes.length, store: "disk" }))
+        .sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
+      const garbageBytes = garbage.reduce((sum, blob) => sum + blob.size, 0);
 
-    // First sight: marked, within the grace period, nothing listed nor deleted.
-    expect(await gc(false)).toMatchObject({ examined: 5, unreferenced: 2, inGracePeriod: 2, deleted: 0 });
-    for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(true);
+      // First sight: marked, within the grace period, nothing listed nor deleted.
+      expect(await gc(false)).toMatchObject({ examined: 5, unreferenced: 2, inGracePeriod: 2, deleted: 0 });
+      for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(true);
 
-    time.advance(GC_GRACE_MS);
-    const dry = await gc(true);
-    expect(dry).toMatchObject({
-      dryRun: true,
-      unreferenced: 2,
-      inGracePeriod: 0,
-      deleted: 2,
-      bytesFreed: garbageBytes,
-    });
-    expect(dry.blobs).toEqual(garbage);
-    for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(true);
+      time.advance(GC_GRACE_MS);
+      const dry = await gc(true);
+      expect(dry).toMatchObject({
+        dryRun: true,
+        unreferenced: 2,
+        inGracePeriod: 0,
+        deleted: 2,
+        bytesFreed: garbageBytes,
+      });
+      expect(dry.blobs).toEqual(garbage);
+      for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(true);
 
-    const before = await storeBytes();
-    const done = await gc(false);
-    expect(done).toMatchObject({ dryRun: false, deleted: 2, bytesFreed: garbageBytes });
-    expect(done.blobs).toEqual(garbage);
-    for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(false);
-    expect(await storeBytes()).toBe(before - garbageBytes);
+      const before = await storeBytes();
+      const done = await gc(false);
+      expect(done).toMatchObject({ dryRun: false, deleted: 2, bytesFreed: garbageBytes });
+      expect(done.blobs).toEqual(garbage);
+      for (const blob of garbage) expect(existsSync(blobFile(blob.sha256))).toBe(false);
+      expect(await storeBytes()).toBe(before - garbageBytes);
 
-    // The rest still downloads: the shared blob stayed for the second feed.
-    const sharedDownload = await download("second", "shared", "1.0.0");
-    expect(sharedDownload.statusCode).toBe(200);
-    expect(sharedDownload.rawPayload.equals(shared)).toBe(true);
-    expect((await download("second", "kept", "2.0.0")).rawPayload.equals(kept)).toBe(true);
-    const asset = await t.app.inject({ method: "GET", url: "/endpoints/site/content/docs/new.txt", headers: admin() });
-    expect(asset.body).toBe("asset kept");
+      // The rest still downloads: the shared blob stayed for the second feed.
+      const sharedDownload = await download("second", "shared", "1.0.0");
+      expect(sharedDownload.statusCode).toBe(200);
+      expect(sharedDownload.rawPayload.equals(shared)).toBe(true);
+      expect((await download("second", "kept", "2.0.0")).rawPayload.equals(kept)).toBe(true);
+      const asset = await t.app.inject({
+        method: "GET",
+        url: "/endpoints/site/content/docs/new.txt",
+        headers: admin(),
+      });
+      expect(asset.body).toBe("asset kept");
 
-    // The second feed goes too: the next collections free the shared bytes.
-    expect(
-      (await t.app.inject({ method: "DELETE", url: "/api/management/feeds/delete/second", headers: admin() }))
-        .statusCode,
-    ).toBe(200);
-    expect(await gc(false)).toMatchObject({ unreferenced: 2, deleted: 0 });
-    time.advance(GC_GRACE_MS);
-    const last = await gc(false);
-    expect(last.blobs.map((blob) => blob.sha256).sort()).toEqual([sha256(shared), sha256(kept)].sort());
-    expect(existsSync(blobFile(sha256(shared)))).toBe(false);
-    expect(await gc(true)).toMatchObject({ examined: 1, unreferenced: 0, deleted: 0 });
-  });
+      // The second feed goes too: the next collections free the shared bytes.
+      expect(
+        (await t.app.inject({ method: "DELETE", url: "/api/management/feeds/delete/second", headers: admin() }))
+          .statusCode,
+      ).toBe(200);
+      expect(await gc(false)).toMatchObject({ unreferenced: 2, deleted: 0 });
+      time.advance(GC_GRACE_MS);
+      const last = await gc(false);
+      expect(last.blobs.map((blob) => blob.sha256).sort()).toEqual([sha256(shared), sha256(kept)].sort());
+      expect(existsSync(blobFile(sha256(shared)))).toBe(false);
+      expect(await gc(true)).toMatchObject({ examined: 1, unreferenced: 0, deleted: 0 });
+    },
+  );
 
   it("never loses a blob that an upload of the same bytes takes while collections run", async () => {
     const bytes = await buildUpack({ name: "raced", version: "1.0.0" });
@@ -169,7 +181,9 @@ describe("garbage collection", () => {
     stop = true;
     await collecting;
     expect(collections).toBeGreaterThan(0);
-  });
+    // 25 rounds against back-to-back collections: on a cluster node each is several round trips
+    // to PostgreSQL and the object store.
+  }, 120_000);
 
   it("admin only; a bad dryRun is a 400", async () => {
     expect((await t.app.inject({ method: "POST", url: "/api/storage/gc" })).statusCode).toBe(401);

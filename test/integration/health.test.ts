@@ -1,6 +1,38 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPostgres } from "../../src/storage/metadata-db.js";
+import { NODE_HEARTBEAT_MS } from "../../src/storage/postgres/cluster-nodes.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
+import { testPostgres } from "../helpers/shared-postgres.js";
+
+const DATABASE = testsRunOnPostgres() ? "PostgreSQL" : "SQLite";
+
+/**
+ * Takes the app's database away: SQLite's connection closed; PostgreSQL's database closed to new
+ * connections and the node's sessions ended, as when the server is gone. Returns what gives it back
+ * (PostgreSQL: so that the node can unregister as it closes).
+ */
+async function makeDatabaseUnusable(t: TestApp): Promise<() => Promise<void>> {
+  if (!isPostgres(t.database)) {
+    t.db.close();
+    return async () => {};
+  }
+  const name = new URL(t.config.databaseUrl ?? "").pathname.slice(1);
+  const admin = new pg.Client({ connectionString: testPostgres().url });
+  await admin.connect();
+  // Not even a superuser connects to a database that allows no connections.
+  await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [name]);
+  return async () => {
+    try {
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    } finally {
+      await admin.end();
+    }
+  };
+}
 
 describe("health, version and cross-cutting headers", () => {
   let t: TestApp;
@@ -27,9 +59,13 @@ describe("health, version and cross-cutting headers", () => {
     },
   );
 
-  it("names the node and its database; on one machine there is no change feed to report", async () => {
+  it("names the node and its database, and a cluster node's change feed (one machine has none)", async () => {
     const body = (await t.app.inject({ method: "GET", url: "/health" })).json();
-    expect(body.node).toEqual({ id: expect.stringMatching(/^.+-[0-9a-f]{6}$/), database: "SQLite" });
+    expect(body.node).toEqual({
+      id: expect.stringMatching(/^.+-[0-9a-f]{6}$/),
+      database: DATABASE,
+      ...(testsRunOnPostgres() ? { changeFeed: "OK" } : {}),
+    });
   });
 
   it("GET /api/cluster/nodes lists this node alone, for administrators only", async () => {
@@ -51,8 +87,16 @@ describe("health, version and cross-cutting headers", () => {
     const res = await t.app.inject({ method: "GET", url: "/api/cluster/nodes", headers: { "x-apikey": t.adminKey } });
     expect(res.statusCode).toBe(200);
     const id = (await t.app.inject({ method: "GET", url: "/health" })).json().node.id;
+    const { secondsSinceHeartbeat } = res.json().nodes[0];
+    if (testsRunOnPostgres()) {
+      // By the database's clock, since this node's last heartbeat (every NODE_HEARTBEAT_MS).
+      expect(secondsSinceHeartbeat).toBeGreaterThanOrEqual(0);
+      expect(secondsSinceHeartbeat).toBeLessThan(NODE_HEARTBEAT_MS / 1000 + 5);
+    } else {
+      expect(secondsSinceHeartbeat).toBe(0);
+    }
     expect(res.json()).toEqual({
-      database: "SQLite",
+      database: DATABASE,
       nodes: [
         {
           nodeId: id,
@@ -60,7 +104,7 @@ describe("health, version and cross-cutting headers", () => {
           url: null,
           startedAt: expect.any(String),
           lastHeartbeatAt: expect.any(String),
-          secondsSinceHeartbeat: 0,
+          secondsSinceHeartbeat: expect.any(Number),
           alive: true,
           runsSchedulers: true,
           self: true,
@@ -71,11 +115,15 @@ describe("health, version and cross-cutting headers", () => {
 
   it("answers 500 with Error statuses when the database is unusable", async () => {
     const broken = await buildTestApp();
-    broken.db.close();
-    const res = await broken.app.inject({ method: "GET", url: "/health" });
-    expect(res.statusCode).toBe(500);
-    expect(res.json()).toMatchObject({ databaseStatus: "Error" });
-    await broken.app.close();
+    const giveBack = await makeDatabaseUnusable(broken);
+    try {
+      const res = await broken.app.inject({ method: "GET", url: "/health" });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ databaseStatus: "Error" });
+    } finally {
+      await giveBack();
+      await broken.close();
+    }
   });
 
   it("GET /api/version answers text starting with ProGet (Jenkins plugin check)", async () => {

@@ -3,10 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository.js";
+import { createPostgresInfrastructureRepository } from "../../src/areas/configuration/infrastructure-repository-postgres.js";
 import { hashApiKey } from "../../src/areas/security/api-key-hash.js";
+import { byDatabase } from "../../src/storage/metadata-db.js";
 import { loadSecretKeys } from "../../src/storage/secret-keys.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { createSystemKey } from "../helpers/fixtures.js";
+import { createSystemKey, execute, readAll, readOne } from "../helpers/fixtures.js";
 import { skipSshTests, startSshd } from "../helpers/sshd.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
@@ -26,11 +28,11 @@ beforeAll(async () => {
   t = await buildTestApp({ env: { WHARF_DEPLOY_ROOT: deployRoot } });
   // A stored credential for ssh servers (the credentials API is tested with it, config-ssh-credentials).
   const now = new Date().toISOString();
-  t.db
-    .prepare(
-      "INSERT INTO credentials (name, name_key, kind, user_name, secret, created_at, modified_at) VALUES ('deploy', 'deploy', 'ssh-password', 'u', 'x', ?, ?)",
-    )
-    .run(now, now);
+  await execute(
+    t.database,
+    "INSERT INTO credentials (name, name_key, kind, user_name, secret, created_at, modified_at) VALUES ('deploy', 'deploy', 'ssh-password', 'u', 'x', ?, ?)",
+    [now, now],
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -165,21 +167,26 @@ describe("local servers", () => {
     expect(all).not.toContain("s3cret-value");
     expect(all).not.toContain("hidden-content");
     // The stored item seals the content; the stored variable keeps the value for templates.
-    const definitions = t.db.prepare("SELECT definition FROM config_items").all() as { definition: string }[];
+    const definitions = await readAll<{ definition: string }>(t.database, "SELECT definition FROM config_items");
     expect(JSON.stringify(definitions)).not.toContain("hidden-content");
 
     const roundTrip = expectJson(await update("vars", { variables: created.variables, items: [] })) as Json;
     expect(roundTrip.variables).toEqual(created.variables);
     expect(roundTrip.items).toEqual([]);
     // Stored sealed with the data directory's key; the runtime's reads open it for templates.
-    const row = t.db.prepare("SELECT id, variables FROM servers WHERE name_key = 'vars'").get() as {
-      id: number;
-      variables: string;
-    };
-    expect(row.variables).not.toContain("s3cret-value");
-    expect(JSON.parse(row.variables)).toMatchObject({ Port: "8080", Password: { sensitive: true } });
-    const runtime = createInfrastructureRepository(t.db, loadSecretKeys(t.config).box);
-    expect(await runtime.serverVariables(row.id)).toEqual(
+    const row = await readOne<{ id: number; variables: string }>(
+      t.database,
+      "SELECT id, variables FROM servers WHERE name_key = 'vars'",
+    );
+    expect(row?.variables).not.toContain("s3cret-value");
+    expect(JSON.parse(row?.variables ?? "{}")).toMatchObject({ Port: "8080", Password: { sensitive: true } });
+    const secrets = loadSecretKeys(t.config).box;
+    const runtime = byDatabase(
+      t.database,
+      (sqlite) => createInfrastructureRepository(sqlite, secrets),
+      (postgres) => createPostgresInfrastructureRepository(postgres, secrets),
+    );
+    expect(await runtime.serverVariables(row?.id ?? 0)).toEqual(
       new Map([
         ["Port", { value: "8080", sensitive: false }],
         ["Password", { value: "s3cret-value", sensitive: true }],
@@ -196,12 +203,15 @@ describe("agent servers", () => {
     const key = created.agentKey as string;
     expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(created).toMatchObject({ serverType: "agent", agentConnected: false });
-    const row = () =>
-      t.db.prepare("SELECT agent_key_hash FROM servers WHERE name_key = 'agent1'").get() as {
-        agent_key_hash: string | null;
-      };
-    expect(row().agent_key_hash).toBe(hashApiKey(key));
-    expect(JSON.stringify(t.db.prepare("SELECT * FROM servers").all())).not.toContain(key);
+    const row = async () =>
+      (
+        await readOne<{ agent_key_hash: string | null }>(
+          t.database,
+          "SELECT agent_key_hash FROM servers WHERE name_key = 'agent1'",
+        )
+      )?.agent_key_hash;
+    expect(await row()).toBe(hashApiKey(key));
+    expect(JSON.stringify(await readAll(t.database, "SELECT * FROM servers"))).not.toContain(key);
     const listed = expectJson(await send("GET", "/api/infrastructure/servers/list?name=agent1")) as Json[];
     expect(listed[0]).not.toHaveProperty("agentKey");
     expect(JSON.stringify(listed)).not.toContain(key);
@@ -210,12 +220,12 @@ describe("agent servers", () => {
     expect(issued.statusCode).toBe(200);
     expect(issued.headers["content-type"]).toMatch(/^text\/plain/);
     expect(issued.body).not.toBe(key);
-    expect(row().agent_key_hash).toBe(hashApiKey(issued.body));
+    expect(await row()).toBe(hashApiKey(issued.body));
 
     const revoked = await send("POST", "/api/infrastructure/servers/revoke-agent-key/agent1");
     expect(revoked.statusCode).toBe(200);
     expect(revoked.body).toBe("");
-    expect(row().agent_key_hash).toBeNull();
+    expect(await row()).toBeNull();
     expectText(await send("POST", "/api/infrastructure/servers/agent-key/nope"), 404);
     expect((await create("plain", local("plain"))).statusCode).toBe(201);
     expectText(await send("POST", "/api/infrastructure/servers/agent-key/plain"), 422, "not an agent");
@@ -225,16 +235,18 @@ describe("agent servers", () => {
     expect((await create("seen", { serverType: "agent" })).statusCode).toBe(201);
     const show = async () => (expectJson(await send("GET", "/api/infrastructure/servers/list?name=seen")) as Json[])[0];
     const recently = new Date(Date.now() - 5_000).toISOString();
-    t.db
-      .prepare("UPDATE servers SET agent_last_seen_at = ?, agent_version = '1.2.3' WHERE name_key = 'seen'")
-      .run(recently);
+    await execute(
+      t.database,
+      "UPDATE servers SET agent_last_seen_at = ?, agent_version = '1.2.3' WHERE name_key = 'seen'",
+      [recently],
+    );
     expect(await show()).toMatchObject({
       agentConnected: true,
       agentLastSeen: recently.slice(0, 19),
       agentVersion: "1.2.3",
     });
     const longAgo = new Date(Date.now() - t.config.agentOfflineMs - 60_000).toISOString();
-    t.db.prepare("UPDATE servers SET agent_last_seen_at = ? WHERE name_key = 'seen'").run(longAgo);
+    await execute(t.database, "UPDATE servers SET agent_last_seen_at = ? WHERE name_key = 'seen'", [longAgo]);
     expect(await show()).toMatchObject({ agentConnected: false, agentLastSeen: longAgo.slice(0, 19) });
   });
 
@@ -330,16 +342,17 @@ describe("more server rules", () => {
     expect(agent).toMatchObject({ serverType: "agent", agentConnected: false });
     expect(agent).not.toHaveProperty("rootPath");
     expect(agent.agentKey).toEqual(expect.any(String));
-    const row = t.db.prepare("SELECT agent_key_hash FROM servers WHERE name_key = 'bodyname'").get() as {
-      agent_key_hash: string;
-    };
-    expect(row.agent_key_hash).toBe(hashApiKey(agent.agentKey as string));
+    const keyHash = async () =>
+      (
+        await readOne<{ agent_key_hash: string | null }>(
+          t.database,
+          "SELECT agent_key_hash FROM servers WHERE name_key = 'bodyname'",
+        )
+      )?.agent_key_hash;
+    expect(await keyHash()).toBe(hashApiKey(agent.agentKey as string));
     const back = expectJson(await update("bodyname", local("bn"))) as Json;
     expect(back).not.toHaveProperty("agentKey");
-    const after = t.db.prepare("SELECT agent_key_hash FROM servers WHERE name_key = 'bodyname'").get() as {
-      agent_key_hash: string | null;
-    };
-    expect(after.agent_key_hash).toBeNull();
+    expect(await keyHash()).toBeNull();
   });
 });
 

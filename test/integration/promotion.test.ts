@@ -1,11 +1,9 @@
 import { createHash } from "node:crypto";
-import { readdir } from "node:fs/promises";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic, createFeedKey, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createUser, grant, readAll, readOne } from "../helpers/fixtures.js";
 import { expectJson, expectText } from "../helpers/responses.js";
-import { buildUpack } from "../helpers/upack-fixtures.js";
+import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
  * Promotion (issue 17 section 2; docs/compat.md 5.4, 9, 11): both body shapes, latest and
@@ -57,10 +55,11 @@ async function download(feed: string, id: string): Promise<Buffer> {
   return res.rawPayload;
 }
 
-/** Every stored blob file. */
+/** Every blob of the package store (the data directory's, or a cluster node's object store). */
 async function blobCount(): Promise<number> {
-  const files = await readdir(path.join(t.dataDir, "blobs"), { recursive: true, withFileTypes: true });
-  return files.filter((entry) => entry.isFile()).length;
+  let count = 0;
+  for await (const _ of createUpackFixtures(t).blobs.list()) count += 1;
+  return count;
 }
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -97,17 +96,16 @@ describe("POST /api/promotions/promote", () => {
     const promoted = await download("prod", "tools/cli/1.0.0");
     expect(sha256(promoted)).toBe(sha256(original));
     expect(await blobCount()).toBe(before);
-    const rows = t.db
-      .prepare("SELECT DISTINCT v.blob_sha256 FROM upack_versions v WHERE v.version = '1.0.0'")
-      .pluck()
-      .all();
-    expect(rows).toEqual([sha256(original)]);
+    const rows = await readAll<{ blob_sha256: string }>(
+      t.database,
+      "SELECT DISTINCT v.blob_sha256 FROM upack_versions v WHERE v.version = '1.0.0'",
+    );
+    expect(rows.map((row) => row.blob_sha256)).toEqual([sha256(original)]);
 
-    const event = t.db
-      .prepare(
-        "SELECT type, feed_name, package_group, package_name, package_version, actor, data FROM lifecycle_events WHERE type = 'package.promoted'",
-      )
-      .get() as Record<string, string>;
+    const event = await readOne<Record<string, string>>(
+      t.database,
+      "SELECT type, feed_name, package_group, package_name, package_version, actor, data FROM lifecycle_events WHERE type = 'package.promoted'",
+    );
     expect(event).toMatchObject({
       type: "package.promoted",
       feed_name: "prod",
@@ -116,13 +114,13 @@ describe("POST /api/promotions/promote", () => {
       package_version: "1.0.0",
       actor: record.promotedBy,
     });
-    expect(JSON.parse(event.data as string)).toMatchObject({ fromFeed: "dev", comments: "passed QA" });
+    expect(JSON.parse(event?.data as string)).toMatchObject({ fromFeed: "dev", comments: "passed QA" });
     // A promotion is not also an upload: no package.added for it.
-    const added = t.db
-      .prepare("SELECT count(*) FROM lifecycle_events WHERE type = 'package.added' AND feed_name = 'prod'")
-      .pluck()
-      .get();
-    expect(added).toBe(0);
+    const added = await readOne<{ n: number }>(
+      t.database,
+      "SELECT count(*) AS n FROM lifecycle_events WHERE type = 'package.added' AND feed_name = 'prod'",
+    );
+    expect(added?.n).toBe(0);
   });
 
   it("InedoCore's body with latest-stable and latest", async () => {

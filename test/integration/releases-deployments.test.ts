@@ -11,9 +11,13 @@ import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import { INTERRUPTED_MESSAGE } from "../../src/jobs/runner.js";
-import { type Db, openDatabase } from "../../src/storage/database.js";
+import { LEASE_LAPSED_MESSAGE } from "../../src/jobs/runner-postgres.js";
+import { openDatabase } from "../../src/storage/database.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import type { MetadataDb } from "../../src/storage/metadata-db.js";
+import { buildTestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
+import { postgresTestEnv, testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { buildUpack } from "../helpers/upack-fixtures.js";
 
 /**
@@ -25,11 +29,10 @@ type Json = Record<string, unknown>;
 
 interface Wharf {
   readonly app: FastifyInstance;
-  readonly db: Db;
+  readonly database: MetadataDb;
   readonly key: string;
   json(method: InjectOptions["method"], url: string, body?: unknown, key?: string): Promise<LightMyRequestResponse>;
   ok<T = Json>(res: LightMyRequestResponse): T;
-  /** Closes the app and the database, keeping the data directory (for a restart). */
   close(): Promise<void>;
 }
 
@@ -44,14 +47,61 @@ async function tempDir(prefix: string): Promise<string> {
   return dir;
 }
 
-/** An app on `dataDir` (reused across a restart); the same admin key each time. */
-async function start(dataDir: string, env: Record<string, string> = {}): Promise<Wharf> {
+/** A test app (on SQLite, or a cluster node on PostgreSQL: buildTestApp). */
+async function start(env: Record<string, string> = {}): Promise<Wharf> {
+  const t = await buildTestApp({ env });
+  return wharfOf(t.app, t.database, t.adminKey, () => t.close());
+}
+
+/**
+ * An app on SQLite on `dataDir`, reused across a restart, with the same admin key each time;
+ * closing it keeps the data directory.
+ */
+async function startOnDataDir(dataDir: string, env: Record<string, string> = {}): Promise<Wharf> {
   const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...env });
   const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
   const key = `test-admin-${path.basename(dataDir)}-key`;
   bootstrapAdminKey(db, dataDir, key, systemClock);
   const app = await buildApp(config, { db, blobs: createFileBlobStore(dataDir), logger: false });
   await app.ready();
+  return wharfOf(app, db, key, async () => {
+    await app.close();
+    db.close();
+  });
+}
+
+/** The shortest job lease (WHARF_JOB_LEASE_SECONDS), so that a stopped node's deployment lapses soon. */
+const SHORT_LEASE_SECONDS = 3;
+
+interface Restartable {
+  /** Starts the Wharf (again, after it was closed). */
+  start(): Promise<Wharf>;
+  /** What the restart rule writes in the log of a deployment that was executing when it stopped. */
+  readonly interruptedMessage: string;
+  /** How long after the restart that deployment ends at most. */
+  readonly endsWithinMs: number;
+}
+
+/**
+ * One Wharf, started again after it stopped: the one process on its data directory (SQLite), whose
+ * restart rule ends what was executing at start; or, in a cluster, another node on the same
+ * database, where a deployment ends once its lease lapsed (docs/cluster-mode.md, Jobs).
+ */
+async function restartable(env: Record<string, string>): Promise<Restartable> {
+  if (!testsRunOnPostgres()) {
+    const dataDir = await tempDir("wharf-deploy-");
+    return { start: () => startOnDataDir(dataDir, env), interruptedMessage: INTERRUPTED_MESSAGE, endsWithinMs: 5_000 };
+  }
+  const cluster = { ...(await postgresTestEnv()), ...env, WHARF_JOB_LEASE_SECONDS: String(SHORT_LEASE_SECONDS) };
+  return {
+    start: () => start(cluster),
+    interruptedMessage: LEASE_LAPSED_MESSAGE,
+    // The lease, then the rule's next pass (every 5 s), with room for a loaded machine.
+    endsWithinMs: (SHORT_LEASE_SECONDS + 5 + 10) * 1000,
+  };
+}
+
+function wharfOf(app: FastifyInstance, database: MetadataDb, key: string, close: () => Promise<void>): Wharf {
   const json: Wharf["json"] = (method, url, body, useKey = key) =>
     app.inject({
       method,
@@ -61,17 +111,14 @@ async function start(dataDir: string, env: Record<string, string> = {}): Promise
     });
   return {
     app,
-    db,
+    database,
     key,
     json,
     ok<T>(res: LightMyRequestResponse): T {
       expect(res.statusCode, res.body).toBe(200);
       return res.json() as T;
     },
-    async close() {
-      await app.close();
-      db.close();
-    },
+    close,
   };
 }
 
@@ -125,7 +172,7 @@ async function executionLog(w: Wharf, appId: number, deploymentId: unknown): Pro
 describe("deployments run by themselves", () => {
   let w: Wharf;
   beforeAll(async () => {
-    w = await start(await tempDir("wharf-deploy-"));
+    w = await start();
   });
   afterAll(() => w.close());
 
@@ -240,7 +287,7 @@ describe("deployments run by themselves", () => {
     expect(inUse.statusCode).toBe(409);
     expect(inUse.body).toContain(pipeline);
 
-    const releasesKey = await createSystemKey(w.db, ["releases"]);
+    const releasesKey = await createSystemKey(w.database, ["releases"]);
     expect((await w.json("POST", "/api/plans/create", { name: "K", steps }, releasesKey)).statusCode).toBe(403);
     expect((await w.json("DELETE", `/api/plans/delete/${plan}`, undefined, "wrong-key")).statusCode).toBe(403);
 
@@ -272,7 +319,7 @@ describe("deploy-package and http steps", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     root = await tempDir("wharf-deploy-root-");
-    w = await start(await tempDir("wharf-deploy-"), { WHARF_DEPLOY_ROOT: root, WHARF_FETCH_ALLOW_PRIVATE: "true" });
+    w = await start({ WHARF_DEPLOY_ROOT: root, WHARF_FETCH_ALLOW_PRIVATE: "true" });
   });
   afterAll(async () => {
     await w.close();
@@ -362,10 +409,9 @@ describe("restart rule", () => {
   });
 
   it("a deployment executing when the process stopped ends failed; a pending one still runs", async () => {
-    const dataDir = await tempDir("wharf-deploy-");
     // One at a time, and close gives up on a running deployment at once.
-    const env = { WHARF_DEPLOY_CONCURRENCY: "1", WHARF_DEPLOY_STOP_SECONDS: "0.05" };
-    w = await start(dataDir, env);
+    const wharf = await restartable({ WHARF_DEPLOY_CONCURRENCY: "1", WHARF_DEPLOY_STOP_SECONDS: "0.05" });
+    w = await wharf.start();
     const slow = await application(w, "Slow", [{ name: "S", plan: [{ type: "sleep", seconds: 30 }] }]);
     const quick = await application(w, "Quick", [{ name: "Q", plan: [{ type: "log", message: "quick one" }] }]);
     const slowDeployment = await firstDeployment(w, await createBuild(w, "Slow"));
@@ -383,13 +429,13 @@ describe("restart rule", () => {
     expect(quickDeployment.status).toBe("pending");
     await w.close();
 
-    w = await start(dataDir, env);
-    const failed = await ended(w, slowDeployment.id);
+    w = await wharf.start();
+    const failed = await ended(w, slowDeployment.id, wharf.endsWithinMs);
     expect(failed.status).toBe("failed");
     const log = await executionLog(w, slow, slowDeployment.id);
     expect(log).toContain("Sleeping 30 s.");
-    expect(log).toContain(INTERRUPTED_MESSAGE);
+    expect(log).toContain(wharf.interruptedMessage);
     expect((await ended(w, quickDeployment.id)).status).toBe("succeeded");
     expect(await executionLog(w, quick, quickDeployment.id)).toContain("quick one");
-  });
+  }, 60_000);
 });

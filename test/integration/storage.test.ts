@@ -1,14 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { basic, createFeedKey, createSystemKey, createUser, grant, newKey } from "../helpers/fixtures.js";
+import { basic, createFeedKey, createSystemKey, createUser, grant, newKey, readOne } from "../helpers/fixtures.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { expectJson, expectText } from "../helpers/responses.js";
 
 const DEFAULT_DISK = { id: "disk", properties: { StoragePath: null } };
 
+/**
+ * What a feed with no storage setting of its own shows: the server default. On one machine that is
+ * the data directory's disk; in cluster mode (PostgreSQL) the server-wide object store the test node
+ * was given (postgres-test-app.ts: an Azurite container), its connection string hidden.
+ */
+function serverDefaultStorage(t: TestApp): unknown {
+  if (!testsRunOnPostgres()) return DEFAULT_DISK;
+  const container = t.config.defaultStorage?.properties.ContainerName;
+  if (typeof container !== "string") throw new Error("a cluster node's test app names its Azurite container");
+  return {
+    id: "azure",
+    properties: { ConnectionString: "********", ContainerName: container, TargetPath: "packages" },
+  };
+}
+
 describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
   let t: TestApp;
   let admin: Record<string, string>;
+  let serverDefault: unknown;
   const get = (url: string, headers: Record<string, string> = admin) => t.app.inject({ method: "GET", url, headers });
   const post = (url: string, payload: unknown, headers: Record<string, string> = admin) =>
     t.app.inject({ method: "POST", url, headers, payload: payload as object });
@@ -16,6 +33,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
   beforeAll(async () => {
     t = await buildTestApp();
     admin = { "x-apikey": t.adminKey };
+    serverDefault = serverDefaultStorage(t);
     for (const name of ["store", "other"]) {
       const res = await post("/api/management/feeds/create", { name, feedType: "universal" });
       expect(res.statusCode).toBe(201);
@@ -48,14 +66,17 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     expect((await get("/api/storage?indent")).body).toContain('\n  {\n    "id": "disk"');
   });
 
-  it("gives a feed's storage: disk with no StoragePath by default, exactly as the docs show", async () => {
-    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
-    expect((await get("/api/storage?feed=store")).body).toBe('{"id":"disk","properties":{"StoragePath":null}}');
-    expect(expectJson(await get("/api/storage?Feed=STORE"), 200)).toEqual(DEFAULT_DISK);
+  it("gives a feed's storage: the server default (disk with no StoragePath on one machine), exactly as the docs show", async () => {
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(serverDefault);
+    const exactly = testsRunOnPostgres()
+      ? JSON.stringify(serverDefault)
+      : '{"id":"disk","properties":{"StoragePath":null}}';
+    expect((await get("/api/storage?feed=store")).body).toBe(exactly);
+    expect(expectJson(await get("/api/storage?Feed=STORE"), 200)).toEqual(serverDefault);
     expectText(await get("/api/storage?feed=missing"), 404, "was not found");
   });
 
-  it("accepts disk storage with no path (200 + the configuration), in every spelling of empty", async () => {
+  it("accepts disk storage with no path, in every spelling of empty: 200 + the server default", async () => {
     for (const body of [
       { id: "disk", properties: { StoragePath: null } },
       { id: "Disk", properties: {} },
@@ -63,7 +84,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       { id: "disk", properties: null },
       { id: "disk", properties: { storagepath: "" } },
     ]) {
-      expect(expectJson(await post("/api/storage?feed=store", body), 200)).toEqual(DEFAULT_DISK);
+      expect(expectJson(await post("/api/storage?feed=store", body), 200)).toEqual(serverDefault);
     }
   });
 
@@ -73,7 +94,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
       400,
       "content-addressed blobs under its data directory",
     );
-    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(serverDefault);
   });
 
   it("validates s3 and azure settings, stores them with their secrets sealed and never returns a secret", async () => {
@@ -148,20 +169,20 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     const feed = expectJson(await get("/api/management/feeds/get/store"), 200) as { packageStore: string };
     expect(feed.packageStore).toContain('SecretAccessKey="********"');
     // Sealed at rest: the database never holds the secret in plain text.
-    const storedSecret = () => {
-      const row = t.db.prepare<[], { settings: string }>("SELECT settings FROM feeds WHERE name = 'store'").get();
+    const storedSecret = async () => {
+      const row = await readOne<{ settings: string }>(t.database, "SELECT settings FROM feeds WHERE name = 'store'");
       expect(row?.settings).not.toContain("top-secret-s3");
       const settings = JSON.parse(row?.settings ?? "{}") as { storage: { properties: Record<string, unknown> } };
       return settings.storage.properties.SecretAccessKey;
     };
-    const sealed = storedSecret();
+    const sealed = await storedSecret();
     expect(sealed).toEqual(expect.any(String));
     // Posting back what was read, with another property changed, keeps the stored secret.
     expectJson(
       await post("/api/storage?feed=store", { id: "s3", properties: { ...saved.properties, TargetPath: "p" } }),
       200,
     );
-    expect(storedSecret()).toBe(sealed);
+    expect(await storedSecret()).toBe(sealed);
     // Back to the default.
     expectJson(await post("/api/storage?feed=store", { id: "disk" }), 200);
   });
@@ -204,7 +225,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     const diskXml = '<DiskPackageStore Assembly="Wharf"><Properties /></DiskPackageStore>';
     const updated = expectJson(await post(`${feeds}/update/store`, { packageStore: diskXml }), 200);
     expect(updated).not.toHaveProperty("packageStore"); // default disk storage is shown as no packageStore
-    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(serverDefault);
     const azureXml =
       '<Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem Assembly="Azure"><Properties ConnectionString="c" ContainerName="k" />' +
       "</Inedo.ProGet.Extensions.Azure.PackageStores.AzureFileSystem>";
@@ -221,7 +242,7 @@ describe("feed storage (/api/storage, docs/compat.md 5.1 and 5.2)", () => {
     expect(expectJson(await post(`${feeds}/update/store`, { packageStore: null }), 200)).not.toHaveProperty(
       "packageStore",
     );
-    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(DEFAULT_DISK);
+    expect(expectJson(await get("/api/storage?feed=store"), 200)).toEqual(serverDefault);
   });
 
   it("an object store needs the right to configure the server; a feed manager keeps what the feed has", async () => {

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUpackBrowseQueries, type UpackBrowseQueries } from "../../src/areas/upack/read/browse-queries.js";
-import { createUpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import type { UpackBrowseQueries } from "../../src/areas/upack/read/browse-queries.js";
+import type { UpackQueryRepository } from "../../src/areas/upack/read/query-repository.js";
+import { upackBrowseQueriesOf, upackQueryRepositoryOf } from "../../src/areas/upack/services.js";
+import { systemClock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
-import { feedIdOf } from "../helpers/fixtures.js";
+import { execute, feedIdOf } from "../helpers/fixtures.js";
 import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -12,6 +14,8 @@ import { createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 let t: TestApp;
 let browse: UpackBrowseQueries;
+/** The API's reads on the app's database, which the pages must agree with. */
+let api: UpackQueryRepository;
 let feedId: number;
 let upack: ReturnType<typeof createUpackFixtures>;
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1 + n));
@@ -36,7 +40,8 @@ beforeAll(async () => {
   }
   await upack.addVersion("main", { name: "many", version: "10.0.0-rc.1" }, { publishedAt: day(1) });
   await upack.addVersion("other", { name: "elsewhere", version: "1.0.0" });
-  browse = createUpackBrowseQueries(t.db);
+  browse = upackBrowseQueriesOf(t.database);
+  api = upackQueryRepositoryOf(t.database, systemClock);
   feedId = await feedIdOf(t.database, "main");
 });
 afterAll(async () => t.close());
@@ -46,7 +51,7 @@ const ids = (rows: ReadonlyArray<{ group_name: string; name: string }>) =>
 
 describe("packagesPage", () => {
   it("pages by name in the API's order, saying whether more follow", async () => {
-    const whole = await createUpackQueryRepository(t.db).listPackages(feedId, undefined, 1000);
+    const whole = await api.listPackages(feedId, undefined, 1000);
     const pages = await Promise.all(
       [0, 3, 6].map((offset) => browse.packagesPage(feedId, { order: "name", offset, limit: 3 })),
     );
@@ -79,7 +84,6 @@ describe("packagesPage", () => {
   });
 
   it("searches as the API's search does, best match first, wildcards taken literally", async () => {
-    const api = createUpackQueryRepository(t.db);
     for (const term of ["alpha", "a", "title", "charlie title", "%", "_"]) {
       const page = await browse.packagesPage(feedId, { termKey: term, order: "relevance", offset: 0, limit: 100 });
       expect(ids(page.rows), term).toEqual(ids(await api.searchPackages(feedId, term, 100)));
@@ -106,18 +110,17 @@ describe("search's pre-filter on raw texts (a first search skips parsing manifes
     ];
     for (const { name, manifest } of specs) await upack.addVersion("texts", { name, version: "1.0.0", manifest });
     // A manifest written by hand with JSON escapes: its raw text does not hold the words its title does.
-    t.db
-      .prepare(
-        `UPDATE upack_versions SET manifest = ? WHERE id = (SELECT latest_version_id FROM upack_packages
-         WHERE feed_id = ? AND name_key = 'escaped')`,
-      )
-      .run(String.raw`{"name":"escaped","version":"1.0.0","title":"Secret Widget été"}`, feed);
+    await execute(
+      t.database,
+      `UPDATE upack_versions SET manifest = ? WHERE id = (SELECT latest_version_id FROM upack_packages
+       WHERE feed_id = ? AND name_key = 'escaped')`,
+      [String.raw`{"name":"escaped","version":"1.0.0","title":"Secret Widget été"}`, feed],
+    );
   });
 
   it.each([["widget"], ['"hi"'], ['say "hi'], ["secret widget"], ["\u0057"], ["nothing"], ["zzz"]])(
     "%s: the same packages, in the same order, as the API's search",
     async (term) => {
-      const api = createUpackQueryRepository(t.db);
       const page = await browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 });
       expect(ids(page.rows)).toEqual(ids(await api.searchPackages(feed, term, 100)));
     },
@@ -128,15 +131,21 @@ describe("search's pre-filter on raw texts (a first search skips parsing manifes
       ids((await browse.packagesPage(feed, { termKey: term, order: "relevance", offset: 0, limit: 100 })).rows);
     const latestOf = (name: string) =>
       `(SELECT latest_version_id FROM upack_packages WHERE feed_id = ${feed} AND name_key = '${name}')`;
-    t.db
-      .prepare(`UPDATE upack_versions SET manifest = '{"title":"now a gizmo"}' WHERE id = ${latestOf("plain")}`)
-      .run();
+    await execute(
+      t.database,
+      `UPDATE upack_versions SET manifest = '{"title":"now a gizmo"}' WHERE id = ${latestOf("plain")}`,
+      [],
+    );
     expect(await found("gizmo")).toEqual(["plain"]);
     await upack.addVersion("texts", { name: "plain", version: "2.0.0", manifest: { title: "a doohickey" } });
     expect(await found("gizmo")).toEqual([]);
     expect(await found("doohickey")).toEqual(["plain"]);
     // A text not known (NULL: written before the column, or a manifest that is not JSON) is ranked.
-    t.db.prepare("UPDATE upack_packages SET search_text = NULL WHERE feed_id = ? AND name_key = 'tagged'").run(feed);
+    await execute(
+      t.database,
+      "UPDATE upack_packages SET search_text = NULL WHERE feed_id = ? AND name_key = 'tagged'",
+      [feed],
+    );
     expect(await found("widgetry")).toEqual(["tagged"]);
   });
 

@@ -1,9 +1,10 @@
-import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLUSH_INTERVAL_MS } from "../../src/areas/upack/download/counts.js";
 import { openDatabase } from "../../src/storage/database.js";
+import { isPostgres } from "../../src/storage/metadata-db.js";
 import { buildTestApp, type TestApp, writeFromOutside } from "../helpers/app.js";
+import { readOne } from "../helpers/fixtures.js";
 import { buildUpack, createUpackFixtures, type UpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -22,9 +23,9 @@ describe("universal feed downloads served from memory", () => {
     t.app.inject({ url, headers: { ...admin(), ...headers } });
   const outside = (sql: string, ...params: unknown[]) => writeFromOutside(t, sql, ...params);
   /** The counts as stored, read without flushing first (unlike UpackFixtures.downloadsOf). */
-  const storedCount = (versionId: number) =>
-    (t.db.prepare("SELECT downloads FROM upack_versions WHERE id = ?").get(versionId) as { downloads: number })
-      .downloads;
+  const storedCount = async (versionId: number) =>
+    (await readOne<{ downloads: number }>(t.database, "SELECT downloads FROM upack_versions WHERE id = ?", versionId))
+      ?.downloads;
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -80,18 +81,18 @@ describe("universal feed downloads served from memory", () => {
   it("writes download counts in one batch within about a second, and before a listing shows them", async () => {
     const added = await u.addVersion("main", { name: "counted", version: "1.0.0" });
     for (let i = 0; i < 3; i++) expect((await get("/upack/main/download/counted/1.0.0")).statusCode).toBe(200);
-    expect(storedCount(added.versionId)).toBe(0); // pending, not yet written
+    expect(await storedCount(added.versionId)).toBe(0); // pending, not yet written
     const listed = (await get("/upack/main/versions?name=counted&version=1.0.0")).json() as { downloads: string };
     expect(listed.downloads).toBe("3");
-    expect(storedCount(added.versionId)).toBe(3);
+    expect(await storedCount(added.versionId)).toBe(3);
 
     await get("/upack/main/download/counted/1.0.0");
-    expect(storedCount(added.versionId)).toBe(3);
+    expect(await storedCount(added.versionId)).toBe(3);
     const deadline = Date.now() + FLUSH_INTERVAL_MS * 3;
-    while (storedCount(added.versionId) !== 4 && Date.now() < deadline) {
+    while ((await storedCount(added.versionId)) !== 4 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(storedCount(added.versionId)).toBe(4);
+    expect(await storedCount(added.versionId)).toBe(4);
   });
 
   it("drops the counts of a version deleted before they were written, leaving its package's alone", async () => {
@@ -101,29 +102,45 @@ describe("universal feed downloads served from memory", () => {
     await get("/upack/main/download/pair/2.0.0");
     await outside("DELETE FROM upack_versions WHERE id = ?", gone.versionId);
     expect(await u.downloadsOf("main", "", "pair", "1.0.0")).toEqual({ version: 1, package: 1 });
-    expect(storedCount(kept.versionId)).toBe(1);
+    expect(await storedCount(kept.versionId)).toBe(1);
   });
 });
 
 describe("batched download counts at shutdown", () => {
   it("are written when the app closes", async () => {
     const t = await buildTestApp();
-    const u = createUpackFixtures(t);
-    await u.createFeed("main");
-    const added = await u.addVersion("main", { name: "last", version: "1.0.0" });
-    for (let i = 0; i < 2; i++) {
-      const res = await t.app.inject({ url: "/upack/main/download/last/1.0.0", headers: { "x-apikey": t.adminKey } });
-      expect(res.statusCode).toBe(200);
-    }
-    await t.app.close();
-    t.db.close();
-    const reopened = openDatabase(path.join(t.dataDir, "wharf.sqlite"));
     try {
-      const row = reopened.prepare("SELECT downloads FROM upack_versions WHERE id = ?").get(added.versionId);
-      expect(row).toEqual({ downloads: 2 });
+      const u = createUpackFixtures(t);
+      await u.createFeed("main");
+      const added = await u.addVersion("main", { name: "last", version: "1.0.0" });
+      for (let i = 0; i < 2; i++) {
+        const res = await t.app.inject({
+          url: "/upack/main/download/last/1.0.0",
+          headers: { "x-apikey": t.adminKey },
+        });
+        expect(res.statusCode).toBe(200);
+      }
+      await t.app.close();
+      expect(await storedAfterClose(t, "SELECT downloads FROM upack_versions WHERE id = ?", added.versionId)).toEqual({
+        downloads: 2,
+      });
     } finally {
-      reopened.close();
-      await fs.rm(t.dataDir, { recursive: true, force: true });
+      await t.close();
     }
   });
 });
+
+/**
+ * One row read as the next process would see it once the app has closed: SQLite's file closed and
+ * opened again; on PostgreSQL through the pool, which the test app closes after the app.
+ */
+async function storedAfterClose(t: TestApp, sql: string, ...params: unknown[]): Promise<unknown> {
+  if (isPostgres(t.database)) return readOne(t.database, sql, ...params);
+  t.database.close();
+  const reopened = openDatabase(path.join(t.dataDir, "wharf.sqlite"));
+  try {
+    return reopened.prepare(sql).get(...params);
+  } finally {
+    reopened.close();
+  }
+}

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WHARF_VERSION } from "../../src/version.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { startUpstreamWharf } from "../helpers/connector-fixtures.js";
-import { basic, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createUser, execute, grant, readOne } from "../helpers/fixtures.js";
+import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { UiClient } from "../helpers/ui-client.js";
 
 /**
@@ -59,15 +60,19 @@ describe("/admin", () => {
     }
   });
 
-  it("lists the nodes serving the database: on one machine, this one, running the schedulers", async () => {
+  it("lists the nodes serving the database: this one, running the schedulers", async () => {
     const res = await admin.get("/admin");
     expectHtml(res, 200);
     const node = ((await t.app.inject({ url: "/health" })).json() as { node: { id: string; database: string } }).node;
-    expect(node.database).toBe("SQLite");
+    // On PostgreSQL the test app is a cluster of one node (postgres-test-app.ts).
+    const [database, serving] = testsRunOnPostgres()
+      ? ["PostgreSQL", "A cluster on PostgreSQL"]
+      : ["SQLite", "One machine, on SQLite"];
+    expect(node.database).toBe(database);
     expect(res.body).toContain("<h2>Nodes</h2>");
     expect(res.body).toContain(`<td>${node.id} (this node)</td>`);
     expect(res.body).toContain("Alive, runs the schedulers");
-    expect(res.body).toContain("One machine, on SQLite");
+    expect(res.body).toContain(serving);
   });
 
   it("is a 403 page for a signed-in user without the privilege and sends Anonymous to sign in", async () => {
@@ -261,10 +266,13 @@ describe("feeds", () => {
       ["store-disk-StoragePath", ""],
     ]);
     expect(disk.statusCode, disk.body).toBe(303);
+    // Disk with no path is the server default: the data directory's disk on one machine, the
+    // server-wide object store in cluster mode (postgres-test-app.ts: Azurite).
+    const [defaultId, defaultName] = testsRunOnPostgres() ? ["azure", "Azure Blob Storage"] : ["disk", "Disk"];
     const api = await t.app.inject({ url: "/api/storage?feed=stored", headers: basic("root", ADMIN_PASSWORD) });
-    expect(api.json()).toMatchObject({ id: "disk" });
+    expect(api.json()).toMatchObject({ id: defaultId });
     const shown = await admin.get("/admin/feeds/stored");
-    expect(shown.body).toMatch(/<dt>Store<\/dt><dd>Disk<\/dd>/);
+    expect(shown.body).toContain(`<dt>Store</dt><dd>${defaultName}</dd>`);
     expect(shown.body).toMatch(/<dt>Move between stores<\/dt><dd>(never moved|[a-z]+ from)/);
 
     const refused = await admin.post("/admin/feeds/stored/storage", [["storageType", "floppy"]], "/admin/feeds/stored");
@@ -281,15 +289,15 @@ describe("feeds", () => {
       ],
       "/admin/feeds",
     );
-    const feedId = (t.db.prepare("SELECT id FROM feeds WHERE name = 'moving'").get() as { id: number }).id;
+    const feedId = (await readOne<{ id: number }>(t.database, "SELECT id FROM feeds WHERE name = 'moving'"))?.id;
     // A move stopped by its target store (as feed-store-move.ts records one): the page reports what the row says.
-    t.db
-      .prepare(
-        `INSERT INTO feed_store_moves (feed_id, from_store, to_store, state, failed_in, blobs_total, blobs_done,
-                                       bytes_total, bytes_done, started_at, updated_at, error)
-         VALUES (?, 'azure:acct/box', 'disk', 'failed', 'copying', 10, 3, 10240, 3072, ?, ?, ?)`,
-      )
-      .run(feedId, "2026-01-02T03:04:05.000Z", "2026-01-02T03:05:00.000Z", HOSTILE);
+    await execute(
+      t.database,
+      `INSERT INTO feed_store_moves (feed_id, from_store, to_store, state, failed_in, blobs_total, blobs_done,
+                                     bytes_total, bytes_done, started_at, updated_at, error)
+       VALUES (?, 'azure:acct/box', 'disk', 'failed', 'copying', 10, 3, 10240, 3072, ?, ?, ?)`,
+      [feedId, "2026-01-02T03:04:05.000Z", "2026-01-02T03:05:00.000Z", HOSTILE],
+    );
     const page = await admin.get("/admin/feeds/moving");
     expect(page.body).toContain(`failed from azure:acct/box to disk (3 of 10 blobs, 3.0 KiB of 10 KiB): ${ESCAPED}`);
     expect(page.body).toContain('action="/admin/feeds/moving/move"');
@@ -299,8 +307,9 @@ describe("feeds", () => {
     expect(retried.statusCode, retried.body).toBe(303);
     await expect
       .poll(
-        () =>
-          (t.db.prepare("SELECT state FROM feed_store_moves WHERE feed_id = ?").get(feedId) as { state: string }).state,
+        async () =>
+          (await readOne<{ state: string }>(t.database, "SELECT state FROM feed_store_moves WHERE feed_id = ?", feedId))
+            ?.state,
       )
       .not.toBe("failed");
     const after = await admin.get("/admin/feeds/moving");
@@ -388,11 +397,12 @@ describe("connectors", () => {
       filters: ["Acme.*"],
     });
     // A blank password field kept the stored one (sealed in its row, never in a page).
-    const row = t.db.prepare("SELECT password FROM connectors WHERE name = 'upstream'").get() as {
-      password: string | null;
-    };
-    expect(row.password).not.toBeNull();
-    expect(row.password).not.toContain(password);
+    const row = await readOne<{ password: string | null }>(
+      t.database,
+      "SELECT password FROM connectors WHERE name = 'upstream'",
+    );
+    expect(row?.password).toEqual(expect.any(String));
+    expect(row?.password).not.toContain(password);
 
     const refused = await admin.post(
       "/admin/connectors",
@@ -642,7 +652,9 @@ describe("users, groups and permissions", () => {
   });
 
   it("refuses every forged security post of a user without the privilege (403) and changes nothing", async () => {
-    const before = t.db.prepare("SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM permissions) AS n").get();
+    const principals = () =>
+      readOne(t.database, "SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM permissions) AS n");
+    const before = await principals();
     const forged: [string, [string, string][]][] = [
       [
         "/admin/users",
@@ -685,9 +697,7 @@ describe("users, groups and permissions", () => {
       ["/admin/api-keys/1/revoke", []],
     ];
     for (const [url, fields] of forged) expectHtml(await viewer.post(url, fields, "/account"), 403);
-    expect(t.db.prepare("SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM permissions) AS n").get()).toEqual(
-      before,
-    );
+    expect(await principals()).toEqual(before);
   });
 
   it("refuses every admin post without the CSRF token (403), even the administrator's", async () => {

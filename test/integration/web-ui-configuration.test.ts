@@ -8,7 +8,7 @@ import {
   localServer,
   role,
 } from "../helpers/configuration.js";
-import { createUser, grant } from "../helpers/fixtures.js";
+import { createUser, execute, grant, readAll, readOne } from "../helpers/fixtures.js";
 import { UiClient } from "../helpers/ui-client.js";
 
 /**
@@ -67,7 +67,8 @@ afterAll(async () => {
   await w?.close();
 });
 
-const jobCount = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_remediations").get() as { n: number }).n;
+const jobCount = async () =>
+  (await readOne<{ n: number }>(w.t.database, "SELECT count(*) AS n FROM config_remediations"))?.n;
 
 /** The job number a remediate form's 303 points at. */
 function jobOf(location: unknown): number {
@@ -160,7 +161,7 @@ describe("drift at a glance", () => {
 
 describe("check and remediate", () => {
   it("refuses a viewer forging the forms (403, nothing started) and a post without its token (403)", async () => {
-    const before = jobCount();
+    const before = await jobCount();
     for (const url of [
       "/configuration/check",
       "/configuration/servers/web1/check",
@@ -174,7 +175,7 @@ describe("check and remediate", () => {
       const crossSite = await manager.postWithoutToken(url, [["simulate", "true"]]);
       expect(crossSite.statusCode, url).toBe(403);
     }
-    expect(jobCount()).toBe(before);
+    expect(await jobCount()).toBe(before);
   });
 
   it("simulates a remediation: the job's log says what would change and nothing changes", async () => {
@@ -220,13 +221,14 @@ describe("check and remediate", () => {
 
   it("checks now: drift made outside Wharf shows with what differs", async () => {
     await fs.chmod(w.onDisk("web1", "/srv/site/a.txt"), 0o600);
-    const collections = () => (w.t.db.prepare("SELECT count(*) AS n FROM config_collections").get() as { n: number }).n;
-    const before = collections();
+    const collections = async () =>
+      (await readOne<{ n: number }>(w.t.database, "SELECT count(*) AS n FROM config_collections"))?.n;
+    const before = await collections();
     const res = await manager.post("/configuration/servers/web1/check", [], "/configuration/servers/web1");
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe("/configuration/servers/web1?checked");
     const deadline = Date.now() + 5_000;
-    while (collections() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while ((await collections()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect((await w.settled("web1")).status).toBe("drifted");
     const page = await manager.get("/configuration/servers/web1?checked");
     expect(page.body).toContain("Check started");
@@ -248,7 +250,7 @@ describe("check and remediate", () => {
   });
 
   it("shows the form again with the API's refusal for bad arguments, values as text", async () => {
-    const before = jobCount();
+    const before = await jobCount();
     const res = await manager.post(
       "/configuration/servers/web1/remediate",
       [
@@ -271,18 +273,17 @@ describe("check and remediate", () => {
     expect(missing.statusCode).toBe(404);
     const missingCheck = await manager.post("/configuration/servers/nope/check", []);
     expect(missingCheck.statusCode).toBe(404);
-    expect(jobCount()).toBe(before);
+    expect(await jobCount()).toBe(before);
   });
 
   it("checks every server from the overview", async () => {
     const latest = () =>
-      w.t.db
-        .prepare(
-          `SELECT s.name, max(c.id) AS id FROM servers s JOIN config_collections c ON c.server_id = s.id
-            WHERE c.status != 'executing' GROUP BY s.name ORDER BY s.name`,
-        )
-        .all() as { name: string; id: number }[];
-    const before = new Map(latest().map((row) => [row.name, row.id]));
+      readAll<{ name: string; id: number }>(
+        w.t.database,
+        `SELECT s.name, max(c.id) AS id FROM servers s JOIN config_collections c ON c.server_id = s.id
+          WHERE c.status != 'executing' GROUP BY s.name ORDER BY s.name`,
+      );
+    const before = new Map((await latest()).map((row) => [row.name, row.id]));
     const page = await manager.get("/configuration");
     expect(page.body).toContain("Check all servers now");
     const res = await manager.post("/configuration/check");
@@ -290,15 +291,9 @@ describe("check and remediate", () => {
     expect(res.headers.location).toBe("/configuration?checked");
     // Both servers get a check that ends: nothing is left running for the next tests.
     await expect
-      .poll(
-        () =>
-          latest()
-            .filter((row) => row.id > (before.get(row.name) ?? 0))
-            .map((row) => row.name),
-        {
-          timeout: 5_000,
-        },
-      )
+      .poll(async () => (await latest()).filter((row) => row.id > (before.get(row.name) ?? 0)).map((row) => row.name), {
+        timeout: 5_000,
+      })
       .toEqual(["idle1", "web1"]);
   });
 });
@@ -311,13 +306,19 @@ describe("checks and what went wrong", () => {
   });
 
   it("shows a failed check's error (here stored as a hostile message) as text, and marks a running check live", async () => {
-    const server = w.t.db.prepare("SELECT id FROM servers WHERE name = 'idle1'").get() as { id: number };
-    const insert = w.t.db.prepare(
-      "INSERT INTO config_collections (server_id, status, started_at, ended_at, error_text) VALUES (?, ?, ?, ?, ?)",
-    );
+    const server = await readOne<{ id: number }>(w.t.database, "SELECT id FROM servers WHERE name = 'idle1'");
+    const insert = async (...values: unknown[]) => {
+      const [row] = await execute<{ id: number }>(
+        w.t.database,
+        `INSERT INTO config_collections (server_id, status, started_at, ended_at, error_text)
+         VALUES (?, ?, ?, ?, ?) RETURNING id`,
+        values,
+      );
+      return row?.id;
+    };
     const now = new Date().toISOString();
     // What an unreachable server's transport reports is text from elsewhere: stored as it came.
-    insert.run(server.id, "error", now, now, `<script>alert("err")</script>`);
+    await insert(server?.id, "error", now, now, `<script>alert("err")</script>`);
     const overview = await viewer.get("/configuration");
     expect(overview.body).toMatch(/idle1<\/a><\/td>\s*<td><span class="config-status config-status-error">Error</);
     expect(overview.body).toContain('<span class="error">&lt;script&gt;alert(&quot;err&quot;)&lt;/script&gt;</span>');
@@ -327,13 +328,13 @@ describe("checks and what went wrong", () => {
     expect(page.body).toContain('config-check-error">Error');
     expect(page.body).not.toContain('<script>alert("err")');
 
-    const running = insert.run(server.id, "executing", now, null, null);
+    const running = await insert(server?.id, "executing", now, null, null);
     try {
       const live = await viewer.get("/configuration");
       expect(live.body).toMatch(/idle1<\/a><\/td>\s*<td><span class="config-status config-status-executing">Checking</);
       expect(live.body).toContain('<div data-configuration-live id="config-live">');
     } finally {
-      w.t.db.prepare("DELETE FROM config_collections WHERE id = ?").run(running.lastInsertRowid);
+      await execute(w.t.database, "DELETE FROM config_collections WHERE id = ?", [running]);
     }
   });
 });

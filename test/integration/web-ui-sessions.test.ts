@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { manualClock } from "../helpers/clock.js";
-import { basic, createUser, grant } from "../helpers/fixtures.js";
+import { basic, createUser, execute, grant, readAll, readOne } from "../helpers/fixtures.js";
 
 /**
  * The web UI's sessions (issue 16, section 2; attack tests of section 3): sign-in and sign-out,
@@ -14,6 +14,11 @@ import { basic, createUser, grant } from "../helpers/fixtures.js";
 
 const PASSWORD = "alice-password-1";
 const SIGNED_IN = /Signed in as <strong>alice<\/strong>/;
+
+/** How many UI sessions the app's database holds. */
+async function sessionCount(t: TestApp): Promise<number | undefined> {
+  return (await readOne<{ n: number }>(t.database, "SELECT COUNT(*) AS n FROM ui_sessions"))?.n;
+}
 
 /** A browser: the cookies it holds, sent back on every request (Path ignored: tests use "/" and "/sign-in"). */
 class Browser {
@@ -121,14 +126,14 @@ describe("signing in and out", () => {
     expect(session?.secure).toBeFalsy();
     expect(session?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
     // Only the token's hash is stored.
-    const stored = t.db.prepare("SELECT token_hash, address, user_agent FROM ui_sessions").all() as {
-      token_hash: Buffer;
-      address: string;
-    }[];
+    const stored = await readAll<{ token_hash: Buffer; address: string }>(
+      t.database,
+      "SELECT token_hash, address, user_agent FROM ui_sessions",
+    );
     expect(stored).toHaveLength(1);
     expect(stored[0]?.token_hash.length).toBe(32);
     expect(stored[0]?.address).toBe(browser.address);
-    expect(JSON.stringify(t.db.prepare("SELECT * FROM ui_sessions").all())).not.toContain(session?.value);
+    expect(JSON.stringify(await readAll(t.database, "SELECT * FROM ui_sessions"))).not.toContain(session?.value);
 
     expect(await browser.isSignedIn()).toBe(true);
     const page = await browser.request({ url: "/sign-in" });
@@ -136,7 +141,7 @@ describe("signing in and out", () => {
     expect(out.statusCode).toBe(303);
     expect(out.headers.location).toBe("/feeds");
     expect(out.cookies.find((c) => c.name === "wharf_session")?.value).toBe("");
-    expect(t.db.prepare("SELECT COUNT(*) AS n FROM ui_sessions").get()).toEqual({ n: 0 });
+    expect(await sessionCount(t)).toBe(0);
     // The old cookie, kept by a careless browser, no longer signs anyone in.
     browser.cookies.set("wharf_session", session?.value ?? "");
     expect(await browser.isSignedIn()).toBe(false);
@@ -307,16 +312,19 @@ describe("sessions that end", () => {
       const busy = new Browser(t, "198.51.100.11");
       await busy.signIn();
       expect(busy.cookies.get("wharf_session")).toBeDefined();
-      const lastSeen = () => t.db.prepare("SELECT last_seen_at FROM ui_sessions ORDER BY id").pluck().all();
+      const lastSeen = async () =>
+        (await readAll<{ last_seen_at: string }>(t.database, "SELECT last_seen_at FROM ui_sessions ORDER BY id")).map(
+          (row) => row.last_seen_at,
+        );
       const signedInAt = time.at();
       // Used within the idle time: kept, and its last use recorded (at most once a minute).
       time.advance(9 * 60_000);
       expect(await busy.isSignedIn()).toBe(true);
-      expect(lastSeen()).toEqual([signedInAt, time.at()]);
+      expect(await lastSeen()).toEqual([signedInAt, time.at()]);
       const seen = time.at();
       time.advance(30_000);
       expect(await busy.isSignedIn()).toBe(true);
-      expect(lastSeen()).toEqual([signedInAt, seen]); // not written again within the minute
+      expect(await lastSeen()).toEqual([signedInAt, seen]); // not written again within the minute
       // The idle browser's 10 minutes are up; the busy one goes on.
       time.advance(60_000);
       expect(await idle.isSignedIn()).toBe(false);
@@ -329,7 +337,7 @@ describe("sessions that end", () => {
       time.advance(1.5 * 60_000);
       expect(time.at()).toBe(new Date(Date.parse(signedInAt) + 3_600_000).toISOString());
       expect(await busy.isSignedIn()).toBe(false);
-      expect(t.db.prepare("SELECT COUNT(*) FROM ui_sessions").pluck().get()).toBe(0);
+      expect(await sessionCount(t)).toBe(0);
     } finally {
       await t.close();
     }
@@ -341,9 +349,13 @@ describe("sessions that end", () => {
       const browser = new Browser(t);
       await browser.signIn();
       expect(await browser.isSignedIn()).toBe(true);
-      t.db.prepare("UPDATE users SET password_hash = password_hash || 'x' WHERE name = 'alice'").run();
+      await execute(t.database, "UPDATE users SET password_hash = password_hash || 'x' WHERE name = 'alice'", []);
       expect(await browser.isSignedIn()).toBe(false);
-      t.db.prepare("UPDATE users SET password_hash = substr(password_hash, 1, length(password_hash) - 1)").run();
+      await execute(
+        t.database,
+        "UPDATE users SET password_hash = substr(password_hash, 1, length(password_hash) - 1)",
+        [],
+      );
 
       await browser.signIn();
       expect(await browser.isSignedIn()).toBe(true);
@@ -354,7 +366,7 @@ describe("sessions that end", () => {
       });
       expect(deleted.statusCode).toBe(200);
       expect(await browser.isSignedIn()).toBe(false);
-      expect(t.db.prepare("SELECT COUNT(*) FROM ui_sessions").pluck().get()).toBe(0);
+      expect(await sessionCount(t)).toBe(0);
     } finally {
       await t.close();
     }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { manualClock } from "../helpers/clock.js";
+import { execute, readOne } from "../helpers/fixtures.js";
 import { releasesFixtures } from "../helpers/releases-fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 import { type Receiver, startReceiver, verifySignature } from "../helpers/webhook-receiver.js";
@@ -85,7 +86,9 @@ describe("webhooks", () => {
     const listed = await call("GET", "/api/webhooks");
     expect(listed.body).not.toContain(created.secret);
     // Nor is it stored as given: sealed at rest.
-    const stored = t.db.prepare("SELECT secret FROM webhooks WHERE id = ?").pluck().get(created.id) as string;
+    const stored = (
+      await readOne<{ secret: string }>(t.database, "SELECT secret FROM webhooks WHERE id = ?", created.id)
+    )?.secret;
     expect(stored).toMatch(/^v1:/);
     expect(stored).not.toContain(created.secret);
     expect((await call("DELETE", `/api/webhooks/${created.id}`)).statusCode).toBe(204);
@@ -228,7 +231,7 @@ describe("webhooks", () => {
     const hook = await createWebhook({ name: "moved", url: `${receiver.base}/ok` });
     for (const url of ["http://169.254.169.254/latest/meta-data", "http://metadata.google.internal/x"]) {
       // As an older Wharf, or a hand-edited database, could have stored it.
-      t.db.prepare("UPDATE webhooks SET url_template = ? WHERE id = ?").run(url, hook.id);
+      await execute(t.database, "UPDATE webhooks SET url_template = ? WHERE id = ?", [url, hook.id]);
       const res = (await call("POST", `/api/webhooks/${hook.id}/test`)).json() as Record<string, unknown>;
       expect(res).toMatchObject({ state: "failed", response: { status: null } });
       expect(String((res.response as { error: string }).error)).toMatch(/never allowed/);
@@ -282,7 +285,7 @@ describe("webhooks", () => {
     expect((await call("GET", "/api/webhooks/abc")).statusCode).toBe(400);
     expect((await call("GET", "/api/webhooks/999999")).statusCode).toBe(404);
     expect((await call("POST", "/api/webhooks/999999/test")).statusCode).toBe(404);
-    expect(t.db.prepare("SELECT count(*) FROM webhooks").pluck().get()).toBe(0);
+    expect((await readOne<{ n: number }>(t.database, "SELECT count(*) AS n FROM webhooks"))?.n).toBe(0);
   });
 
   it("update changes what is given, keeps the rest, replaces the secret, never moves the webhook to another feed", async () => {
