@@ -51,6 +51,16 @@ export function insertServer(
   );
 }
 
+/** An active agent server (its key's hash `hash-<name>`): for agents' polls and work. */
+export function insertAgentServer(exec: Exec, name: string, at: string) {
+  return insertedId(
+    exec,
+    `INSERT INTO servers (name, name_key, server_type, active, agent_key_hash, created_at, modified_at)
+     VALUES (?, ?, 'agent', 1, ?, ?, ?)`,
+    [name, name.toLowerCase(), `hash-${name}`, at, at],
+  );
+}
+
 /** An application (releases optional, sequential build numbers): for releases and what they hold. */
 export function insertApplication(exec: Exec, name: string, at: string) {
   return insertedId(

@@ -6,6 +6,7 @@ import {
 } from "../../../src/areas/configuration/agent-poll-holds-postgres.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
 import { itOnPostgres, otherNodesForBlock, whileHeld } from "../../helpers/postgres-races.js";
+import { insertAgentServer } from "../../helpers/seed-rows.js";
 
 /**
  * Which poll holds each agent server in a cluster (agent-poll-holds-postgres.ts,
@@ -30,16 +31,7 @@ describeOnBothDatabases("Configuration agent poll holds (cluster)", (database) =
     if (current.kind !== "postgres") throw new Error("PostgreSQL only");
     return current.postgres.pool;
   };
-  const addServer = async (name: string) =>
-    Number(
-      (
-        await database().exec(
-          `INSERT INTO servers (name, name_key, server_type, active, agent_key_hash, created_at, modified_at)
-           VALUES (?, ?, 'agent', 1, ?, ?, ?) RETURNING id`,
-          [name, name.toLowerCase(), `hash-${name}`, T0, T0],
-        )
-      )[0]?.id,
-    );
+  const addServer = (name: string) => insertAgentServer(database().exec, name, T0);
   const holderOf = async (serverId: number) =>
     (await database().exec("SELECT node_id, poll_id FROM agent_polls WHERE server_id = ?", [serverId]))[0];
   /** Two nodes, each on a pool of its own, taking the server at once for a poll of their own. */

@@ -7,6 +7,7 @@ import {
 } from "../../../src/areas/configuration/agent-work-repository-postgres.js";
 import { describeOnBothDatabases, type TestDatabase } from "../../helpers/both-databases.js";
 import { itOnPostgres, otherNodesForBlock } from "../../helpers/postgres-races.js";
+import { insertAgentServer } from "../../helpers/seed-rows.js";
 
 /**
  * A cluster's agent work (agent-work-repository-postgres.ts, migrations/postgres/0009-agent-work.sql):
@@ -32,16 +33,7 @@ describeOnBothDatabases("Configuration agent work (cluster)", (database) => {
   let serial = 0;
   const newId = () => `00000000-0000-4000-8000-${String(++serial).padStart(12, "0")}`;
 
-  const addServer = async (name: string) =>
-    Number(
-      (
-        await database().exec(
-          `INSERT INTO servers (name, name_key, server_type, active, agent_key_hash, created_at, modified_at)
-           VALUES (?, ?, 'agent', 1, ?, ?, ?) RETURNING id`,
-          [name, name.toLowerCase(), `hash-${name}`, T0, T0],
-        )
-      )[0]?.id,
-    );
+  const addServer = (name: string) => insertAgentServer(database().exec, name, T0);
 
   /** The notifications of agent_work since the last call (a round trip on the listener first: all have arrived). */
   const notifications = async () => {
