@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
+import { AGENT_JSON_TYPE } from "../../src/agent/protocol.js";
 import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "./app.js";
 import { createSystemKey, readAll, readOne } from "./fixtures.js";
@@ -92,6 +93,65 @@ export async function localServer(
     ...body,
   });
   expect(res.statusCode, res.body).toBe(201);
+}
+
+/**
+ * Creates an `agent` server whose agent is the test itself (requests by inject with the agent key
+ * the server was given): a check of it stays executing until the test posts its result, so a
+ * test can hold a check open for as long as it needs.
+ */
+export async function heldAgentServer(
+  w: ConfigurationWorld,
+  name: string,
+  items: readonly object[],
+): Promise<HeldAgent> {
+  const res = await w.admin(`/api/infrastructure/servers/create/${name}`, {
+    serverType: "agent",
+    drift: "reportOnly",
+    items,
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const auth = { authorization: `Bearer ${String((res.json() as { agentKey: unknown }).agentKey)}` };
+  const poll = (wait: number) =>
+    w.t.app.inject({ method: "GET", url: `/api/agent/v1/poll?wait=${wait}`, headers: auth });
+  // Seen once: the check of an agent never seen fails at once instead of waiting for its poll.
+  const seen = await poll(0);
+  expect(seen.statusCode, seen.body).toBe(204);
+  return {
+    async nextWork() {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const res = await poll(1);
+        if (res.statusCode === 200) {
+          const [work] = (res.json() as { work: HeldWork[] }).work;
+          if (work !== undefined) return work;
+        } else expect(res.statusCode, res.body).toBe(204);
+        if (Date.now() > deadline) throw new Error(`no work reached the agent of ${name}`);
+      }
+    },
+    async report(workId, results) {
+      const res = await w.t.app.inject({
+        method: "POST",
+        url: `/api/agent/v1/work/${workId}/result`,
+        headers: { ...auth, "content-type": AGENT_JSON_TYPE },
+        payload: JSON.stringify({ results, changes: [] }),
+      });
+      expect(res.statusCode, res.body).toBe(204);
+    },
+  };
+}
+
+export interface HeldWork {
+  readonly id: string;
+  readonly kind: string;
+  readonly items: readonly { readonly type: string; readonly key: string }[];
+}
+
+export interface HeldAgent {
+  /** Polls as the agent until the server's next work is handed out. */
+  nextWork(): Promise<HeldWork>;
+  /** Ends the work with these item results (the agent protocol's `results`). */
+  report(workId: string, results: readonly object[]): Promise<void>;
 }
 
 export async function role(w: ConfigurationWorld, name: string, body: Record<string, unknown>): Promise<void> {

@@ -7,6 +7,7 @@ import {
   checked,
   type ConfigurationWorld,
   configurationWorld,
+  heldAgentServer,
   jobEnded,
   localServer,
   manualClock,
@@ -52,6 +53,15 @@ const collections = async (server: string) =>
         w.t.database,
         "SELECT count(*) AS n FROM config_collections WHERE server_id = (SELECT id FROM servers WHERE name = ?)",
         server,
+      )
+    )?.n,
+  );
+const executingChecks = async () =>
+  Number(
+    (
+      await readOne<{ n: number }>(
+        w.t.database,
+        "SELECT count(*) AS n FROM config_collections WHERE status = 'executing'",
       )
     )?.n,
   );
@@ -199,40 +209,51 @@ describe("errors of the seed", () => {
 
 describe("one check per server at a time", () => {
   it("joins a running check instead of starting another", async () => {
-    const before = await collections("alpha");
-    const previous = (await status("?server=alpha")) as Json;
-    const answers = await Promise.all(
-      Array.from({ length: 5 }, () => w.inedo("/api/configuration/check?server=alpha")),
-    );
+    // The check is held open by its agent (the test) until every request has been answered: all
+    // five provably arrive while it runs, and none is left running for the next test.
+    const motd = { type: "file", path: "/etc/motd", content: "hi\n" };
+    const agent = await heldAgentServer(w, "held", [motd]);
+    const before = await collections("held");
+    const answers = await Promise.all(Array.from({ length: 5 }, () => w.inedo("/api/configuration/check?server=held")));
     expect(answers.map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200]);
-    // Answered before the check begins: its end is a collection newer than the previous one, not
-    // merely a status that is not executing (which the previous collection already gives).
-    const ended = await w.settled("alpha", Number(previous.latestCollectionId));
-    expect(ended.latestCollectionId).toBeGreaterThan(Number(previous.latestCollectionId));
-    expect(await collections("alpha")).toBe(before + 1);
+    const work = await agent.nextWork();
+    expect(work.kind).toBe("check");
+    expect(await status("?server=held")).toMatchObject({ status: "executing" });
+    expect(await collections("held")).toBe(before + 1);
+
+    await agent.report(work.id, [{ type: "file", key: "/etc/motd", role: null, status: "current", differences: [] }]);
+    expect(await w.settled("held")).toMatchObject({ status: "current" });
+    expect(await collections("held")).toBe(before + 1);
+    expect(await executingChecks()).toBe(0);
   });
 
   it("waits for a check another process is running (the unique index), and starts none meanwhile", async () => {
+    // A server of its own: the requests joined here may still be polling (FOREIGN_POLL_MS) for a
+    // moment after the test, and must not be joined by the next test's check of alpha.
+    await localServer(w, "elsewhere");
     await writeFromOutside(
       w.t,
       "INSERT INTO config_collections (server_id, status, started_at) VALUES (?, 'executing', ?)",
-      await serverId("alpha"),
+      await serverId("elsewhere"),
       clock.now().toISOString(),
     );
-    const before = await collections("alpha");
-    for (let i = 0; i < 3; i++) expect((await w.inedo("/api/configuration/check?server=alpha")).statusCode).toBe(200);
-    expect(await status("?server=alpha")).toMatchObject({ status: "executing" });
+    const before = await collections("elsewhere");
+    for (let i = 0; i < 3; i++) {
+      expect((await w.inedo("/api/configuration/check?server=elsewhere")).statusCode).toBe(200);
+    }
+    expect(await status("?server=elsewhere")).toMatchObject({ status: "executing" });
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await collections("alpha")).toBe(before);
+    expect(await collections("elsewhere")).toBe(before);
     await writeFromOutside(
       w.t,
       "UPDATE config_collections SET status = 'completed', ended_at = ? WHERE status = 'executing'",
       clock.now().toISOString(),
     );
-    expect((await w.settled("alpha")).status).not.toBe("executing");
+    expect((await w.settled("elsewhere")).status).not.toBe("executing");
     // The joined requests notice within a poll of the other process's check (250 ms), starting none.
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await collections("alpha")).toBe(before);
+    expect(await collections("elsewhere")).toBe(before);
+    expect(await executingChecks()).toBe(0);
   });
 });
 

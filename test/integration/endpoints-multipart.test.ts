@@ -7,7 +7,8 @@ import type { Clock } from "../../src/domain/clock.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
-import { createFeedKey } from "../helpers/fixtures.js";
+import { createFeedKey, readAll, readOne } from "../helpers/fixtures.js";
+import { joinTestCluster, testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 
 const sha = (algorithm: string, data: Buffer) => createHash(algorithm).update(data).digest("hex");
 
@@ -55,6 +56,27 @@ function nth<T>(items: readonly T[], index: number): T {
 
 const newUploadId = () => randomBytes(16).toString("hex");
 
+/**
+ * Where the received parts of unfinished uploads are kept, as a count: on one machine the spool
+ * files under the data directory (one per upload), in a cluster the part blobs' rows (one per part,
+ * docs/cluster-mode.md "Multipart asset uploads").
+ */
+async function receivedParts(t: TestApp): Promise<number> {
+  if (testsRunOnPostgres()) {
+    const row = await readOne<{ n: number }>(t.database, "SELECT count(*) AS n FROM asset_multipart_part_blobs");
+    return Number(row?.n);
+  }
+  return (await fs.readdir(path.join(t.dataDir, "multipart")).catch(() => [] as string[])).length;
+}
+
+const uploadKeysOf = async (t: TestApp) =>
+  (
+    await readAll<{ upload_key: string }>(
+      t.database,
+      "SELECT upload_key FROM asset_multipart_uploads ORDER BY upload_key",
+    )
+  ).map((row) => row.upload_key);
+
 describe("multipart asset uploads (docs/compat.md 4.2)", () => {
   let t: TestApp;
   const admin = () => ({ "x-apikey": t.adminKey });
@@ -82,9 +104,7 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
   const download = (file: string) =>
     t.app.inject({ method: "GET", url: `/endpoints/files/content/${file}`, headers: admin() });
 
-  const uploadRows = () =>
-    t.db.prepare<[], { n: number }>("SELECT count(*) AS n FROM asset_multipart_uploads").get()?.n ?? 0;
-  const spoolFiles = async () => fs.readdir(path.join(t.dataDir, "multipart")).catch(() => [] as string[]);
+  const uploadRows = async () => (await uploadKeysOf(t)).length;
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -102,7 +122,7 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
       expect(res.statusCode, res.body).toBe(200);
       expect(res.body).toBe("");
     }
-    expect(await spoolFiles()).toHaveLength(1);
+    expect(await receivedParts(t)).toBe(testsRunOnPostgres() ? parts.length : 1);
 
     const done = await complete("big/archive.bin", id);
     expect(done.statusCode, done.body).toBe(200);
@@ -123,8 +143,8 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
     expect(res.headers["content-length"]).toBe(String(file.length));
     expect(res.rawPayload.equals(file)).toBe(true);
     // The upload is gone once completed.
-    expect(uploadRows()).toBe(0);
-    expect(await spoolFiles()).toEqual([]);
+    expect(await uploadRows()).toBe(0);
+    expect(await receivedParts(t)).toBe(0);
     expect((await complete("big/archive.bin", id)).statusCode).toBe(404);
   });
 
@@ -275,8 +295,8 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
       await expectRefused(none, "MULTIPART_PART_TOO_SHORT", /has 0 bytes/);
       const long = await sendPart("bad.bin", valid(newUploadId()), randomBytes(11));
       await expectRefused(long, "MULTIPART_PART_TOO_LONG", /longer than its partSize \(10 bytes\)/);
-      expect(uploadRows()).toBe(0);
-      expect(await spoolFiles()).toEqual([]);
+      expect(await uploadRows()).toBe(0);
+      expect(await receivedParts(t)).toBe(0);
     });
 
     it("a part overlapping another, a later part disagreeing with the first, a different path", async () => {
@@ -296,13 +316,13 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
       await expectRefused(elsewhere, "MULTIPART_PATH_MISMATCH", /is for 'shared.bin', not 'other.bin'/);
 
       // None of the refusals disturbed the upload: it still has exactly part 0.
-      const parts = t.db
-        .prepare<[string], { part_index: number }>(
-          `SELECT part_index FROM asset_multipart_parts JOIN asset_multipart_uploads u ON u.id = upload_id
-            WHERE u.upload_key = ?`,
-        )
-        .all(id);
-      expect(parts).toEqual([{ part_index: 0 }]);
+      const parts = await readAll<{ part_index: number }>(
+        t.database,
+        `SELECT part_index FROM asset_multipart_parts JOIN asset_multipart_uploads u ON u.id = upload_id
+          WHERE u.upload_key = ?`,
+        id,
+      );
+      expect(parts.map((part) => Number(part.part_index))).toEqual([0]);
     });
 
     it("completing with a missing part, on another path, or an unknown id", async () => {
@@ -344,14 +364,20 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
     });
   });
 
-  it("survives rebuilding the app on the same data directory", async () => {
+  it("survives rebuilding the app on the same data directory (in a cluster: another node finishes it)", async () => {
     const file = randomBytes(3 * PART_SIZE);
     const id = newUploadId();
     const parts = splitIntoParts(id, file);
     for (const { args, body } of parts.slice(0, 2))
       expect((await sendPart("durable.bin", args, body)).statusCode).toBe(200);
 
-    const rebuilt = await buildApp(t.config, { db: t.db, blobs: createFileBlobStore(t.dataDir), logger: false });
+    const node = testsRunOnPostgres() ? await joinTestCluster(t.config) : undefined;
+    const rebuilt = await buildApp(t.config, {
+      db: node?.db ?? t.db,
+      ...(node && { node: node.node }),
+      blobs: createFileBlobStore(t.dataDir),
+      logger: false,
+    });
     try {
       await rebuilt.ready();
       const last = nth(parts, 2);
@@ -371,6 +397,7 @@ describe("multipart asset uploads (docs/compat.md 4.2)", () => {
       expect(done.statusCode, done.body).toBe(200);
     } finally {
       await rebuilt.close();
+      await node?.close();
     }
     expect((await download("durable.bin")).rawPayload.equals(file)).toBe(true);
   });
@@ -496,17 +523,15 @@ describe("multipart uploads: limits, permissions and clean-up", () => {
           headers: { "x-apikey": t.adminKey },
           payload: randomBytes(10),
         });
-      const uploadKeys = () =>
-        t.db
-          .prepare<[], { upload_key: string }>("SELECT upload_key FROM asset_multipart_uploads ORDER BY upload_key")
-          .all()
-          .map((row) => row.upload_key);
+      // Spool files are one machine's (SQLite); a cluster keeps the parts as blobs (receivedParts).
+      const spooling = !testsRunOnPostgres();
 
       expect((await partOf("sweep", "abandoned")).statusCode).toBe(200);
       expect((await partOf("doomed", "orphaned")).statusCode).toBe(200);
-      const [abandonedSpool] = t.db
-        .prepare<[], { spool: string }>("SELECT spool FROM asset_multipart_uploads WHERE upload_key = 'abandoned'")
-        .all();
+      const abandonedSpool = await readOne<{ spool: string }>(
+        t.database,
+        "SELECT spool FROM asset_multipart_uploads WHERE upload_key = 'abandoned'",
+      );
       // Deleting the directory cascades its upload's rows; its spool is left for the sweep.
       const deleted = await t.app.inject({
         method: "POST",
@@ -514,21 +539,25 @@ describe("multipart uploads: limits, permissions and clean-up", () => {
         headers: { "x-apikey": t.adminKey },
       });
       expect(deleted.statusCode).toBe(200);
-      expect(uploadKeys()).toEqual(["abandoned"]);
+      expect(await uploadKeysOf(t)).toEqual(["abandoned"]);
       const stray = path.join(spoolDir, "not-a-spool.txt");
-      await fs.writeFile(stray, "left alone");
+      if (spooling) await fs.writeFile(stray, "left alone");
 
       now = new Date(now.getTime() + maxAgeMs + 60_000);
       expect((await partOf("sweep", "fresh")).statusCode).toBe(200);
       await vi.waitFor(
         async () => {
-          expect(uploadKeys()).toEqual(["fresh"]);
-          expect(await fs.readdir(spoolDir)).toHaveLength(2); // the fresh upload's spool and the stray
+          expect(await uploadKeysOf(t)).toEqual(["fresh"]);
+          if (spooling)
+            expect(await fs.readdir(spoolDir)).toHaveLength(2); // the fresh upload's spool and the stray
+          else expect(await receivedParts(t)).toBe(1); // the fresh upload's one part
         },
         { timeout: 5_000, interval: 100 },
       );
-      expect(await fs.readdir(spoolDir)).not.toContain(abandonedSpool?.spool);
-      expect(await fs.readFile(stray, "utf8")).toBe("left alone");
+      if (spooling) {
+        expect(await fs.readdir(spoolDir)).not.toContain(abandonedSpool?.spool);
+        expect(await fs.readFile(stray, "utf8")).toBe("left alone");
+      }
 
       const gone = await t.app.inject({
         method: "POST",
