@@ -434,19 +434,29 @@ describeOnBothDatabases("Web UI session store", (database) => {
 
   /** A node whose reads are followed, before the read's answer is used, by `meanwhile`. */
   function nodeWithWriteAfterRead(db: PostgresDb, meanwhile: () => Promise<void>): UiSessionStore {
-    const pool = new Proxy(db.pool, {
-      get(target, property) {
-        if (property === "query") {
-          return async (...args: Parameters<pg.Pool["query"]>) => {
-            const result = (await (target.query as (...a: unknown[]) => Promise<unknown>)(...args)) as unknown;
-            await meanwhile();
-            return result;
-          };
-        }
-        const value = Reflect.get(target, property, target) as unknown;
-        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+    // `meanwhile` runs once the node's first statement (the read) has answered, whether it went
+    // through the pool or a checked-out connection.
+    let read = false;
+    const afterRead = async (result: unknown) => {
+      if (!read) {
+        read = true;
+        await meanwhile();
+      }
+      return result;
+    };
+    const hooked = <T extends object>(target: T, connect?: () => Promise<pg.PoolClient>): T =>
+      new Proxy(target, {
+        get(object, property) {
+          if (property === "query") {
+            const query = (object as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query.bind(object);
+            return async (...args: unknown[]) => afterRead(await query(...args));
+          }
+          if (property === "connect" && connect !== undefined) return async () => hooked(await connect());
+          const value = Reflect.get(object, property, object) as unknown;
+          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(object) : value;
+        },
+      });
+    const pool = hooked(db.pool, () => db.pool.connect());
     return createPostgresUiSessionStore({ pool, committed: db.committed }, { clock: time.clock, config });
   }
 
