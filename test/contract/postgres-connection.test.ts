@@ -37,4 +37,29 @@ describe.skipIf(!postgresInstalled())("a node's PostgreSQL connections", () => {
     ]);
     expect(echoed.rows[0]).toEqual({ n: 7, b: Buffer.from([0, 1]), t: null, s: "plain" });
   });
+
+  it("goes on when the server ends a checked-out connection: its statements fail, the pool serves again", async () => {
+    const pidOf = async (client: pg.PoolClient) =>
+      (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
+    const ended = (client: pg.PoolClient) => new Promise((resolve) => client.once("end", resolve));
+
+    // Between two statements (as in a transaction awaiting the caller): pg emits 'error' on the
+    // client, which would end the process without a listener.
+    const between = await pool.connect();
+    const betweenEnded = ended(between);
+    await pool.query("SELECT pg_terminate_backend($1)", [await pidOf(between)]);
+    await betweenEnded;
+    await expect(between.query("SELECT 1")).rejects.toThrow();
+    between.release(true);
+
+    // During a statement: the statement fails.
+    const during = await pool.connect();
+    const pid = await pidOf(during);
+    const sleeping = during.query("SELECT pg_sleep(10)");
+    await pool.query("SELECT pg_terminate_backend($1)", [pid]);
+    await expect(sleeping).rejects.toThrow(/terminating connection/);
+    during.release(true);
+
+    expect((await pool.query<{ one: number }>("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+  });
 });

@@ -48,6 +48,10 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresPoo
   });
   // Without a listener, an idle connection's error (a server restart) would end the process.
   pool.on("error", (error) => options.onIdleError?.(error));
+  // A checked-out connection that breaks between statements (a server restart, pg_terminate_backend)
+  // emits 'error' too, and the pool listens only to idle ones: its holder learns of it from its next
+  // statement, which fails, and releases it with that error, so the pool drops it.
+  pool.on("connect", (client) => client.on("error", () => {}));
   pool.on("connect", storeNulAsReplacement);
   return pool;
 }
