@@ -4,6 +4,7 @@ import {
   type AssetItem,
   checkFileWrite,
   type FileWrite,
+  fileValues,
   ITEM_COLUMNS,
   type ItemRow,
   keptInBatch,
@@ -120,33 +121,32 @@ async function insertFolders(client: pg.PoolClient, feedId: number, folders: rea
   ]);
 }
 
-/** The content columns of file rows, in the order INSERT_FILES and REPLACE_FILES bind them. */
-function contentColumns(files: readonly FileRow[]) {
-  const column = <T>(pick: (file: FileRow) => T) => files.map(pick);
-  return [
-    column((f) => f.contentType ?? null),
-    column((f) => f.content.sha256),
-    column((f) => f.content.size),
-    column((f) => f.content.md5),
-    column((f) => f.content.sha1),
-    column((f) => f.content.sha512),
-  ];
+type FileValues = ReturnType<typeof fileValues>;
+
+/** The rows' values (fileValues, as storeFile writes one file), a column each. */
+function columnsOf(feedId: number, files: readonly FileRow[], now: string) {
+  const rows = files.map((file) => fileValues(feedId, { ...file, now }));
+  return <K extends keyof FileValues>(name: K): FileValues[K][] => rows.map((row) => row[name]);
 }
+
+/** The content columns of file rows, in the order INSERT_FILES and REPLACE_FILES bind them. */
+const CONTENT_COLUMNS = ["contentType", "sha256", "size", "md5", "sha1", "sha512"] as const;
 
 async function insertFiles(client: pg.PoolClient, feedId: number, files: readonly FileRow[], now: string) {
   if (files.length === 0) return;
-  const keys = files.map((f) => f.path.key);
+  const column = columnsOf(feedId, files, now);
   await client.query(INSERT_FILES, [
     feedId,
-    files.map((f) => f.path.path),
-    keys,
-    keys.map(parentKeyOf),
-    ...contentColumns(files),
+    column("path"),
+    column("key"),
+    column("parentKey"),
+    ...CONTENT_COLUMNS.map(column),
     now,
   ]);
 }
 
 async function replaceFiles(client: pg.PoolClient, feedId: number, files: readonly FileRow[], now: string) {
   if (files.length === 0) return;
-  await client.query(REPLACE_FILES, [feedId, files.map((f) => f.path.key), ...contentColumns(files), now]);
+  const column = columnsOf(feedId, files, now);
+  await client.query(REPLACE_FILES, [feedId, column("key"), ...CONTENT_COLUMNS.map(column), now]);
 }
