@@ -56,8 +56,9 @@ function formatOf(query: QueryLike): DownloadFormat {
 
 /**
  * A GET counts as one download, and records the deployment it announces, when it starts at byte 0:
- * a full 200, or a 206 for a range from the first byte. Resumed or parallel ranges further in are parts of a download already counted,
- * so counting them would multiply one download by its number of pieces. 304s and HEADs transfer
+ * a full 200, or a 206 for a range from the first byte. Resumed or parallel ranges further in are
+ * parts of a download already counted, so counting them would multiply one download by its number
+ * of pieces. 304s and HEADs transfer
  * no package and never count.
  */
 function startsDownload(request: FastifyRequest, reply: FastifyReply): boolean {
