@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
-import { AGENT_JSON_TYPE } from "../../src/agent/protocol.js";
+import { AGENT_JSON_TYPE, type PollAnswer, type WorkItem } from "../../src/agent/protocol.js";
 import type { Clock } from "../../src/domain/clock.js";
 import { buildTestApp, type TestApp } from "./app.js";
 import { createSystemKey, readAll, readOne } from "./fixtures.js";
@@ -123,7 +123,7 @@ export async function heldAgentServer(
       for (;;) {
         const res = await poll(1);
         if (res.statusCode === 200) {
-          const [work] = (res.json() as { work: HeldWork[] }).work;
+          const [work] = (res.json() as PollAnswer).work;
           if (work !== undefined) return work;
         } else expect(res.statusCode, res.body).toBe(204);
         if (Date.now() > deadline) throw new Error(`no work reached the agent of ${name}`);
@@ -141,15 +141,9 @@ export async function heldAgentServer(
   };
 }
 
-export interface HeldWork {
-  readonly id: string;
-  readonly kind: string;
-  readonly items: readonly { readonly type: string; readonly key: string }[];
-}
-
 export interface HeldAgent {
   /** Polls as the agent until the server's next work is handed out. */
-  nextWork(): Promise<HeldWork>;
+  nextWork(): Promise<WorkItem>;
   /** Ends the work with these item results (the agent protocol's `results`). */
   report(workId: string, results: readonly object[]): Promise<void>;
 }

@@ -199,12 +199,8 @@ describe("the agent protocol's refusals", () => {
         "SELECT agent_last_seen_at, agent_version FROM servers WHERE name = ?",
         "refusals-1",
       );
-    let row = await seen();
-    for (let tries = 0; row?.agent_version !== "9.8.7" && tries < 50; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      row = await seen();
-    }
-    expect(row?.agent_version).toBe("9.8.7");
+    await expect.poll(async () => (await seen())?.agent_version, { timeout: 5000 }).toBe("9.8.7");
+    const row = await seen();
     expect(Date.now() - Date.parse(row?.agent_last_seen_at ?? "")).toBeLessThan(5000);
   });
 
