@@ -111,4 +111,38 @@ describe.skipIf(!postgresInstalled())("audit log on PostgreSQL", () => {
     expect(await otherLog.prune()).toBe(3);
     expect((await log.page({}, 10)).records).toEqual([]);
   });
+
+  it("numbers batches in the order they were appended, even when the first batch's write is slow", async () => {
+    // The first INSERT into audit_records waits, before drawing its ids, for a lock this test holds.
+    const holder = await node.db.pool.connect();
+    const run = (sql: string) => holder.query(sql);
+    await run("CREATE SEQUENCE audit_gate_inserts");
+    await run(`CREATE FUNCTION audit_gate() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF nextval('audit_gate_inserts') = 1 THEN PERFORM pg_advisory_xact_lock(4242); END IF; RETURN NULL; END $$`);
+    await run(
+      "CREATE TRIGGER audit_gate BEFORE INSERT ON audit_records FOR EACH STATEMENT EXECUTE FUNCTION audit_gate()",
+    );
+    await run("SELECT pg_advisory_lock(4242)");
+    try {
+      log.append(entry("2025-03-30T00:00:01.000Z", { action: "POST /gate", requestId: "first" }));
+      const first = log.flush();
+      await expect
+        .poll(async () => (await run("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount)
+        .toBe(1);
+      log.append(entry("2025-03-30T00:00:02.000Z", { action: "POST /gate", requestId: "second" }));
+      const second = log.flush();
+      // Time enough for a second batch written beside the first to draw its ids first.
+      await sleep(300);
+      await run("SELECT pg_advisory_unlock(4242)");
+      await Promise.all([first, second]);
+      const { records } = await log.page({ action: "POST /gate" }, 10);
+      expect(records.map((record) => record.requestId)).toEqual(["second", "first"]);
+    } finally {
+      await run("SELECT pg_advisory_unlock_all()");
+      await run("DROP TRIGGER audit_gate ON audit_records");
+      await run("DROP FUNCTION audit_gate()");
+      await run("DROP SEQUENCE audit_gate_inserts");
+      holder.release();
+    }
+  });
 });

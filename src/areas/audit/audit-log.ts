@@ -83,8 +83,15 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
   let queued: AuditEntry[] = [];
   let scheduled = false;
   let retry: NodeJS.Timeout | undefined;
-  /** Batches being written: each is taken out of the queue when its write starts. */
-  const writing = new Set<Promise<void>>();
+  /**
+   * The last batch's write, and how many batches are written or waiting to be. Batches are written
+   * one after another, so that records are numbered in the order their requests ended (a page is
+   * newest first by number): on PostgreSQL two batches written at once, on two connections, could
+   * draw their numbers the other way round. A batch is taken out of the queue when its write is
+   * chained; with nothing before it, it starts at once (on SQLite, within the call).
+   */
+  let lastWrite: Promise<void> = Promise.resolve();
+  let unfinishedWrites = 0;
 
   /** Writes the batch; when the database refuses it, queues it again before what came since. Never rejects. */
   async function store(batch: AuditEntry[]): Promise<void> {
@@ -105,10 +112,13 @@ export function createAuditLog(deps: AuditLogDeps): AuditLog {
     if (queued.length > 0) {
       const batch = queued;
       queued = [];
-      const write: Promise<void> = store(batch).finally(() => writing.delete(write));
-      writing.add(write);
+      const write = unfinishedWrites === 0 ? store(batch) : lastWrite.then(() => store(batch));
+      unfinishedWrites += 1;
+      lastWrite = write.finally(() => {
+        unfinishedWrites -= 1;
+      });
     }
-    return Promise.all(writing).then(() => undefined);
+    return lastWrite;
   }
 
   async function page(filter: AuditFilter, limit: number): Promise<AuditPage> {
