@@ -12,8 +12,13 @@ import {
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { createAzureBlobStore } from "../src/storage/azure-blob-store.js";
+import type { BlobStore } from "../src/storage/blob-store.js";
 import { createS3BlobStore } from "../src/storage/s3-blob-store.js";
 import { collectSocketBuffersYoung } from "../src/young-buffers.js";
+import { startAzurite } from "../test/helpers/azurite.js";
+import { startRecordingProxy } from "../test/helpers/recording-proxy.js";
 import { startSwift, swiftClient, swiftInstalled, type SwiftS3 } from "../test/helpers/swift.js";
 import { Agent, request } from "undici";
 import { cpuSeconds, MiB, round } from "./load.js";
@@ -293,4 +298,129 @@ const objectStore: Scenario = {
   },
 };
 
-export const OBJECT_STORE_SCENARIOS: readonly Scenario[] = [objectStore];
+/** Bytes of each small put: a typical file of an archive imported into an asset directory. */
+const SMALL_BYTES = 4096;
+
+/** One store's small puts against one plain upload request per blob, alternated, in ms per put. */
+async function measureSmallPuts(
+  ctx: ScenarioContext,
+  what: string,
+  count: number,
+  storePut: (body: Buffer) => Promise<unknown>,
+  plainPut: (body: Buffer, n: number) => Promise<unknown>,
+) {
+  const storeMs: number[] = [];
+  const plainMs: number[] = [];
+  // Warm-up, unmeasured: connections, JIT, the container or bucket.
+  await storePut(randomBytes(SMALL_BYTES));
+  await plainPut(randomBytes(SMALL_BYTES), -1);
+  for (let i = 0; i < count; i++) {
+    storeMs.push(await timed(() => storePut(randomBytes(SMALL_BYTES))));
+    plainMs.push(await timed(() => plainPut(randomBytes(SMALL_BYTES), i)));
+  }
+  const mean = (values: readonly number[]) => values.reduce((sum, ms) => sum + ms, 0) / values.length;
+  ctx.log(`${what} small puts: store ${round(mean(storeMs))} ms, plain ${round(mean(plainMs))} ms per put`);
+  return {
+    puts: count,
+    storeMsPerPut: { median: round(median(storeMs)), mean: round(mean(storeMs)) },
+    plainUploadMsPerPut: { median: round(median(plainMs)), mean: round(mean(plainMs)) },
+  };
+}
+
+/** What `count` new small blobs cost a store in requests, counted by a proxy in front of its server. */
+async function requestsPerNewPut(target: string, count: number, storeVia: (endpoint: string) => BlobStore) {
+  const recorder = await startRecordingProxy(target);
+  try {
+    const store = storeVia(recorder.endpoint);
+    // The first put may also create the container: not part of a put's cost.
+    await store.put(Readable.from([randomBytes(SMALL_BYTES)]));
+    recorder.requests.length = 0;
+    for (let i = 0; i < count; i++) await store.put(Readable.from([randomBytes(SMALL_BYTES)]));
+    return round(recorder.requests.length / count);
+  } finally {
+    await recorder.close();
+  }
+}
+
+/**
+ * Many small puts (an archive import of thousands of small files into an asset directory on an
+ * object store pays each one): BENCH_SMALL_PUTS (default 200) new 4 KiB blobs put one after another
+ * through the Azure store (azurite) and the S3 store (Swift), each alternated with one plain upload
+ * request of other bytes of the same size (the least a put can cost), and the requests one new
+ * blob costs each store, counted by a proxy. Azure only where Swift is not installed.
+ */
+const smallPuts: Scenario = {
+  name: "object-store-small-puts",
+  async run(ctx) {
+    const count = Math.max(1, Math.trunc(Number(process.env.BENCH_SMALL_PUTS ?? 200)) || 200);
+    const azurite = await startAzurite();
+    ctx.defer(() => azurite.stop());
+    const containerName = "wharf-bench-small";
+    const azureStore = (connectionString: string, targetPath: string) =>
+      createAzureBlobStore({
+        connectionString,
+        containerName,
+        targetPath,
+        tempDir: path.join(ctx.workDir, `azure-spool-${targetPath}`),
+      });
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString()).getContainerClient(
+      containerName,
+    );
+    const azureDirect = azureStore(azurite.connectionString(), "direct");
+    const azure = await measureSmallPuts(
+      ctx,
+      "azure",
+      count,
+      (body) => azureDirect.put(Readable.from([body])),
+      (body, n) => container.getBlockBlobClient(`plain/${n}`).upload(body, body.length),
+    );
+    const azureEndpoint = `http://127.0.0.1:${azurite.port}`;
+    const azureRequests = await requestsPerNewPut(azureEndpoint, 20, (endpoint) =>
+      azureStore(azurite.connectionString().replace(azureEndpoint, endpoint), "counted"),
+    );
+    const results: Record<string, unknown> = {
+      server: "azurite and OpenStack Swift (s3api) on 127.0.0.1, one put at a time",
+      blobBytes: SMALL_BYTES,
+      azure: { ...azure, requestsPerNewPut: azureRequests },
+    };
+    if (!swiftInstalled()) return { ...results, s3: { skipped: "OpenStack Swift is not installed" } };
+    const swift = await startSwift();
+    ctx.defer(() => swift.stop());
+    const s3 = s3ClientOf(swift);
+    ctx.defer(() => s3.destroy());
+    const bucket = "wharf-bench-small";
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const s3Store = (endpoint: string, targetPath: string) =>
+      createS3BlobStore({
+        bucket,
+        targetPath,
+        region: swift.region,
+        endpoint,
+        accessKeyId: swift.accessKeyId,
+        secretAccessKey: swift.secretAccessKey,
+        tempDir: path.join(ctx.workDir, `s3-spool-${targetPath}`),
+      });
+    const s3Direct = s3Store(swift.endpoint, "direct");
+    const s3Figures = await measureSmallPuts(
+      ctx,
+      "s3",
+      count,
+      (body) => s3Direct.put(Readable.from([body])),
+      (body, n) =>
+        s3.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: `plain/${n}`,
+            Body: body,
+            ContentLength: body.length,
+            ContentMD5: createHash("md5").update(body).digest("base64"),
+            ContentType: "application/octet-stream",
+          }),
+        ),
+    );
+    const s3Requests = await requestsPerNewPut(swift.endpoint, 20, (endpoint) => s3Store(endpoint, "counted"));
+    return { ...results, s3: { ...s3Figures, requestsPerNewPut: s3Requests } };
+  },
+};
+
+export const OBJECT_STORE_SCENARIOS: readonly Scenario[] = [objectStore, smallPuts];

@@ -8,13 +8,14 @@ import type { ResolveHost } from "../net/fetch-target.js";
 import type { ProxySettings } from "../net/outbound-proxy.js";
 import {
   type BlobInfo,
+  type BlobReader,
   type BlobStore,
   contentRangeTotal,
   type PutOptions,
   type SizedReads,
   type TemporaryFiles,
 } from "./blob-store.js";
-import { azureFailure, isAzureNotFound } from "./azure-errors.js";
+import { azureFailure, isAzureAlreadyExists, isAzureNotFound } from "./azure-errors.js";
 import { createFileBlobStore } from "./file-blob-store.js";
 import { objectStoreAgent, storeProxyRouter } from "./store-lookup.js";
 
@@ -53,10 +54,11 @@ export interface AzureBlobStoreOptions {
  * SDK. Blobs are block blobs named `<TargetPath>/blobs/<sha256>`.
  *
  * A put streams into a local spool (a file blob store under `tempDir`, which gives the same
- * hashing, size limit, digest checks and abort handling as the filesystem store), then stages
- * the file as blocks, each with its MD5 for Azure to verify, and commits the block list: uncommitted
- * blocks are invisible, so a blob is either wholly present or absent, and Azure discards blocks
- * never committed (after a week) on its own. The spool copy is removed once the blob is committed.
+ * hashing, size limit, digest checks and abort handling as the filesystem store), then uploads the
+ * file with its MD5 for Azure to verify: one Put Blob when it fits one block, else staged blocks,
+ * each with its own MD5, and a commit of the block list. Either way a blob is wholly present or
+ * absent: uncommitted blocks are invisible, and Azure discards blocks never committed (after a
+ * week) on its own. The spool copy is removed once the blob is stored.
  */
 export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore & SizedReads {
   const container = containerClient(options);
@@ -133,46 +135,79 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
     await spool.delete(sha256);
   }
 
-  /** Uploads the spooled blob unless Azure already has it (same name, same size: the same bytes). */
+  /**
+   * Uploads the spooled blob unless Azure already has it (same name, same size: the same bytes).
+   * A blob that fits one block goes up in one Put Blob on condition that the name is free, so a new
+   * blob costs one request and only one already there costs a look at its size; a larger one is
+   * looked up first, then staged in blocks.
+   */
   async function publish(info: BlobInfo, signal: AbortSignal | undefined) {
-    const existing = await statBlob(info.sha256);
-    if (existing?.size === info.size) return;
+    if (info.size > blockBytes && (await statBlob(info.sha256))?.size === info.size) return;
     await ensureContainer();
     const reader = await spool.openReader(info.sha256);
     if (!reader) throw new Error(`the spooled copy of ${info.sha256} is missing`);
+    try {
+      if (info.size <= blockBytes) await publishWhole(info, reader, signal);
+      else await publishInBlocks(info, reader, signal);
+    } finally {
+      await reader.close();
+    }
+  }
+
+  async function publishWhole(info: BlobInfo, reader: BlobReader, signal: AbortSignal | undefined) {
+    const body = Buffer.allocUnsafe(info.size);
+    await readFully(reader, body, 0, info.size);
+    const md5 = createHash("md5").update(body).digest();
+    const upload = (onlyIfAbsent: boolean) =>
+      blobClient(info.sha256).upload(body, info.size, {
+        blobHTTPHeaders: { blobContentType: "application/octet-stream", blobContentMD5: md5 },
+        transactionalContentMD5: md5,
+        ...(onlyIfAbsent ? { conditions: { ifNoneMatch: "*" } } : {}),
+        abortSignal: signal,
+      });
+    try {
+      await upload(true);
+    } catch (error) {
+      if (!isAzureAlreadyExists(error)) throw azureFailure(`uploading ${info.sha256}`, error);
+      if ((await statBlob(info.sha256))?.size === info.size) return;
+      // Another size under this address is not these bytes (a damaged copy): replaced.
+      await upload(false).catch((failure: unknown) => {
+        throw azureFailure(`replacing ${info.sha256}`, failure);
+      });
+    }
+    totalCache = undefined;
+  }
+
+  async function publishInBlocks(info: BlobInfo, reader: BlobReader, signal: AbortSignal | undefined) {
     const client = blobClient(info.sha256);
     // Same length for every block of one upload (Azure requires it); unique per upload so that two
     // nodes uploading the same blob never commit each other's blocks.
     const uploadId = randomUUID().replaceAll("-", "");
     const blockIds: string[] = [];
     const wholeMd5 = createHash("md5");
-    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(blockBytes, info.size)));
-    try {
-      for (let offset = 0; offset < info.size; offset += blockBytes) {
-        const length = await readFully(reader, buffer, offset, Math.min(blockBytes, info.size - offset));
-        const block = buffer.subarray(0, length);
-        const md5 = createHash("md5").update(block).digest();
-        wholeMd5.update(block);
-        const blockId = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
-        await client
-          .stageBlock(blockId, block, length, { transactionalContentMD5: md5, abortSignal: signal })
-          .catch((error: unknown) => {
-            throw azureFailure(`uploading block ${blockIds.length + 1} of ${info.sha256}`, error);
-          });
-        blockIds.push(blockId);
-      }
+    const buffer = Buffer.allocUnsafe(blockBytes);
+    for (let offset = 0; offset < info.size; offset += blockBytes) {
+      const length = await readFully(reader, buffer, offset, Math.min(blockBytes, info.size - offset));
+      const block = buffer.subarray(0, length);
+      const md5 = createHash("md5").update(block).digest();
+      wholeMd5.update(block);
+      const blockId = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
       await client
-        .commitBlockList(blockIds, {
-          blobHTTPHeaders: { blobContentType: "application/octet-stream", blobContentMD5: wholeMd5.digest() },
-          abortSignal: signal,
-        })
+        .stageBlock(blockId, block, length, { transactionalContentMD5: md5, abortSignal: signal })
         .catch((error: unknown) => {
-          throw azureFailure(`committing ${info.sha256}`, error);
+          throw azureFailure(`uploading block ${blockIds.length + 1} of ${info.sha256}`, error);
         });
-      totalCache = undefined;
-    } finally {
-      await reader.close();
+      blockIds.push(blockId);
     }
+    await client
+      .commitBlockList(blockIds, {
+        blobHTTPHeaders: { blobContentType: "application/octet-stream", blobContentMD5: wholeMd5.digest() },
+        abortSignal: signal,
+      })
+      .catch((error: unknown) => {
+        throw azureFailure(`committing ${info.sha256}`, error);
+      });
+    totalCache = undefined;
   }
 
   async function statBlob(sha256: string): Promise<{ size: number } | undefined> {

@@ -43,3 +43,12 @@ export function azureFailure(doing: string, error: unknown): DomainError {
 export function isAzureNotFound(error: unknown) {
   return (error as AzureFailure | undefined)?.statusCode === 404;
 }
+
+/**
+ * True when a write on condition that the blob is absent (If-None-Match: *) found it present: Put
+ * Blob answers 409 BlobAlreadyExists, other writes 412.
+ */
+export function isAzureAlreadyExists(error: unknown) {
+  const { statusCode, code } = (error ?? {}) as AzureFailure;
+  return (statusCode === 409 && code === "BlobAlreadyExists") || statusCode === 412;
+}

@@ -125,8 +125,9 @@ class Md5TappedReader extends SourceReader {
  * Content-MD5 to `<targetPath>/blobs/<aa>/<sha256>`: one PUT, or a multipart upload whose parts
  * each carry their own Content-MD5. Both are atomic on the server, so a blob is visible only once
  * complete; a failed multipart upload is aborted, and ones left by a crash are aborted by
- * clearStaleTemporaryFiles. Same bytes under the same key make a racing second upload harmless,
- * so no conditional write is needed (Swift and s3rver do not support them).
+ * clearStaleTemporaryFiles. Same bytes under the same key make a racing second upload harmless
+ * (two puts that both found the key free write the same bytes, each atomically), so no conditional
+ * write is needed, nor sent: Swift refuses them (see put).
  */
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & AbandonedUploads & SizedReads {
   const client = new S3Client({
@@ -205,7 +206,10 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore & Aban
         size,
       };
       const key = keyOf(info.sha256);
-      // Same address means same bytes: the existing object already is this content.
+      // Same address means same bytes: the existing object already is this content. Looked up
+      // with a HEAD, not by a PUT with If-None-Match: * (one request fewer on AWS, which answers
+      // 412 for a key that exists): Swift's s3api refuses every PUT carrying that header (501
+      // NotImplemented), so a store on Swift could not write at all.
       if (!(await exists(key, signal))) {
         cachedTotal = undefined;
         if (size <= threshold) {

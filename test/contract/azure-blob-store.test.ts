@@ -124,7 +124,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
   });
 
   it("sends each block's MD5: a block corrupted on the way is refused, the put fails and nothing is visible", async () => {
-    const proxy = await corruptingProxy(azurite.port);
+    const proxy = await corruptingProxy(azurite.port, "second block");
     const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
     try {
       const throughProxy = storeThrough(proxy.port, made.container.containerName, tempDir);
@@ -140,6 +140,113 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       await rm(tempDir, { recursive: true, force: true });
       await new Promise((resolve) => proxy.server.close(resolve));
     }
+  });
+
+  /** Runs `work` with a store of the test's container reached through a recording proxy. */
+  async function throughProxy(
+    work: (proxied: BlobStore, proxy: Awaited<ReturnType<typeof corruptingProxy>>) => Promise<void>,
+    corrupt?: Corruption,
+  ) {
+    const proxy = await corruptingProxy(azurite.port, corrupt);
+    const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
+    try {
+      await work(storeThrough(proxy.port, made.container.containerName, tempDir), proxy);
+      expect(await filesUnder(tempDir)).toBe(0);
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
+      await new Promise((resolve) => proxy.server.close(resolve));
+    }
+  }
+
+  const base64Md5 = (content: Buffer) => createHash("md5").update(content).digest("base64");
+
+  it("stores a new blob that fits one block with one Put Blob, on condition that the name is free", async () => {
+    await throughProxy(async (proxied, proxy) => {
+      await proxied.put(Readable.from([randomBytes(10)])); // the container, created once per store
+      for (const size of [5000, 64 * 1024, 0]) {
+        proxy.requests.length = 0;
+        const content = randomBytes(size);
+        const info = await proxied.put(Readable.from([content]));
+        expect(proxy.requests).toEqual([
+          {
+            method: "PUT",
+            url: `/devstoreaccount1/${made.container.containerName}/packages/feed/blobs/${info.sha256}`,
+            ifNoneMatch: "*",
+            blobContentMd5: base64Md5(content),
+            contentType: "application/octet-stream",
+            status: 201,
+          },
+        ]);
+        expect((await readAll(await store.open(info.sha256))).equals(content)).toBe(true);
+        const properties = await made.container
+          .getBlockBlobClient(`packages/feed/blobs/${info.sha256}`)
+          .getProperties();
+        expect(properties.contentType).toBe("application/octet-stream");
+        expect(properties.contentMD5 && Buffer.from(properties.contentMD5).toString("base64")).toBe(base64Md5(content));
+      }
+      // One byte past a block: staged blocks, looked up first.
+      proxy.requests.length = 0;
+      await proxied.put(Readable.from([randomBytes(64 * 1024 + 1)]));
+      expect(proxy.requests.map((r) => `${r.method} ${r.status}`)).toEqual([
+        "HEAD 404",
+        "PUT 201",
+        "PUT 201",
+        "PUT 201",
+      ]);
+    });
+  });
+
+  it("a put of bytes already stored: the conditional Put Blob is refused, the size seen, the same info returned", async () => {
+    await throughProxy(async (proxied, proxy) => {
+      const content = randomBytes(5000);
+      const first = await proxied.put(Readable.from([content]), { extraDigests: ["md5"] });
+      const blob = made.container.getBlockBlobClient(`packages/feed/blobs/${first.sha256}`);
+      const etag = (await blob.getProperties()).etag;
+      proxy.requests.length = 0;
+      const again = await proxied.put(Readable.from([content]), { extraDigests: ["md5"] });
+      expect(again).toEqual(first);
+      expect(proxy.requests.map((r) => `${r.method} ${r.status}`)).toEqual(["PUT 409", "HEAD 200"]);
+      // Not written again: the very blob stored first, bytes intact.
+      expect((await blob.getProperties()).etag).toBe(etag);
+      expect((await readAll(await store.open(first.sha256))).equals(content)).toBe(true);
+      expect(await store.totalBytes()).toBe(5000);
+    });
+  });
+
+  it("replaces a blob stored under the address with another size (a damaged copy), small or in blocks", async () => {
+    await throughProxy(async (proxied, proxy) => {
+      await proxied.put(Readable.from([randomBytes(10)])); // the container, created once per store
+      for (const size of [5000, 200_000]) {
+        const content = randomBytes(size);
+        const blob = made.container.getBlockBlobClient(`packages/feed/blobs/${sha256(content)}`);
+        await made.container.createIfNotExists();
+        await blob.upload("damaged", 7);
+        proxy.requests.length = 0;
+        const info = await proxied.put(Readable.from([content]));
+        expect(info.size).toBe(size);
+        expect(await store.stat(info.sha256)).toEqual({ size });
+        expect((await readAll(await store.open(info.sha256))).equals(content)).toBe(true);
+        const [first, second] = proxy.requests;
+        // Small: refused on condition, looked up, then written without one. In blocks: looked up first.
+        if (size === 5000) {
+          expect(proxy.requests.map((r) => `${r.method} ${r.status}`)).toEqual(["PUT 409", "HEAD 200", "PUT 201"]);
+          expect([first?.ifNoneMatch, proxy.requests[2]?.ifNoneMatch]).toEqual(["*", undefined]);
+        } else {
+          expect(`${first?.method} ${first?.status} ${second?.method}`).toBe("HEAD 200 PUT");
+        }
+      }
+    });
+  });
+
+  it("sends the whole blob's MD5 with a single Put Blob: one corrupted on the way is refused, nothing visible", async () => {
+    const content = randomBytes(5000);
+    await throughProxy(async (proxied, proxy) => {
+      const failure = await proxied.put(Readable.from([content])).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: "AZURE_REQUEST_FAILED", kind: "bad_gateway" });
+      expect((failure as Error).message).toMatch(/400/);
+      expect(proxy.requests.at(-1)?.blobContentMd5).toBe(base64Md5(content));
+      expect(await store.stat(sha256(content))).toBeUndefined();
+    }, "put blob");
   });
 
   it("reads a blob and its whole size in one download, with no properties call first, ranged or not", async () => {
@@ -388,27 +495,54 @@ function storeThrough(port: number, containerName: string, tempDir: string) {
   });
 }
 
+type Corruption = "second block" | "put blob";
+
+function flipFirstByte(body: Buffer) {
+  if (body.length > 0) body[0] = (body[0] ?? 0) ^ 0xff;
+}
+
 /**
- * A reverse proxy to azurite that records each request's method and each Put Block's Content-MD5,
- * and flips one byte in the body of the second block (same length, so the signature, which does
- * not cover the body, holds).
+ * A reverse proxy to azurite that records each request (method, URL, condition and MD5 headers,
+ * answer's status) and each Put Block's Content-MD5, and flips one byte in the body of the second
+ * block or of every Put Blob, as asked (same length, so the signature, which does not cover the
+ * body, holds).
  */
-async function corruptingProxy(targetPort: number) {
+async function corruptingProxy(targetPort: number, corrupt?: Corruption) {
   const blockMd5s: Array<string | undefined> = [];
   const methods: string[] = [];
+  const requests: Array<{
+    method: string;
+    url: string;
+    ifNoneMatch: string | undefined;
+    blobContentMd5: string | undefined;
+    contentType: string | undefined;
+    status?: number;
+  }> = [];
   const server: Server = createServer((req, res) => {
     methods.push(req.method ?? "");
+    const seen: (typeof requests)[number] = {
+      method: req.method ?? "",
+      url: req.url ?? "",
+      ifNoneMatch: req.headers["if-none-match"],
+      blobContentMd5: req.headers["x-ms-blob-content-md5"] as string | undefined,
+      contentType: req.headers["x-ms-blob-content-type"] as string | undefined,
+    };
+    requests.push(seen);
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const body = Buffer.concat(chunks);
       if (req.method === "PUT" && req.url?.includes("comp=block&")) {
         blockMd5s.push(req.headers["content-md5"] as string | undefined);
-        if (blockMd5s.length === 2 && body.length > 0) body[0] = (body[0] ?? 0) ^ 0xff;
+        if (corrupt === "second block" && blockMd5s.length === 2) flipFirstByte(body);
+      }
+      if (corrupt === "put blob" && req.method === "PUT" && req.headers["x-ms-blob-type"] === "BlockBlob") {
+        flipFirstByte(body);
       }
       const upstream = request(
         { host: "127.0.0.1", port: targetPort, method: req.method, path: req.url, headers: req.headers },
         (answer) => {
+          seen.status = answer.statusCode;
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
         },
@@ -418,5 +552,5 @@ async function corruptingProxy(targetPort: number) {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, port: (server.address() as AddressInfo).port, blockMd5s, methods };
+  return { server, port: (server.address() as AddressInfo).port, blockMd5s, methods, requests };
 }

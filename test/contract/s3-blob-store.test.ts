@@ -253,6 +253,38 @@ describe.skipIf(!swiftInstalled())("S3 blob store on OpenStack Swift", () => {
       for (const write of writes) expect(write.contentMd5).toBe(write.bodyMd5);
     });
 
+    it("looks before it writes: a new blob costs HEAD and PUT, a stored one HEAD only (Swift refuses a conditional PUT)", async () => {
+      // Why the look-up stays: Swift's s3api refuses If-None-Match on PUT (501), where S3 itself would
+      // answer 412 for a key that exists and so save the HEAD (s3-blob-store.ts exists()).
+      const conditional = await admin
+        .send(
+          new PutObjectCommand({
+            Bucket: BUCKET,
+            Key: `${fixture.targetPath}/conditional`,
+            Body: randomBytes(100),
+            IfNoneMatch: "*",
+          }),
+        )
+        .catch((e: unknown) => e);
+      expect(conditional).toMatchObject({ name: "NotImplemented", $metadata: { httpStatusCode: 501 } });
+      const recorder = await startRecordingProxy(running().endpoint);
+      try {
+        const { store, cleanup } = await makeStore({ endpoint: recorder.endpoint });
+        try {
+          const content = randomBytes(3000);
+          const first = await store.put(Readable.from([content]));
+          expect(recorder.requests.map((r) => r.method)).toEqual(["HEAD", "PUT"]);
+          recorder.requests.length = 0;
+          expect(await store.put(Readable.from([content]))).toEqual(first);
+          expect(recorder.requests.map((r) => r.method)).toEqual(["HEAD"]);
+        } finally {
+          await cleanup();
+        }
+      } finally {
+        await recorder.close();
+      }
+    });
+
     it("reads a blob and its whole size in one GET, with no HEAD first, ranged or not", async () => {
       const recorder = await startRecordingProxy(running().endpoint);
       try {
