@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { postgresBlobReferenceCheck } from "../../src/storage/blob-keeper-postgres.js";
 import { type BlobKeeper, createBlobKeeper } from "../../src/storage/blob-keeper.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
@@ -29,7 +29,14 @@ describe.skipIf(!postgresInstalled())("blob holds shared by the nodes of a clust
   let store: BlobStore;
   let uploader: BlobKeeper;
   const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-  const holds = async () => (await pool.query("SELECT node_id, deleting FROM blob_holds ORDER BY id")).rows;
+  /** The hold rows, or those of `bytes`' blob. */
+  const holds = async (bytes?: Buffer) =>
+    (
+      await pool.query(
+        "SELECT node_id, deleting FROM blob_holds WHERE $1::text IS NULL OR blob_sha256 = $1 ORDER BY id",
+        [bytes && sha256(bytes)],
+      )
+    ).rows;
 
   /** A node's keeper; `store` may be wrapped (a slow delete). */
   const keeperOf = (node: string, blobs: BlobStore = store) =>
@@ -121,5 +128,92 @@ describe.skipIf(!postgresInstalled())("blob holds shared by the nodes of a clust
     expect(await store.stat(sha256(bytes))).toEqual({ size: bytes.length });
     expect(await holds()).toEqual([{ node_id: "node-a", deleting: 0 }]);
     held.release();
+  });
+
+  /**
+   * The other side of the blob's advisory lock in a transaction of its own, as another node (or a
+   * node of the previous release, which took the lock with this statement) holds it while it
+   * writes: `write` runs under the lock, and `commit` ends the transaction (at the test's end at
+   * the latest, so that a failed test leaves no lock behind).
+   */
+  const lockAsAnotherNode = async (bytes: Buffer, write: (client: pg.PoolClient) => Promise<unknown>) => {
+    const client = await pool.connect();
+    let open = true;
+    const commit = async () => {
+      if (!open) return;
+      open = false;
+      await client.query("COMMIT");
+      client.release();
+    };
+    onTestFinished(commit);
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(('x' || substr($1::text, 1, 16))::bit(64)::bigint)", [
+      sha256(bytes),
+    ]);
+    await write(client);
+    return { commit };
+  };
+  /** Until some statement of this database waits for an advisory lock. */
+  const untilOneWaitsForTheLock = () =>
+    vi.waitFor(
+      async () => {
+        const waiting = await pool.query(
+          `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        );
+        expect(waiting.rowCount).toBe(1);
+      },
+      { timeout: 5_000, interval: 10 },
+    );
+
+  it("a hold waiting for the blob's lock sees the deleting mark committed meanwhile, and waits for the delete", async () => {
+    const bytes = Buffer.from("marked while a hold waited for the lock");
+    const collection = await lockAsAnotherNode(bytes, (client) =>
+      client.query(
+        "INSERT INTO blob_holds (blob_sha256, node_id, deleting, held_until) VALUES ($1, 'node-b', 1, now() + interval '1 hour')",
+        [sha256(bytes)],
+      ),
+    );
+    let taken = false;
+    const take = createSharedBlobHolds(db, "node-a")
+      .take(sha256(bytes))
+      .then((release) => {
+        taken = true;
+        return release;
+      });
+    await untilOneWaitsForTheLock();
+    await collection.commit();
+    // The lock went to the waiting hold as the mark committed: once this lock is granted, that
+    // attempt is over. It must have checked after the lock (a statement checking with a snapshot
+    // from before it would have taken the hold beside the mark).
+    await (await lockAsAnotherNode(bytes, async () => {})).commit();
+    expect(await holds(bytes)).toEqual([{ node_id: "node-b", deleting: 1 }]);
+    expect(taken).toBe(false);
+    // The delete is done: the waiting upload takes its hold.
+    await pool.query("DELETE FROM blob_holds WHERE blob_sha256 = $1", [sha256(bytes)]);
+    const release = await take;
+    expect(await holds(bytes)).toEqual([{ node_id: "node-a", deleting: 0 }]);
+    release();
+    await vi.waitFor(async () => expect(await holds(bytes)).toEqual([]), { timeout: 5_000, interval: 10 });
+  });
+
+  it("collection waiting for the blob's lock sees the hold committed meanwhile, and deletes nothing", async () => {
+    const bytes = Buffer.from("held while collection waited for the lock");
+    const upload = await lockAsAnotherNode(bytes, (client) =>
+      client.query(
+        "INSERT INTO blob_holds (blob_sha256, node_id, held_until) VALUES ($1, 'node-a', now() + interval '1 hour')",
+        [sha256(bytes)],
+      ),
+    );
+    let removed = false;
+    const collecting = createSharedBlobHolds(db, "node-b").deleteIfUnheld(sha256(bytes), async () => {
+      removed = true;
+    });
+    await untilOneWaitsForTheLock();
+    await upload.commit();
+    expect(await collecting).toBe(false);
+    expect(removed).toBe(false);
+    expect(await holds(bytes)).toEqual([{ node_id: "node-a", deleting: 0 }]);
+    await pool.query("DELETE FROM blob_holds WHERE blob_sha256 = $1", [sha256(bytes)]);
   });
 });

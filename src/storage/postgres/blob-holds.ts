@@ -1,6 +1,5 @@
-import type pg from "pg";
 import { DomainError } from "../../domain/errors.js";
-import { type PostgresDb, quietTransaction } from "./database.js";
+import { type PostgresDb, readRows } from "./database.js";
 
 /**
  * BlobKeeper's holds across the nodes of a cluster (migrations/postgres/0005-blob-holds.sql). On
@@ -12,7 +11,8 @@ import { type PostgresDb, quietTransaction } from "./database.js";
  * - collection deletes only when, under the lock, no hold names the blob and no row references it,
  *   and marks the blob `deleting` until the delete is done; an upload of the same bytes that comes
  *   meanwhile waits for the mark to go, then finds the blob absent and stores its own copy.
- * A row a node never dropped (it died) stops counting at `held_until`.
+ * A row a node never dropped (it died) stops counting at `held_until`. Taking a hold and marking a
+ * delete are each one call of a function of migrations/postgres/0011, which takes the lock.
  */
 export interface SharedBlobHolds {
   /** Holds the blob for this node (waiting while collection deletes it); resolves the release. */
@@ -25,16 +25,12 @@ export interface SharedBlobHolds {
 }
 
 /** Longer than any upload takes from knowing its address to committing its row. */
-const HOLD_HOURS = 6;
+const HOLD_FOR = "make_interval(hours => 6)";
 /** Longer than one blob's delete takes: a collection that died mid-delete stops blocking uploads then. */
-const DELETING_MINUTES = 10;
+const MARK_FOR = "make_interval(mins => 10)";
 /** How long an upload waits for a delete of the same bytes before it gives up (503, retry). */
 const WAIT_FOR_DELETE_MS = 60_000;
 const RETRY_MS = 50;
-
-/** The blob's advisory lock (one-key form, apart from ADVISORY_LOCKS' two-key ones): its address's first 64 bits. */
-const LOCK_BLOB = "SELECT pg_advisory_xact_lock(('x' || substr($1::text, 1, 16))::bit(64)::bigint)";
-const LIVE = "blob_sha256 = $1 AND held_until > now()";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -50,26 +46,23 @@ export function createSharedBlobHolds(
       (error: unknown) => onError(error),
     );
 
-  /** The hold's id, or undefined while collection is deleting the blob. */
-  const tryTake = (sha256: string) =>
-    quietTransaction(db, async (client) => {
-      await client.query(LOCK_BLOB, [sha256]);
-      if ((await client.query(`SELECT 1 FROM blob_holds WHERE ${LIVE} AND deleting = 1`, [sha256])).rowCount) {
-        return undefined;
-      }
-      const inserted = await client.query<{ id: number }>(
-        `INSERT INTO blob_holds (blob_sha256, node_id, held_until)
-         VALUES ($1, $2, now() + make_interval(hours => ${HOLD_HOURS})) RETURNING id`,
-        [sha256, nodeId],
-      );
-      return inserted.rows[0]?.id;
-    });
+  /**
+   * One round trip to a function of 0011 that takes the blob's lock, checks and inserts (a plain
+   * statement could not: it would check with a snapshot from before the lock). Through readRows,
+   * whose checkout the change feed takes for one that notifies nothing: no trigger is on
+   * blob_holds, as no cache reads it. The new row's id, or undefined when the function refused.
+   */
+  const callReturningId = async (fn: string, sha256: string, lasting: string) => {
+    const [row] = await readRows<{ id: number | null }>(db, `SELECT ${fn}($1, $2, ${lasting}) AS id`, [sha256, nodeId]);
+    return row?.id ?? undefined;
+  };
 
   return {
     async take(sha256) {
       const until = performance.now() + WAIT_FOR_DELETE_MS;
       for (;;) {
-        const id = await tryTake(sha256);
+        // Undefined while collection is deleting the blob.
+        const id = await callReturningId("wharf_take_blob_hold", sha256, HOLD_FOR);
         if (id !== undefined) return () => void drop(id);
         if (performance.now() > until) {
           throw new DomainError(
@@ -83,19 +76,8 @@ export function createSharedBlobHolds(
     },
 
     async deleteIfUnheld(sha256, remove) {
-      const mark = await quietTransaction(db, async (client: pg.PoolClient) => {
-        await client.query(LOCK_BLOB, [sha256]);
-        if ((await client.query(`SELECT 1 FROM blob_holds WHERE ${LIVE}`, [sha256])).rowCount) return undefined;
-        // Under the lock: a row committed by an upload that has since dropped its hold is seen here.
-        const referenced = await client.query("SELECT 1 FROM blob_references WHERE blob_sha256 = $1 LIMIT 1", [sha256]);
-        if (referenced.rowCount) return undefined;
-        const inserted = await client.query<{ id: number }>(
-          `INSERT INTO blob_holds (blob_sha256, node_id, deleting, held_until)
-           VALUES ($1, $2, 1, now() + make_interval(mins => ${DELETING_MINUTES})) RETURNING id`,
-          [sha256, nodeId],
-        );
-        return inserted.rows[0]?.id;
-      });
+      // Undefined when a live hold or a row names the blob.
+      const mark = await callReturningId("wharf_mark_blob_deleting", sha256, MARK_FOR);
       if (mark === undefined) return false;
       try {
         await remove();
