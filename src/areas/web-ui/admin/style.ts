@@ -4,7 +4,7 @@ export const ADMIN_STYLE = `
 .admin-form input:not([type=checkbox]), .admin-form select, .admin-form textarea { width: 100%; max-width: 32rem; box-sizing: border-box; }
 .inline-form label { display: block; overflow-wrap: anywhere; }
 .inline-form input { display: block; width: 100%; min-width: 0; box-sizing: border-box; font-weight: normal; }
-.admin-table td { overflow-wrap: break-word; }
+.admin-table td { overflow-wrap: anywhere; }
 .admin-links li { margin: .25rem 0; }
 details > summary { cursor: pointer; }
 `;
