@@ -362,7 +362,9 @@ describe("hostile XML: refused fast, as a fault or 413, never a 500", () => {
     const started = performance.now();
     const res = await post11(payload, headers);
     const elapsed = performance.now() - started;
-    expect(elapsed, `${elapsed} ms`).toBeLessThan(500);
+    // A bound for a parser that expands or backtracks (seconds to minutes), not a speed figure:
+    // a 512 KiB envelope took 573 ms on a CI machine under a load of 14, tens of ms when quiet.
+    expect(elapsed, `${elapsed} ms`).toBeLessThan(2_000);
     return res;
   }
 
