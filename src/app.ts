@@ -297,7 +297,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const shared = { db: deps.db, blobs: stores.reader, keepers: stores, clock, config, feeds };
   // Blob garbage collection of every store: through its keeper, so that it never deletes what an upload holds.
   const collector = createEveryStoreCollector({
-    stores: () => stores.all(),
+    stores: () => stores.allRecorded(),
     isReferenced: byDatabase(deps.db, blobReferenceCheck, postgresBlobReferenceCheck),
     clock,
     graceMs: GC_GRACE_MS,
@@ -322,7 +322,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Unfinished feed moves resume in the background: a store that is down must not delay the start.
   // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.) In a
   // cluster the leader resumes them: a move runs on one node.
-  singletons.add({ name: "feed store moves", start: () => void moves.resumeUnfinished(), stop: () => {} });
+  // A database failing at that moment (a node taking the lead as PostgreSQL restarts) is logged: the
+  // moves resume at the next start or takeover.
+  const resumeMoves = () =>
+    moves
+      .resumeUnfinished()
+      .catch((error: unknown) => app.log.warn({ err: error }, "resuming feed store moves failed"));
+  singletons.add({ name: "feed store moves", start: () => void resumeMoves(), stop: () => {} });
   const endpoints = createEndpointsServices(shared);
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports

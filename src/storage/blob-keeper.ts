@@ -48,6 +48,12 @@ export interface BlobKeeper {
 export interface FeedKeepers {
   keeperFor(feedId: number): BlobKeeper;
   /**
+   * As keeperFor, with the feed's store resolved once, at the keeper's first use, for all its
+   * blobs: an archive import's thousands of files would each read the feed's storage setting (on
+   * PostgreSQL a round trip). Without it (a keeper that is not resolved per feed), keeperFor.
+   */
+  pinnedKeeperFor?(feedId: number): BlobKeeper;
+  /**
    * Deletes a blob of the feed's store unless a row references it or an upload (on any node) holds
    * it, in cluster mode too, where keeperFor's keeper never deletes: for blobs the caller knows it
    * alone wrote and dropped (multipart parts). Without it, garbage collection deletes them.

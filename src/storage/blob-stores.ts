@@ -71,10 +71,17 @@ export interface BlobStores {
   forFeed(feedId: number): Promise<StoreEntry>;
   /** The keeper of `forFeed(feedId)`, resolved at each call (a feed's store may change meanwhile). */
   keeperFor(feedId: number): BlobKeeper;
+  /** FeedKeepers.pinnedKeeperFor: the keeper of `forFeed(feedId)` as resolved at its first call. */
+  pinnedKeeperFor(feedId: number): BlobKeeper;
   /** FeedKeepers.discardUnused: through `forFeed(feedId).collectThrough`. */
   discardUnused(feedId: number, sha256: string): Promise<boolean>;
   /** Every store known, disk first. */
   all(): readonly StoreEntry[];
+  /**
+   * Every store, with those another node has named since this one started (cluster mode: a feed's
+   * new setting is recorded by the node that was asked); on one machine, `all()`.
+   */
+  allRecorded(): Promise<readonly StoreEntry[]>;
 }
 
 export interface BlobStoresDeps {
@@ -181,6 +188,8 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
   const reader = createReader(
     () => [...entries.values()].map((entry) => entry.blobs),
     () => putTarget(),
+    // A blob no store has may be in a store another node named since: those are built, then asked.
+    () => (cluster ? buildRecorded() : Promise.resolve(false)),
   );
   const entryOf = (key: string, kind: StorageConfig["id"], blobs: BlobStore): StoreEntry => {
     const keeper = createBlobKeeper(blobs, isReferenced, reader, sharedHolds);
@@ -221,15 +230,31 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
     return build(key, open);
   }
 
-  // Stores named before this start (on any node, in cluster mode) stay readable and collected.
-  for (const row of await rows.known()) {
-    try {
-      build(row.key, openStorageSecrets(row.config, secrets));
-    } catch (error) {
-      if (!(error instanceof SecretUnreadableError)) throw error;
-      deps.onUnreadable?.(row.key);
+  /** Recorded stores whose credentials no configured key opens: reported once, not built. */
+  const unreadable = new Set<string>();
+
+  /**
+   * Builds the recorded stores this process has not built yet (in cluster mode, stores other nodes
+   * named since); whether it built any.
+   */
+  async function buildRecorded(): Promise<boolean> {
+    let built = false;
+    for (const row of await rows.known()) {
+      if (entries.has(row.key) || unreadable.has(row.key)) continue;
+      try {
+        build(row.key, openStorageSecrets(row.config, secrets));
+        built = true;
+      } catch (error) {
+        if (!(error instanceof SecretUnreadableError)) throw error;
+        unreadable.add(row.key);
+        deps.onUnreadable?.(row.key);
+      }
     }
+    return built;
   }
+
+  // Stores named before this start (on any node, in cluster mode) stay readable and collected.
+  await buildRecorded();
   const defaultEntry: StoreEntry | undefined =
     deps.defaultStorage === undefined || deps.defaultStorage.id === "disk"
       ? cluster
@@ -265,24 +290,37 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
     return defaultEntry.blobs;
   }
 
+  /** The keeper of the entry `entry` resolves, asked at each call. */
+  const keeperOf = (entry: () => Promise<StoreEntry>): BlobKeeper => ({
+    put: async (source, options) => (await whileSourceWaits(source, entry())).keeper.put(source, options),
+    hold: async (sha256) => (await entry()).keeper.hold(sha256),
+    discardIfUnused: async (sha256) => (await entry()).keeper.discardIfUnused(sha256),
+  });
+
   return {
     reader,
     disk,
     entryFor,
     forFeed,
-    keeperFor: (feedId) => ({
-      put: async (source, options) => (await whileSourceWaits(source, forFeed(feedId))).keeper.put(source, options),
-      hold: async (sha256) => (await forFeed(feedId)).keeper.hold(sha256),
-      discardIfUnused: async (sha256) => (await forFeed(feedId)).keeper.discardIfUnused(sha256),
-    }),
+    keeperFor: (feedId) => keeperOf(() => forFeed(feedId)),
+    pinnedKeeperFor(feedId) {
+      let resolved: Promise<StoreEntry> | undefined;
+      return keeperOf(() => (resolved ??= forFeed(feedId)));
+    },
     discardUnused: async (feedId, sha256) => (await forFeed(feedId)).collectThrough.discardIfUnused(sha256),
     all: () => [...entries.values()],
+    async allRecorded() {
+      if (cluster) await buildRecorded();
+      return [...entries.values()];
+    },
   };
 
   /** The union of the stores, for reads. */
   function createReader(
     stores: () => readonly BlobStore[],
     putTo: () => BlobStore,
+    /** Adds the stores recorded since (then `forget` is called); whether it added any. */
+    addRecorded: () => Promise<boolean>,
   ): BlobStore & RandomAccessBlobs & SizedReads & { forget(): void } {
     /** Address -> the store that last had it (insertion order = age, for eviction). */
     const located = new Map<string, BlobStore>();
@@ -297,9 +335,19 @@ export async function createBlobStores(deps: BlobStoresDeps): Promise<BlobStores
 
     /**
      * `attempt` on each store in turn (the one that last had the blob first) until one finds the
-     * blob; a failing store is passed over while another has it.
+     * blob; a failing store is passed over while another has it. When none has it, once more after
+     * adding the stores recorded since, if there are any.
      */
     async function firstHolding<T>(
+      sha256: string,
+      attempt: (store: BlobStore) => Promise<T | undefined>,
+    ): Promise<{ store: BlobStore; found: T } | undefined> {
+      const holding = await firstOfKnown(sha256, attempt);
+      if (holding !== undefined || !(await addRecorded())) return holding;
+      return firstOfKnown(sha256, attempt);
+    }
+
+    async function firstOfKnown<T>(
       sha256: string,
       attempt: (store: BlobStore) => Promise<T | undefined>,
     ): Promise<{ store: BlobStore; found: T } | undefined> {

@@ -122,7 +122,8 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
     if (row === undefined || (row.state !== "copying" && row.state !== "deleting")) return;
     let phase: MovePhase = row.state;
     try {
-      const target = stores.all().find((entry) => entry.key === row?.toStore);
+      // The store may be new to this node: another node was asked to move, then stopped.
+      const target = (await stores.allRecorded()).find((entry) => entry.key === row?.toStore);
       if (target === undefined) {
         throw new DomainError("unavailable", "MOVE_STORE_UNKNOWN", `The store ${row.toStore} is not configured.`);
       }

@@ -22,8 +22,11 @@ export interface EveryStoreCollection extends CollectionResult {
 }
 
 export interface EveryStoreCollectorDeps {
-  /** The stores to collect, asked at each collection (a feed may have named a new one). */
-  readonly stores: () => readonly StoreEntry[];
+  /**
+   * The stores to collect, asked at each collection (a feed may have named a new one, in a cluster
+   * through another node: BlobStores.allRecorded).
+   */
+  readonly stores: () => readonly StoreEntry[] | Promise<readonly StoreEntry[]>;
   /** blobReferenceCheck: its batch check marks each store quickly. */
   readonly isReferenced: BlobReferenceCheck;
   readonly clock: Clock;
@@ -78,7 +81,7 @@ export function createEveryStoreCollector(deps: EveryStoreCollectorDeps): EveryS
       const started = Date.now();
       try {
         const parts: Array<{ store: string; result?: CollectionResult; abandoned?: number; error?: string }> = [];
-        for (const entry of deps.stores()) {
+        for (const entry of await deps.stores()) {
           try {
             const result = await collectorOf(entry).collect({ dryRun });
             const abandoned =

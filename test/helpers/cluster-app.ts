@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/app.js";
+import { type AppDeps, buildApp } from "../../src/app.js";
 import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { joinCluster } from "../../src/cluster-node.js";
 import { type Config, loadConfig } from "../../src/config.js";
@@ -56,10 +56,11 @@ const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE
 /**
  * One node of `cluster` in this process (inject()-based, as buildTestApp), joined as main.ts joins
  * it: schema migrated, change feed listening, node registered. Its data directory is its own.
+ * `deps` are the test seams of the app (a feed move's hooks, a wrapped object store).
  */
 export async function buildClusterTestApp(
   cluster: TestCluster,
-  options: { env?: Record<string, string> } = {},
+  options: { env?: Record<string, string>; deps?: Pick<AppDeps, "feedStoreMoveHooks" | "createObjectStore"> } = {},
 ): Promise<ClusterTestApp> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wharf-node-"));
   const config = loadConfig({
@@ -80,6 +81,7 @@ export async function buildClusterTestApp(
       blobs: createFileBlobStore(dataDir),
       node: { id: node.nodeId, changeFeed: node.watch, databaseUrl: cluster.databaseUrl },
       logger: false,
+      ...options.deps,
     });
     await bootstrapAdminKey(node.db, dataDir, cluster.adminKey, systemClock);
     await app.ready();

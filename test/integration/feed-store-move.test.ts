@@ -359,7 +359,9 @@ describe("moving a feed between package stores", { timeout: 60_000 }, () => {
     };
     stopped.close();
     expect(saved.state).toBe("copying");
-    expect(saved.done).toBeGreaterThanOrEqual(10);
+    // Progress is written at least every 5 blobs, sooner once 500 ms passed (a loaded machine):
+    // after a stop at the 12th, the row is at the 8th blob or later.
+    expect(saved.done).toBeGreaterThanOrEqual(8);
     expect(saved.done).toBeLessThan(15);
 
     const copiedAfterRestart: number[] = [];

@@ -7,7 +7,7 @@ import type { Clock } from "../../domain/clock.js";
 import { eachConcurrently } from "../../domain/concurrently.js";
 import { invalid, notFound } from "../../domain/errors.js";
 import type { ClaimedDigests } from "../../http/upload-digests.js";
-import type { FeedKeepers } from "../../storage/blob-keeper.js";
+import type { BlobKeeper, FeedKeepers } from "../../storage/blob-keeper.js";
 import type { Feed, FeedService } from "../management/index.js";
 import {
   type AssetItem,
@@ -46,6 +46,13 @@ export interface HeldContent {
   readonly release: () => void;
   /** The asset directory whose package store holds it. */
   readonly feedId: number;
+}
+
+/** storeContent and releaseContents for the many files of one import, into one directory. */
+export interface ImportContents {
+  store(source: Readable | AsyncIterable<Buffer>, options?: StoreOptions): Promise<HeldContent>;
+  /** Releases what `store` held and deletes what no item uses. */
+  release(held: readonly HeldContent[]): Promise<void>;
 }
 
 /** The MetadataUpdate of docs/seed-api.md area F, as parsed JSON. */
@@ -121,6 +128,12 @@ export interface AssetService {
   ): Promise<{ stored: number; kept: number }>;
   /** Releases held contents and deletes those that no item uses. */
   releaseContents(held: readonly HeldContent[]): Promise<void>;
+  /**
+   * storeContent and releaseContents for an archive import: the directory's package store is
+   * resolved once, at the first file (FeedKeepers.pinnedKeeperFor), where storeContent reads the
+   * directory's storage setting for each file (on PostgreSQL a round trip, thousands per import).
+   */
+  importContents(directory: Feed): ImportContents;
   updateMetadata(directory: Feed, path: AssetPath, input: MetadataUpdateInput): Promise<AssetItem>;
 }
 
@@ -173,11 +186,9 @@ const CONCURRENT_DISCARDS = 8;
 
 export function createAssetService(deps: AssetServiceDeps): AssetService {
   const { repository, keepers, clock } = deps;
+  const discardThrough = (keeper: BlobKeeper, sha256: string) => keeper.discardIfUnused(sha256).catch(() => undefined);
   const discard = (directory: { readonly id: number }, sha256: string) =>
-    keepers
-      .keeperFor(directory.id)
-      .discardIfUnused(sha256)
-      .catch(() => undefined);
+    discardThrough(keepers.keeperFor(directory.id), sha256);
   const now = () => clock.now().toISOString();
 
   /** The settings an item inherits when its own is Inherit: its folders' (innermost first), then the directory's. */
@@ -204,8 +215,9 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
     directory: Feed,
     source: Readable | AsyncIterable<Buffer>,
     options: StoreOptions = {},
+    keeper = keepers.keeperFor(directory.id),
   ): Promise<HeldContent> {
-    const { blob: info, release } = await keepers.keeperFor(directory.id).put(source, {
+    const { blob: info, release } = await keeper.put(source, {
       maxBytes: options.maxBytes ?? deps.maxUploadBytes,
       extraDigests: ["md5", "sha512"],
       ...(options.expected ? { expected: options.expected } : {}),
@@ -224,14 +236,20 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
    * Discards each blob once, a few at a time: an import's thousands of files each cost a round trip
    * or two here (the feed's store, the references) on a cluster node, where they add up to seconds.
    */
-  async function discardAll(blobs: ReadonlyArray<{ feedId: number; sha256: string }>): Promise<void> {
+  async function discardAll(
+    blobs: ReadonlyArray<{ feedId: number; sha256: string }>,
+    keeperOf = (feedId: number) => keepers.keeperFor(feedId),
+  ): Promise<void> {
     const unique = [...new Map(blobs.map((blob) => [`${blob.feedId} ${blob.sha256}`, blob])).values()];
-    await eachConcurrently(unique, CONCURRENT_DISCARDS, (blob) => discard({ id: blob.feedId }, blob.sha256));
+    await eachConcurrently(unique, CONCURRENT_DISCARDS, (blob) => discardThrough(keeperOf(blob.feedId), blob.sha256));
   }
 
-  async function releaseContents(held: readonly HeldContent[]): Promise<void> {
+  async function releaseContents(held: readonly HeldContent[], keeperOf?: (feedId: number) => BlobKeeper) {
     for (const { release } of held) release();
-    await discardAll(held.map(({ content, feedId }) => ({ feedId, sha256: content.sha256 })));
+    await discardAll(
+      held.map(({ content, feedId }) => ({ feedId, sha256: content.sha256 })),
+      keeperOf,
+    );
   }
 
   async function putStoredFile(
@@ -353,7 +371,16 @@ export function createAssetService(deps: AssetServiceDeps): AssetService {
       return { stored: files.length - written.kept, kept: written.kept };
     },
 
-    releaseContents,
+    releaseContents: (held) => releaseContents(held),
+
+    importContents(directory) {
+      const keeper = keepers.pinnedKeeperFor?.(directory.id) ?? keepers.keeperFor(directory.id);
+      return {
+        store: (source, options) => storeContent(directory, source, options, keeper),
+        // Every content it held is the directory's (HeldContent.feedId), in the store it pinned.
+        release: (held) => releaseContents(held, () => keeper),
+      };
+    },
 
     async updateMetadata(directory, path, input) {
       const item = await getItem(directory, path);

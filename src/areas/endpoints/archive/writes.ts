@@ -38,6 +38,7 @@ export function createImportWriter(
   directory: Feed,
   options: { mode: WriteMode; mayReplace: boolean },
 ): ImportWriter {
+  const contents = assets.importContents(directory);
   /** By SHA-256, for small files: one store per content. */
   const stores = new Map<string, Promise<HeldContent>>();
   /** Every store started, held until close(). */
@@ -97,12 +98,12 @@ export function createImportWriter(
         if (same !== undefined) held = same;
         else {
           await turn();
-          held = start(assets.storeContent(directory, Readable.from([bytes]), { maxBytes: entry.size }));
+          held = start(contents.store(Readable.from([bytes]), { maxBytes: entry.size }));
           stores.set(key, held);
         }
       } else {
         await turn();
-        held = start(assets.storeContent(directory, data, { maxBytes: entry.size }));
+        held = start(contents.store(data, { maxBytes: entry.size }));
         // Streamed from the archive: it must be read whole before the next entry can be.
         await held;
       }
@@ -117,7 +118,7 @@ export function createImportWriter(
 
     async close() {
       const settled = await Promise.allSettled(started);
-      await assets.releaseContents(settled.flatMap((result) => (result.status === "fulfilled" ? [result.value] : [])));
+      await contents.release(settled.flatMap((result) => (result.status === "fulfilled" ? [result.value] : [])));
     },
   };
 }
