@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -13,6 +13,7 @@ import { createAzureBlobStore } from "../../src/storage/azure-blob-store.js";
 import type { BlobStore, SizedReads } from "../../src/storage/blob-store.js";
 import { type AzuriteServer, startAzurite } from "../helpers/azurite.js";
 import { startTestProxy } from "../helpers/http-proxy.js";
+import { filesUnder } from "../helpers/temp-files.js";
 import { describeBlobStoreContract } from "./blob-store.contract.js";
 
 let azurite: AzuriteServer;
@@ -22,16 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await azurite?.stop();
 });
-
-/** Every file under the spool folder: a finished or failed put leaves none. */
-async function filesUnder(dir: string) {
-  try {
-    return (await readdir(dir, { withFileTypes: true, recursive: true })).filter((entry) => entry.isFile()).length;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw error;
-  }
-}
 
 /** A store on a container of its own, so that every test starts empty. */
 async function makeStore(options: { blockBytes?: number; targetPath?: string } = {}) {
@@ -58,7 +49,11 @@ async function makeStore(options: { blockBytes?: number; targetPath?: string } =
 
 describeBlobStoreContract("azure (azurite)", async () => {
   const made = await makeStore();
-  return { store: made.store, cleanup: made.cleanup, tempFileCount: () => filesUnder(made.tempDir) };
+  return {
+    store: made.store,
+    cleanup: made.cleanup,
+    tempFileCount: async () => (await filesUnder(made.tempDir)).length,
+  };
 });
 
 describe("azure blob store specifics", { timeout: 20_000 }, () => {
@@ -135,7 +130,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       expect(proxy.blockMd5s.length).toBeGreaterThan(0);
       expect(proxy.blockMd5s.every((md5) => md5?.length === 24)).toBe(true);
       expect(await store.stat(sha256(content))).toBeUndefined();
-      expect(await filesUnder(tempDir)).toBe(0);
+      expect(await filesUnder(tempDir)).toEqual([]);
     } finally {
       await rm(tempDir, { recursive: true, force: true });
       await new Promise((resolve) => proxy.server.close(resolve));
@@ -151,7 +146,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     const tempDir = await mkdtemp(path.join(tmpdir(), "wharf-azure-spool-"));
     try {
       await work(storeThrough(proxy.port, made.container.containerName, tempDir), proxy);
-      expect(await filesUnder(tempDir)).toBe(0);
+      expect(await filesUnder(tempDir)).toEqual([]);
     } finally {
       await rm(tempDir, { recursive: true, force: true });
       await new Promise((resolve) => proxy.server.close(resolve));
@@ -298,7 +293,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       expect(text).not.toContain(azurite.connectionString().split("AccountKey=")[1]?.split(";")[0]);
       const statFailure = await refused.stat("0".repeat(64)).catch((error: unknown) => error);
       expect(statFailure).toMatchObject({ code: "AZURE_AUTHENTICATION_FAILED" });
-      expect(await filesUnder(tempDir)).toBe(0);
+      expect(await filesUnder(tempDir)).toEqual([]);
     } finally {
       await rm(tempDir, { recursive: true, force: true });
     }
@@ -427,7 +422,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
       expect(listed).toEqual([]);
       expect(staged).toBeGreaterThanOrEqual(2);
     }
-    expect(await filesUnder(made.tempDir)).toBe(0);
+    expect(await filesUnder(made.tempDir)).toEqual([]);
     // A later put of the same bytes commits only its own blocks.
     const info = await store.put(Readable.from([content]));
     expect((await readAll(await store.open(info.sha256))).equals(content)).toBe(true);
@@ -469,7 +464,7 @@ describe("azure blob store specifics", { timeout: 20_000 }, () => {
     await expect(first).rejects.toThrow("interrupted");
     expect((await second).sha256).toBe(address);
     expect((await readAll(await store.open(address))).equals(content)).toBe(true);
-    expect(await filesUnder(made.tempDir)).toBe(0);
+    expect(await filesUnder(made.tempDir)).toEqual([]);
   });
 
   it("ignores other blobs in the container and outside its TargetPath", async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
 import path from "node:path";
 import type { TestApp } from "./app.js";
+import { filesUnder } from "./temp-files.js";
 
 /**
  * `multipart/form-data` bodies (RFC 7578) built by hand, byte for byte, so that a test can send
@@ -49,14 +49,6 @@ export const filePart = (filename: string, content: string | Buffer, contentType
   content,
   ...(contentType === undefined ? {} : { contentType }),
 });
-
-/** Every file under `dir` (recursively), as paths relative to it; [] when it does not exist. */
-export async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
-}
 
 /** What a form-upload test sends as the admin of a test app, and the data directory's files it checks. */
 export function formRequests(app: () => TestApp) {

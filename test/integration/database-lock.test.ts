@@ -1,10 +1,10 @@
-import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createSystemKey } from "../helpers/fixtures.js";
 import { holdWriteLock, type LockHolder } from "../helpers/lock-holder.js";
+import { filesUnder } from "../helpers/temp-files.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
@@ -17,11 +17,6 @@ import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 const BUSY_MESSAGE = "The database is busy (another process holds its write lock); try again shortly.";
 
 const dbFile = (t: TestApp) => path.join(t.dataDir, "wharf.sqlite");
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
-}
 
 describe("a write lock held by another process", () => {
   let t: TestApp;

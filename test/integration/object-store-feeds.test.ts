@@ -12,6 +12,7 @@ import { testsRunOnPostgres } from "../helpers/postgres-test-app.js";
 import { azuriteStoreServer, type ObjectStoreServer, swiftStoreServer } from "../helpers/object-store-feeds.js";
 import { startAzurite } from "../helpers/azurite.js";
 import { type SwiftS3, startSwift, swiftInstalled } from "../helpers/swift.js";
+import { filesLeftInTmp } from "../helpers/temp-files.js";
 import { buildUpack, readTgz, readZip } from "../helpers/upack-fixtures.js";
 
 /**
@@ -54,12 +55,6 @@ async function diskBlobs(t: TestApp): Promise<string[]> {
     () => [],
   );
   return entries.filter((entry) => entry.isFile()).map((entry) => entry.name);
-}
-
-/** Files left under the data directory's tmp/ (spools of the object stores included). */
-async function tempFiles(t: TestApp): Promise<string[]> {
-  const entries = await readdir(path.join(t.dataDir, "tmp"), { withFileTypes: true, recursive: true }).catch(() => []);
-  return entries.filter((entry) => entry.isFile()).map((entry) => path.join(entry.parentPath, entry.name));
 }
 
 /** The scenarios on one store; `ready` is called once their app is up. */
@@ -302,7 +297,7 @@ function describeObjectStoreFeeds(
       // Nothing half-written shows: no version, no spool left behind.
       const versions = await get("/upack/packages/versions?name=pending");
       expect(versions.statusCode === 404 || (versions.json() as unknown[]).length === 0).toBe(true);
-      expect(await tempFiles(t)).toEqual([]);
+      expect(await filesLeftInTmp(t)).toEqual([]);
 
       // The stopped store's feeds answer a clean 503 with a message.
       for (const url of ["/upack/packages/download/cold/1.0.0", "/endpoints/files/content/large.bin"]) {

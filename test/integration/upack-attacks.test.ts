@@ -1,6 +1,4 @@
 import { randomInt } from "node:crypto";
-import { readdir } from "node:fs/promises";
-import path from "node:path";
 import { gzipSync } from "node:zlib";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import tar from "tar-stream";
@@ -20,6 +18,7 @@ import {
   type UpackFixtures,
 } from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
+import { filesLeftInTmp } from "../helpers/temp-files.js";
 
 /**
  * Attacks on the universal feed area (`/upack/<feed>/...`) and its Common Packages API face
@@ -96,11 +95,6 @@ async function versionCount(feed: string, name: string): Promise<number | undefi
   return row?.n;
 }
 
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(path.join(t.dataDir, dir), { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.isFile()).map((entry) => entry.name);
-}
-
 /** The blobs of the package store (the data directory's, or a cluster node's object store). */
 async function blobCount(): Promise<number> {
   let count = 0;
@@ -117,7 +111,7 @@ const deletesBlobsAtOnce = !testsRunOnPostgres();
 
 /** Versions, blobs and temporary files before and after: a refused upload leaves all three as they were. */
 async function snapshot() {
-  return { versions: await totalVersions(), blobs: await blobCount(), tmp: await filesUnder("tmp") };
+  return { versions: await totalVersions(), blobs: await blobCount(), tmp: await filesLeftInTmp(t) };
 }
 
 async function expectNothingStored(before: Awaited<ReturnType<typeof snapshot>>): Promise<void> {
