@@ -14,12 +14,14 @@
  * and the API suites listed here.
  */
 export const POSTGRES_SUITES: readonly string[] = [
+  "test/integration/archive-bounds.test.ts",
   "test/integration/audit-log.test.ts",
   "test/integration/audit-ui.test.ts",
   "test/integration/auth-cache.test.ts",
   "test/integration/auth-guessing.test.ts",
   "test/integration/auth-hook.test.ts",
   "test/integration/auth.test.ts",
+  "test/integration/blob-reference-check.test.ts",
   "test/integration/ci-badges.test.ts",
   "test/integration/compression.test.ts",
   "test/integration/config-agent.test.ts",
@@ -45,6 +47,7 @@ export const POSTGRES_SUITES: readonly string[] = [
   "test/integration/feeds-not-implemented.test.ts",
   "test/integration/feeds.test.ts",
   "test/integration/fetch-guard.test.ts",
+  "test/integration/form-upload-sockets.test.ts",
   "test/integration/fuzz-bounds.test.ts",
   "test/integration/gc.test.ts",
   "test/integration/grants-bound-to-ids.test.ts",
@@ -109,6 +112,7 @@ export const POSTGRES_SUITES: readonly string[] = [
   "test/integration/upack-download-cache.test.ts",
   "test/integration/upack-download.test.ts",
   "test/integration/upack-form-upload.test.ts",
+  "test/integration/upack-import.test.ts",
   "test/integration/upack-read.test.ts",
   "test/integration/upack-upload-metadata.test.ts",
   "test/integration/upack-upload.test.ts",

@@ -1,13 +1,16 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blobReferenceCheck } from "../../src/storage/blob-keeper.js";
+import { postgresBlobReferenceCheck } from "../../src/storage/blob-keeper-postgres.js";
+import { byDatabase } from "../../src/storage/metadata-db.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { buildUpack, createUpackFixtures } from "../helpers/upack-fixtures.js";
 
 /**
  * The batch reference check that garbage collection marks with (blob-keeper.ts blobReferenceCheck):
- * it must agree with the single check on rows of every table the `blob_references` view lists.
+ * it must agree with the single check on rows of every table the `blob_references` view lists, on
+ * both databases (on PostgreSQL the cluster's collection on the leader marks with it).
  */
 
 let t: TestApp;
@@ -34,7 +37,7 @@ describe("blobReferenceCheck", () => {
     expect((await putAsset(t, "site", "a.txt", "asset bytes")).statusCode).toBe(201);
     expect((await putAsset(t, "site", "b.txt", "asset bytes")).statusCode).toBe(201);
 
-    const check = blobReferenceCheck(t.db);
+    const check = byDatabase(t.database, blobReferenceCheck, postgresBlobReferenceCheck);
     const garbage = [sha256("never stored"), sha256("gone")];
     const referenced = [sha256(upack), sha256("asset bytes")];
     const asked = [referenced[0], garbage[0], referenced[1], garbage[1], garbage[0]] as string[];

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,53 +8,85 @@ import { bootstrapAdminKey } from "../../src/areas/security/bootstrap.js";
 import { loadConfig } from "../../src/config.js";
 import { systemClock } from "../../src/domain/clock.js";
 import { PERMISSION_DENIED_MESSAGE } from "../../src/domain/errors.js";
+import { blobReferenceCheck } from "../../src/storage/blob-keeper.js";
+import { postgresBlobReferenceCheck } from "../../src/storage/blob-keeper-postgres.js";
 import type { BlobStore } from "../../src/storage/blob-store.js";
-import { openDatabase } from "../../src/storage/database.js";
+import { type Db, openDatabase } from "../../src/storage/database.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
+import { byDatabase, type MetadataDb } from "../../src/storage/metadata-db.js";
+import { createObjectStore } from "../../src/storage/store-factory.js";
 import { buildTestApp, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
-import { createFeedKey, createPersonalKey, createUser, grant } from "../helpers/fixtures.js";
-import { buildUpack, buildZip, createUpackFixtures, sha1Hex } from "../helpers/upack-fixtures.js";
+import { createFeedKey, createPersonalKey, createUser, grant, readOne } from "../helpers/fixtures.js";
+import { joinTestCluster, postgresTestEnv, testsRunOnPostgres } from "../helpers/postgres-test-app.js";
+import {
+  buildUpack,
+  buildZip,
+  createUpackFixtures,
+  sha1Hex,
+  storedBlobAddresses,
+  type UpackFixtures,
+} from "../helpers/upack-fixtures.js";
 import { expectText } from "../helpers/responses.js";
 
 /**
  * Import stories (docs/compat.md 2.9, 2.14): a package file in an asset directory or in the server's
  * import folder becomes a version exactly as an upload of its bytes would, an asset's content is
- * shared rather than copied, and the source is deleted only when asked and allowed.
+ * shared rather than copied, and the source is deleted only when asked and allowed. On one machine
+ * (SQLite, the disk store) and on a cluster node (PostgreSQL, its object store on Azurite), where
+ * a blob no row needs any more is left to garbage collection (docs/cluster-mode.md, Blobs).
  */
 
 const sha256Hex = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
 
+/** On a cluster node, the SQLite connection a TestApp offers: none (this file reads through `t.database`). */
+const noSqlite = new Proxy({} as Db, {
+  get: () => {
+    throw new Error("this test reads SQLite directly: use t.database");
+  },
+});
+
 /**
- * buildTestApp, with a blob store that counts puts: content addressing makes a copy of a blob
- * invisible on disk, so "not copied" is proven by the store never being asked to write.
+ * buildTestApp, with package stores that count puts: content addressing makes a copy of a blob
+ * invisible in a store, so "not copied" is proven by no store ever being asked to write. On
+ * PostgreSQL it is a cluster node, as buildTestApp builds one, whose stores are object stores.
  */
 async function buildCountingApp(env: Record<string, string>): Promise<{ t: TestApp; puts: () => number }> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "wharf-test-"));
   const adminKey = `test-admin-${randomBytes(12).toString("hex")}`;
-  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...env });
-  const db = openDatabase(path.join(dataDir, "wharf.sqlite"));
-  const store = createFileBlobStore(dataDir);
+  const cluster = testsRunOnPostgres() ? await postgresTestEnv() : {};
+  const config = loadConfig({ WHARF_DATA_DIR: dataDir, WHARF_LOG_LEVEL: "silent", ...cluster, ...env });
+  const node = config.databaseUrl === undefined ? undefined : await joinTestCluster(config);
+  const database: MetadataDb = node?.db ?? openDatabase(path.join(dataDir, "wharf.sqlite"));
   let count = 0;
-  const blobs: BlobStore = {
+  const counting = (store: BlobStore): BlobStore => ({
     ...store,
     put: async (source, options) => {
       count++;
       return store.put(source, options);
     },
-  };
-  bootstrapAdminKey(db, dataDir, adminKey, systemClock);
-  const app = await buildApp(config, { db, blobs, logger: false });
+  });
+  await bootstrapAdminKey(database, dataDir, adminKey, systemClock);
+  const app = await buildApp(config, {
+    db: database,
+    ...(node ? { node: node.node } : {}),
+    blobs: counting(createFileBlobStore(dataDir)),
+    createObjectStore: (...args) => counting(createObjectStore(...args)),
+    logger: false,
+  });
   await app.ready();
   const close = async () => {
     await app.close();
-    db.close();
+    if (node) await node.close();
+    else (database as Db).close();
     await rm(dataDir, { recursive: true, force: true });
   };
-  return { t: { app, db, database: db, config, dataDir, adminKey, close }, puts: () => count };
+  const db = node ? noSqlite : (database as Db);
+  return { t: { app, db, database, config, dataDir, adminKey, close }, puts: () => count };
 }
 
 let t: TestApp;
+let fixtures: UpackFixtures;
 let puts: () => number;
 let importRoot: string;
 let outside: string;
@@ -64,7 +96,8 @@ beforeAll(async () => {
   importRoot = await mkdtemp(path.join(tmpdir(), "wharf-import-root-"));
   outside = await mkdtemp(path.join(tmpdir(), "wharf-import-outside-"));
   ({ t, puts } = await buildCountingApp({ WHARF_IMPORT_ROOT: importRoot }));
-  await createUpackFixtures(t).createFeed("main");
+  fixtures = createUpackFixtures(t);
+  await fixtures.createFeed("main");
   await createAssetDirectory(t, "dir");
 });
 afterAll(async () => {
@@ -82,14 +115,22 @@ function importInto(feed: string, body: unknown, headers: Record<string, string>
   });
 }
 
-async function blobFiles(): Promise<string[]> {
-  const entries = await readdir(path.join(t.dataDir, "blobs"), { recursive: true, withFileTypes: true }).catch(
-    () => [],
-  );
-  return entries.filter((entry) => entry.isFile()).map((entry) => entry.name);
-}
+/** The addresses in the app's package store (the disk store, or a cluster node's object store). */
+const blobFiles = () => storedBlobAddresses(t);
 
-const blobPath = (sha256: string) => path.join(t.dataDir, "blobs", sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+/**
+ * A blob no row needs any more: deleted at once on one machine; on a cluster node, which deletes
+ * none eagerly (another node may be storing the same bytes), referenced by no row, so that garbage
+ * collection takes it.
+ */
+async function expectDiscarded(sha256: string): Promise<void> {
+  if (testsRunOnPostgres()) {
+    const isReferenced = byDatabase(t.database, blobReferenceCheck, postgresBlobReferenceCheck);
+    expect(await isReferenced(sha256)).toBe(false);
+  } else {
+    expect(await blobFiles()).not.toContain(sha256);
+  }
+}
 
 async function addAsset(assetPath: string, bytes: Buffer | string): Promise<void> {
   const res = await putAsset(t, "dir", assetPath, bytes);
@@ -106,14 +147,15 @@ interface VersionRow {
   is_virtual: number;
 }
 
-function versionRow(name: string, version: string): VersionRow | undefined {
-  return t.db
-    .prepare(
-      `SELECT v.blob_sha256, v.sha1, v.is_virtual FROM upack_versions v
-         JOIN upack_packages p ON p.id = v.package_id JOIN feeds f ON f.id = p.feed_id
-        WHERE f.name = 'main' AND p.name_key = ? AND v.version_key = ?`,
-    )
-    .get(name.toLowerCase(), version.toLowerCase()) as VersionRow | undefined;
+function versionRow(name: string, version: string): Promise<VersionRow | undefined> {
+  return readOne<VersionRow>(
+    t.database,
+    `SELECT v.blob_sha256, v.sha1, v.is_virtual FROM upack_versions v
+       JOIN upack_packages p ON p.id = v.package_id JOIN feeds f ON f.id = p.feed_id
+      WHERE f.name = 'main' AND p.name_key = ? AND v.version_key = ?`,
+    name.toLowerCase(),
+    version.toLowerCase(),
+  );
 }
 
 /** A Personal key of a new user with these grants per feed. */
@@ -143,10 +185,10 @@ describe("import from an asset directory", () => {
       replaced: false,
     });
     // One blob, shared: the version references the asset's blob, and nothing new was written.
-    expect(versionRow("moved", "1.2.3")?.blob_sha256).toBe(sha256Hex(bytes));
+    expect((await versionRow("moved", "1.2.3"))?.blob_sha256).toBe(sha256Hex(bytes));
     expect((await blobFiles()).sort()).toEqual(before.sort());
     expect(puts()).toBe(putsBefore);
-    expect((await stat(blobPath(sha256Hex(bytes)))).size).toBe(bytes.length);
+    expect(await fixtures.blobs.stat(sha256Hex(bytes))).toEqual({ size: bytes.length });
 
     expectText(await getAsset("incoming/moved-1.2.3.upack"), 404, "The specified asset was not found.");
     const served = await download("libs/moved/1.2.3");
@@ -173,7 +215,7 @@ describe("import from an asset directory", () => {
     // Once nothing references it, the blob goes with the last user.
     const gone = await t.app.inject({ method: "DELETE", url: "/endpoints/dir/content/kept.upack", headers: admin() });
     expect(gone.statusCode).toBeLessThan(300);
-    await expect(stat(blobPath(sha256Hex(bytes)))).rejects.toThrow();
+    await expectDiscarded(sha256Hex(bytes));
   });
 
   it("reads backslashes in `from` as separators and also accepts a leading one", async () => {
@@ -195,7 +237,7 @@ describe("import from an asset directory", () => {
     await addAsset("virt-zip.vpack", zipped);
     const zipRes = await importInto("main", { assetDirectory: "dir", from: "virt-zip.vpack" });
     expect(zipRes.statusCode, zipRes.body).toBe(200);
-    expect(versionRow("virt-zip", "1.0.0")).toEqual({
+    expect(await versionRow("virt-zip", "1.0.0")).toEqual({
       blob_sha256: sha256Hex(zipped),
       sha1: sha1Hex(zipped),
       is_virtual: 1,
@@ -205,7 +247,7 @@ describe("import from an asset directory", () => {
     await addAsset("virt-json.vpack", json);
     const jsonRes = await importInto("main", { assetDirectory: "dir", from: "virt-json.vpack" });
     expect(jsonRes.statusCode, jsonRes.body).toBe(200);
-    const row = versionRow("virt-json", "1.0.0");
+    const row = await versionRow("virt-json", "1.0.0");
     expect(row?.is_virtual).toBe(1);
     expect(row?.blob_sha256).not.toBe(sha256Hex(json));
     const vpack = await t.app.inject({
@@ -216,7 +258,7 @@ describe("import from an asset directory", () => {
     expect(vpack.statusCode).toBe(200);
     expect(JSON.parse(vpack.body)).toEqual({ name: "virt-json", version: "1.0.0", contents });
     // The JSON text itself is referenced by nothing once its asset is deleted.
-    expect(await blobFiles()).not.toContain(sha256Hex(json));
+    await expectDiscarded(sha256Hex(json));
   });
 
   it("refuses what an upload would refuse (400) and leaves the asset untouched", async () => {
@@ -256,7 +298,7 @@ describe("import from an asset directory", () => {
       409,
       /already exists; overwriting it needs the overwrite\/delete permission/,
     );
-    expect(versionRow("exists", "1.0.0")?.sha1).toBe(sha1Hex(first));
+    expect((await versionRow("exists", "1.0.0"))?.sha1).toBe(sha1Hex(first));
     expect((await getAsset("exists.upack")).statusCode).toBe(200);
 
     const replaced = await importInto("main", { assetDirectory: "dir", from: "exists.upack" });
@@ -264,7 +306,7 @@ describe("import from an asset directory", () => {
     expect(replaced.json()).toMatchObject({ name: "EXISTS", replaced: true, sha1: sha1Hex(second) });
     expect((await download("exists/1.0.0")).rawPayload.equals(second)).toBe(true);
     // The replaced upload's blob is referenced by nothing any more.
-    expect(await blobFiles()).not.toContain(sha256Hex(first));
+    await expectDiscarded(sha256Hex(first));
   });
 
   it("needs download (and, to delete the source, delete) permission on the directory", async () => {
@@ -282,7 +324,7 @@ describe("import from an asset directory", () => {
       dir: ["Feeds_ViewFeed", "Feeds_DownloadPackage"],
     });
     expectText(await importInto("main", body, reader), 403, PERMISSION_DENIED_MESSAGE);
-    expect(versionRow("guarded", "1.0.0")).toBeUndefined();
+    expect(await versionRow("guarded", "1.0.0")).toBeUndefined();
     expect((await getAsset("guarded.upack")).statusCode).toBe(200);
     // Keeping the source needs no delete permission.
     const kept = await importInto("main", { ...body, deleteFromSource: false }, reader);
@@ -426,7 +468,7 @@ describe("import from a server path", () => {
     expectText(await importInto("main", { from: "escape-dir/secret.upack" }), 403, "outside");
 
     expect((await stat(target)).size).toBe(secret.length);
-    expect(versionRow("secret", "1.0.0")).toBeUndefined();
+    expect(await versionRow("secret", "1.0.0")).toBeUndefined();
     expect(await realpath(target)).toBe(await realpath(path.join(importRoot, "escape.upack")));
   });
 
@@ -438,7 +480,7 @@ describe("import from a server path", () => {
     await writeFile(bad, "not a zip");
     expectText(await importInto("main", { from: "bad.upack" }), 400);
     expect((await stat(bad)).size).toBe(9);
-    expect(await blobFiles()).not.toContain(sha256Hex("not a zip"));
+    await expectDiscarded(sha256Hex("not a zip"));
   });
 
   it("is refused when no import folder is configured", async () => {
