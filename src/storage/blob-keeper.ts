@@ -92,7 +92,13 @@ export function createBlobKeeper(
   async function copyHere(sha256: string): Promise<boolean> {
     const source = await copyFrom?.open(sha256);
     if (source === undefined) return false;
-    await blobs.put(source, { expected: { sha256 } });
+    try {
+      await blobs.put(source, { expected: { sha256 } });
+    } catch (error) {
+      // A store that failed before reading it (down, full) leaves the source open: its file is closed here.
+      source.destroy();
+      throw error;
+    }
     return true;
   }
 

@@ -117,4 +117,28 @@ describe("BlobKeeper", () => {
     await keeper.discardIfUnused(sha256);
     expect(await store.stat(sha256)).toBeUndefined();
   });
+
+  it("closes the other store's copy when a hold's copy fails before reading it (the store down)", async () => {
+    const other = createFileBlobStore(path.join(dir, "other"));
+    const { sha256 } = await other.put(Readable.from([randomBytes(1000)]));
+    const opened: Readable[] = [];
+    const source: BlobStore = {
+      ...other,
+      async open(address, range) {
+        const stream = await other.open(address, range);
+        if (stream) opened.push(stream);
+        return stream;
+      },
+    };
+    const down: BlobStore = {
+      ...store,
+      async put() {
+        throw new Error("the store is down");
+      },
+    };
+    const keeper = createBlobKeeper(down, notReferenced, source);
+    await expect(keeper.hold(sha256)).rejects.toThrow("the store is down");
+    // Its file is closed now, not whenever garbage collection finds the handle.
+    expect(opened.map((stream) => stream.destroyed)).toEqual([true]);
+  });
 });
