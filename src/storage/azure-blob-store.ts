@@ -69,6 +69,8 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
 
   /** Puts in this process holding the spool copy of an address: it is removed when the last one is done. */
   const spoolHolds = new Map<string, number>();
+  /** Spool copies being removed, by address: a put of the same bytes waits before it looks for its copy. */
+  const spoolRemovals = new Map<string, Promise<void>>();
   /** Uploads running in this process, by address: concurrent puts of the same bytes share one. */
   const uploads = new Map<string, Promise<void>>();
   let containerReady: Promise<void> | undefined;
@@ -96,6 +98,9 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
           // Held before the spool looks for its own copy, so no other put's cleanup removes it.
           spoolHolds.set(sha256, (spoolHolds.get(sha256) ?? 0) + 1);
           held = sha256;
+          // A copy that the last put holding it is removing would be taken for this put's own,
+          // then be gone when published: the spool looks once it is gone, and keeps this one.
+          await spoolRemovals.get(sha256)?.catch(() => undefined);
         },
       });
       signal?.throwIfAborted();
@@ -132,7 +137,11 @@ export function createAzureBlobStore(options: AzureBlobStoreOptions): BlobStore 
       return;
     }
     spoolHolds.delete(sha256);
-    await spool.delete(sha256);
+    const removal = spool.delete(sha256).finally(() => {
+      if (spoolRemovals.get(sha256) === removal) spoolRemovals.delete(sha256);
+    });
+    spoolRemovals.set(sha256, removal);
+    await removal;
   }
 
   /**
