@@ -64,7 +64,7 @@ const SQLITE_ONLY =
  * On PostgreSQL, a stand-in for the SQLite connection that throws at its first use: a test that
  * takes `t.db` up front but uses it in some steps alone still runs the steps that go through the API.
  */
-const noSqlite: Db = new Proxy({} as Db, {
+export const noSqlite: Db = new Proxy({} as Db, {
   get: () => {
     throw new Error(SQLITE_ONLY);
   },

@@ -15,7 +15,7 @@ import { type Db, openDatabase } from "../../src/storage/database.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import { byDatabase, type MetadataDb } from "../../src/storage/metadata-db.js";
 import { createObjectStore } from "../../src/storage/store-factory.js";
-import { buildTestApp, type TestApp } from "../helpers/app.js";
+import { buildTestApp, noSqlite, type TestApp } from "../helpers/app.js";
 import { createAssetDirectory, putAsset } from "../helpers/asset-fixtures.js";
 import { createFeedKey, createPersonalKey, createUser, grant, readOne } from "../helpers/fixtures.js";
 import { joinTestCluster, postgresTestEnv, testsRunOnPostgres } from "../helpers/postgres-test-app.js";
@@ -38,13 +38,6 @@ import { expectText } from "../helpers/responses.js";
  */
 
 const sha256Hex = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
-
-/** On a cluster node, the SQLite connection a TestApp offers: none (this file reads through `t.database`). */
-const noSqlite = new Proxy({} as Db, {
-  get: () => {
-    throw new Error("this test reads SQLite directly: use t.database");
-  },
-});
 
 /**
  * buildTestApp, with package stores that count puts: content addressing makes a copy of a blob
