@@ -36,6 +36,13 @@ export interface TestApp {
  */
 const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
 
+/**
+ * Routine configuration checks off unless a test asks for them: their first round falls anywhere in
+ * the first interval (an hour by default), so across the suite's hundreds of apps one would now and
+ * then hand an agent's poll work, or add a collection, that the test did not ask for.
+ */
+const NO_ROUTINE_CHECKS = { WHARF_CONFIG_CHECK_MINUTES: "0" } as const;
+
 /** The app's database and, on PostgreSQL, its seat in the cluster; closed after the app. */
 interface Metadata {
   readonly database: MetadataDb;
@@ -90,6 +97,7 @@ export async function buildTestApp(
     WHARF_LOG_LEVEL: "silent",
     ...cluster,
     ...UNTHROTTLED,
+    ...NO_ROUTINE_CHECKS,
     ...options.env,
   });
   const metadata = await openMetadata(config);
