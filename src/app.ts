@@ -268,6 +268,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     db: deps.db,
     stores,
     clock,
+    nodeId,
     log: app.log,
     ...(deps.feedStoreMoveHooks ? { hooks: deps.feedStoreMoveHooks } : {}),
   });
@@ -320,15 +321,23 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   let stopGc = () => {};
   singletons.add({ name: "garbage collection", start: () => void (stopGc = scheduleGc()), stop: () => stopGc() });
   // Unfinished feed moves resume in the background: a store that is down must not delay the start.
-  // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.) In a
-  // cluster the leader resumes them: a move runs on one node.
-  // A database failing at that moment (a node taking the lead as PostgreSQL restarts) is logged: the
-  // moves resume at the next start or takeover.
-  const resumeMoves = () =>
-    moves
-      .resumeUnfinished()
-      .catch((error: unknown) => app.log.warn({ err: error }, "resuming feed store moves failed"));
-  singletons.add({ name: "feed store moves", start: () => void resumeMoves(), stop: () => {} });
+  // (The object stores' local spools are under tmp/, emptied before the app exists: main.ts.) A move
+  // runs on one node: in a cluster each node resumes its own as it starts, and the leader, every
+  // heartbeat, those whose node stopped (docs/cluster-mode.md); on one machine the process all of them.
+  if (deps.node !== undefined) {
+    app.addHook("onReady", async () => {
+      // Not awaited: the start waits for no store.
+      moves
+        .resumeUnfinished()
+        .catch((error: unknown) => app.log.warn({ err: error }, "resuming feed store moves failed"));
+    });
+  }
+  let stopResumingMoves = () => {};
+  singletons.add({
+    name: "feed store moves",
+    start: () => void (stopResumingMoves = moves.resumeOrphaned(deps.node === undefined ? 0 : NODE_HEARTBEAT_MS)),
+    stop: () => stopResumingMoves(),
+  });
   const endpoints = createEndpointsServices(shared);
   const deployments = createPackageDeploymentService({ db: deps.db, clock, feeds });
   // One set of universal feed services for both APIs that serve universal packages. It imports

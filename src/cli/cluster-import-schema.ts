@@ -18,6 +18,7 @@ export const POSTGRES_ONLY_TABLES = new Set([
   "config_collection_nodes",
   "agent_work",
   "agent_polls",
+  "feed_store_move_nodes",
   "wharf_schema_migrations",
 ]);
 

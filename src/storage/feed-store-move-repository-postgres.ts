@@ -5,15 +5,49 @@ import {
   type MoveTableRow,
   toMove,
 } from "./feed-store-move-repository.js";
+import { NODE_GONE_AFTER_MS } from "./postgres/cluster-nodes.js";
 import { type PostgresDb, readRows, writeRows } from "./postgres/database.js";
 
 /**
- * FeedStoreMoveRepository on PostgreSQL (cluster mode): the same rows and answers as on SQLite.
- * Every method is one statement; none reads and then writes. Which node runs a feed's move is the
- * mover's business (feed-store-move.ts keeps its running moves in its process: in a cluster the
- * move needs a job claim, storage/postgres/job-claims.ts, before two nodes could run one).
+ * The moves under way that no other live node runs, with the node each records: this node's ($1),
+ * and when orphans are wanted ($2) those of nodes that are gone (no cluster_nodes row, or a
+ * heartbeat older than $3 ms) or of none (imported from SQLite, begun before 0012). Liveness is
+ * read as the configuration checks' restart rule reads it (collections-repository-postgres.ts).
  */
-export function createPostgresFeedStoreMoveRepository(db: PostgresDb): FeedStoreMoveRepository {
+const UNFINISHED_UNLESS_LIVE = `
+  SELECT m.feed_id, runs.node_id FROM feed_store_moves m
+    LEFT JOIN feed_store_move_nodes runs ON runs.feed_id = m.feed_id
+    LEFT JOIN cluster_nodes node ON node.node_id = runs.node_id
+   WHERE m.state IN ('copying', 'deleting')
+     AND (runs.node_id = $1
+          OR ($2 AND (node.node_id IS NULL
+                      OR node.last_heartbeat_at <= now() - make_interval(secs => $3::float8 / 1000))))`;
+
+/** Takes those moves for this node, checking again as it writes: RETURNING lists what it now runs. */
+const CLAIM_UNFINISHED = `
+  WITH claimed AS (${UNFINISHED_UNLESS_LIVE})
+  INSERT INTO feed_store_move_nodes (feed_id, node_id) SELECT feed_id, $1 FROM claimed
+  ON CONFLICT (feed_id) DO UPDATE SET node_id = excluded.node_id
+  RETURNING feed_id`;
+
+/** The move's node: this one, in the statement that begins or resumes it ($NODE: the last parameter). */
+const runHere = (write: string, node: string) => `
+  WITH moved AS (${write} RETURNING feed_id)
+  INSERT INTO feed_store_move_nodes (feed_id, node_id) SELECT feed_id, ${node} FROM moved
+  ON CONFLICT (feed_id) DO UPDATE SET node_id = excluded.node_id`;
+
+/** A write of a running move's row holds only while no other node has taken the move over ($NODE). */
+const notTakenOver = (node: string) =>
+  `NOT EXISTS (SELECT 1 FROM feed_store_move_nodes runs WHERE runs.feed_id = feed_store_moves.feed_id AND runs.node_id <> ${node})`;
+
+/**
+ * FeedStoreMoveRepository on PostgreSQL (cluster mode): the same rows and answers as on SQLite, and
+ * which node runs each move (feed_store_move_nodes, 0012): `nodeId`, this node's cluster_nodes
+ * node_id, is recorded as the move begins or resumes, and a node that stopped loses its moves to
+ * the leader's claim. Every method is one statement, but claimUnfinished, which reads before it
+ * writes a claim and checks again in the write.
+ */
+export function createPostgresFeedStoreMoveRepository(db: PostgresDb, nodeId: string): FeedStoreMoveRepository {
   const changed = async (sql: string, params: readonly unknown[]) =>
     ((await writeRows(db, sql, params)).rowCount ?? 0) > 0;
   return {
@@ -21,59 +55,70 @@ export function createPostgresFeedStoreMoveRepository(db: PostgresDb): FeedStore
       const [row] = await readRows<MoveTableRow>(db, "SELECT * FROM feed_store_moves WHERE feed_id = $1", [feedId]);
       return row === undefined ? undefined : toMove(row);
     },
-    async unfinished() {
-      const rows = await readRows<{ feed_id: number }>(
-        db,
-        "SELECT feed_id FROM feed_store_moves WHERE state IN ('copying', 'deleting') ORDER BY feed_id",
-      );
-      return rows.map((row) => row.feed_id);
+    async claimUnfinished(orphans) {
+      const params = [nodeId, orphans, NODE_GONE_AFTER_MS];
+      const ids = (rows: ReadonlyArray<{ feed_id: number }>) => rows.map((row) => row.feed_id).sort((a, b) => a - b);
+      // Read first: the leader asks every few seconds, and a write of nothing new would move this
+      // node's cache version each time.
+      const found = await readRows<{ feed_id: number; node_id: string | null }>(db, UNFINISHED_UNLESS_LIVE, params);
+      if (found.every((row) => row.node_id === nodeId)) return ids(found);
+      return ids((await writeRows<{ feed_id: number }>(db, CLAIM_UNFINISHED, params)).rows);
     },
     async begin(feedId, from, to, totals, now) {
       // SQLite's INSERT OR REPLACE: a new row in every column (what it does not name is back to its
-      // default); nothing references feed_store_moves, so the replaced row cascades nowhere.
+      // default); the row keeps its feed_store_move_nodes row, which names this node from now on.
       await writeRows(
         db,
-        `INSERT INTO feed_store_moves
-           (feed_id, from_store, to_store, state, cursor, blobs_total, blobs_done, bytes_total, bytes_done, started_at, updated_at)
-         VALUES ($1, $2, $3, 'copying', '', $4, 0, $5, 0, $6, $6)
-         ON CONFLICT (feed_id) DO UPDATE SET from_store = excluded.from_store, to_store = excluded.to_store,
-           state = excluded.state, failed_in = NULL, cursor = excluded.cursor, blobs_total = excluded.blobs_total,
-           blobs_done = excluded.blobs_done, bytes_total = excluded.bytes_total, bytes_done = excluded.bytes_done,
-           started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL, error = NULL`,
-        [feedId, from, to, totals.blobs, totals.bytes, now],
+        runHere(
+          `INSERT INTO feed_store_moves
+             (feed_id, from_store, to_store, state, cursor, blobs_total, blobs_done, bytes_total, bytes_done, started_at, updated_at)
+           VALUES ($1, $2, $3, 'copying', '', $4, 0, $5, 0, $6, $6)
+           ON CONFLICT (feed_id) DO UPDATE SET from_store = excluded.from_store, to_store = excluded.to_store,
+             state = excluded.state, failed_in = NULL, cursor = excluded.cursor, blobs_total = excluded.blobs_total,
+             blobs_done = excluded.blobs_done, bytes_total = excluded.bytes_total, bytes_done = excluded.bytes_done,
+             started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL, error = NULL`,
+          "$7",
+        ),
+        [feedId, from, to, totals.blobs, totals.bytes, now, nodeId],
       );
     },
     progress: (feedId, p, now) =>
       changed(
         `UPDATE feed_store_moves SET cursor = $1, blobs_done = $2, bytes_done = $3, blobs_total = $4, bytes_total = $5,
-           updated_at = $6 WHERE feed_id = $7`,
-        [p.cursor, p.blobsDone, p.bytesDone, p.blobsTotal, p.bytesTotal, now, feedId],
+           updated_at = $6 WHERE feed_id = $7 AND ${notTakenOver("$8")}`,
+        [p.cursor, p.blobsDone, p.bytesDone, p.blobsTotal, p.bytesTotal, now, feedId, nodeId],
       ),
     startDeleting: (feedId, now) =>
-      changed("UPDATE feed_store_moves SET state = 'deleting', cursor = '', updated_at = $1 WHERE feed_id = $2", [
-        now,
-        feedId,
-      ]),
+      changed(
+        `UPDATE feed_store_moves SET state = 'deleting', cursor = '', updated_at = $1
+          WHERE feed_id = $2 AND ${notTakenOver("$3")}`,
+        [now, feedId, nodeId],
+      ),
     async finish(feedId, now) {
       await writeRows(
         db,
-        "UPDATE feed_store_moves SET state = 'done', finished_at = $1, updated_at = $1, error = NULL WHERE feed_id = $2",
-        [now, feedId],
+        `UPDATE feed_store_moves SET state = 'done', finished_at = $1, updated_at = $1, error = NULL
+          WHERE feed_id = $2 AND ${notTakenOver("$3")}`,
+        [now, feedId, nodeId],
       );
     },
     async fail(feedId, phase, error, now) {
       await writeRows(
         db,
-        "UPDATE feed_store_moves SET state = 'failed', failed_in = $1, error = $2, updated_at = $3 WHERE feed_id = $4",
-        [phase, error, now, feedId],
+        `UPDATE feed_store_moves SET state = 'failed', failed_in = $1, error = $2, updated_at = $3
+          WHERE feed_id = $4 AND ${notTakenOver("$5")}`,
+        [phase, error, now, feedId, nodeId],
       );
     },
     async resume(feedId, now) {
       await writeRows(
         db,
-        `UPDATE feed_store_moves SET state = coalesce(failed_in, 'copying'), failed_in = NULL, error = NULL,
-           finished_at = NULL, updated_at = $1 WHERE feed_id = $2`,
-        [now, feedId],
+        runHere(
+          `UPDATE feed_store_moves SET state = coalesce(failed_in, 'copying'), failed_in = NULL, error = NULL,
+             finished_at = NULL, updated_at = $1 WHERE feed_id = $2`,
+          "$3",
+        ),
+        [now, feedId, nodeId],
       );
     },
     async totals(feedId) {

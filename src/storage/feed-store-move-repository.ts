@@ -41,11 +41,19 @@ export interface MoveProgress {
 /** SQL of `feed_store_moves` and of the blobs a feed's rows reference (upack versions, assembled packages, asset files). */
 export interface FeedStoreMoveRepository {
   find(feedId: number): Promise<MoveRow | undefined>;
-  /** Feeds whose move was under way when the process stopped. */
-  unfinished(): Promise<number[]>;
+  /**
+   * Feeds whose move is under way and no running process runs, now this process's to run, in id
+   * order. On one machine: every such move (the process that ran them stopped). In a cluster: the
+   * moves recorded as this node's and, with `orphans`, those of nodes that are gone or of none.
+   */
+  claimUnfinished(orphans: boolean): Promise<number[]>;
   /** Starts (or restarts) the feed's move: any earlier row is replaced. */
   begin(feedId: number, from: string, to: string, totals: { blobs: number; bytes: number }, now: string): Promise<void>;
-  /** Records progress; false when the row is gone (the feed was deleted). */
+  /**
+   * Records progress; false when the row is gone (the feed was deleted) or, in a cluster, another
+   * node took the move over (this node was taken for gone). startDeleting, finish and fail write
+   * nothing then either.
+   */
   progress(feedId: number, progress: MoveProgress, now: string): Promise<boolean>;
   /** Enters the deleting phase with its cursor reset. */
   startDeleting(feedId: number, now: string): Promise<boolean>;
@@ -146,7 +154,7 @@ export function createFeedStoreMoveRepository(db: Db): FeedStoreMoveRepository {
       const row = select.get(feedId);
       return row === undefined ? undefined : toMove(row);
     },
-    unfinished: async () => selectUnfinished.all().map((row) => row.feed_id),
+    claimUnfinished: async () => selectUnfinished.all().map((row) => row.feed_id),
     async begin(feedId, from, to, totals, now) {
       upsert.run(feedId, from, to, totals.blobs, totals.bytes, now, now);
     },

@@ -2,6 +2,7 @@ import type { Clock } from "../domain/clock.js";
 import { conflict, DomainError } from "../domain/errors.js";
 import type { BlobStores, StoreEntry } from "./blob-stores.js";
 import { byDatabase, type MetadataDb } from "./metadata-db.js";
+import { defaultNodeId } from "./postgres/cluster-nodes.js";
 import { createPostgresFeedStoreMoveRepository } from "./feed-store-move-repository-postgres.js";
 import {
   createFeedStoreMoveRepository,
@@ -27,7 +28,8 @@ export type { MoveRow, MoveState } from "./feed-store-move-repository.js";
  * stores with "new uploads only" ends up wholly in its store too.
  *
  * Every step is idempotent and the row records how far a phase got (its cursor, every few blobs),
- * so a move the process stopped in (crash, restart) resumes from its row at the next start. A
+ * so a move the process stopped in (crash, restart) resumes from its row at the next start (in a
+ * cluster, on the leading node as soon as the node running it is gone: resumeOrphaned). A
  * failed step (a blob in no store, a store down) marks the move failed with the error; the feed
  * keeps serving, and a retry resumes where it stopped.
  */
@@ -46,8 +48,17 @@ export interface FeedStoreMoves {
    * feed into its current store (e.g. after a "new uploads only" change). 409 MOVE_RUNNING while one runs.
    */
   retry(feedId: number): Promise<MoveRow>;
-  /** Resumes the moves (or the feed's move) a stopped process left under way; called once at start-up. */
+  /**
+   * Resumes the moves (or the feed's move) this process left under way when it stopped: at start-up
+   * on every node (in a cluster, those recorded as this node's).
+   */
   resumeUnfinished(feedId?: number): Promise<void>;
+  /**
+   * The leading node's part: resumes, now and then every `everyMs` (0: only now), every move under
+   * way that no running node runs (its node stopped or was killed), until the returned stop. On one
+   * machine that is every move under way, as resumeUnfinished.
+   */
+  resumeOrphaned(everyMs: number): () => void;
   /** Lets running moves stop after their current blob (their rows keep them for the next start). */
   stop(): Promise<void>;
 }
@@ -67,6 +78,8 @@ export interface FeedStoreMovesDeps {
   readonly db: MetadataDb;
   readonly stores: BlobStores;
   readonly clock: Clock;
+  /** In a cluster: this node's cluster_nodes node_id, recorded as the node running a move. */
+  readonly nodeId?: string;
   readonly log?: { warn(fields: object, message: string): void };
   readonly hooks?: FeedStoreMoveHooks;
 }
@@ -80,7 +93,9 @@ const moveRunning = () =>
 
 export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
   const { stores } = deps;
-  const repo = byDatabase(deps.db, createFeedStoreMoveRepository, createPostgresFeedStoreMoveRepository);
+  const repo = byDatabase(deps.db, createFeedStoreMoveRepository, (postgres) =>
+    createPostgresFeedStoreMoveRepository(postgres, deps.nodeId ?? defaultNodeId()),
+  );
   const now = () => deps.clock.now().toISOString();
   const running = new Map<number, Promise<void>>();
   /** Feeds whose setting is being changed right now (one change at a time per feed). */
@@ -259,7 +274,30 @@ export function createFeedStoreMoves(deps: FeedStoreMovesDeps): FeedStoreMoves {
 
     async resumeUnfinished(only) {
       if (stopping) return;
-      for (const feedId of await repo.unfinished()) if (only === undefined || only === feedId) launch(feedId);
+      for (const feedId of await repo.claimUnfinished(false)) if (only === undefined || only === feedId) launch(feedId);
+    },
+
+    resumeOrphaned(everyMs) {
+      let timer: NodeJS.Timeout | undefined;
+      let stopped = false;
+      const round = async () => {
+        if (stopping || stopped) return;
+        for (const feedId of await repo.claimUnfinished(true)) launch(feedId);
+      };
+      // One round at a time: the next is scheduled when the last one ended.
+      const next = () => {
+        round()
+          // A database failing meanwhile (a node taking the lead as PostgreSQL restarts): the next round tries again.
+          .catch((error: unknown) => deps.log?.warn({ err: error }, "resuming feed store moves failed"))
+          .finally(() => {
+            if (everyMs > 0 && !stopped && !stopping) timer = setTimeout(next, everyMs).unref();
+          });
+      };
+      next();
+      return () => {
+        stopped = true;
+        clearTimeout(timer);
+      };
     },
 
     async stop() {

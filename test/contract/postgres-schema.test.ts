@@ -30,6 +30,7 @@ const POSTGRES_ONLY_TABLES: readonly string[] = [
   "config_collection_nodes", // 0007-config-collection-nodes.sql
   "agent_work", // 0009-agent-work.sql
   "agent_polls", // 0010-agent-polls.sql
+  "feed_store_move_nodes", // 0012-feed-store-move-nodes.sql
 ];
 
 /**

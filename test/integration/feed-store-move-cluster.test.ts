@@ -28,12 +28,21 @@ import { testPostgres } from "../helpers/shared-postgres.js";
  * refusing a second change. The disk store is no store of a cluster: "back to the default" is the
  * cluster's object store, and no node deletes a blob eagerly there, so the old store keeps its
  * copies (feed-store-move.test.ts checks their deletion on one machine). Here only: a move stopped
- * with its node resumes on the node that takes the lead; a node started before another named a
+ * with its node resumes on the node that takes the lead, or on the leader when the node asked did
+ * not lead; a node started before another named a
  * store serves and collects it. It runs in the in-process project, as the other cluster-*.test.ts
  * files do (two nodes of its own, skipped without PostgreSQL).
  */
 
 let azurite: AzuriteServer;
+
+/** The node that runs the cluster's schedulers, as `node`'s cluster view says. */
+async function leaderOf(node: ClusterTestApp): Promise<string | undefined> {
+  const view = (await api(node, "GET", "/api/cluster/nodes")).json<{
+    nodes: Array<{ nodeId: string; runsSchedulers: boolean }>;
+  }>();
+  return view.nodes.find((entry) => entry.runsSchedulers)?.nodeId;
+}
 const cleanups = cleanupsAfterEach();
 
 const newContainer = () => azureContainer(azurite, cleanups);
@@ -127,13 +136,7 @@ describe.skipIf(!postgresInstalled())("feed store moves in a cluster", { timeout
       const second = await buildClusterTestApp(cluster, { env, deps: { feedStoreMoveHooks: move.resumingHooks } });
       cleanups.push(() => second.close());
       // The move is resumed by a node that takes the lead: the node asked to move must lead first.
-      const leader = async () => {
-        const view = (await api(second, "GET", "/api/cluster/nodes")).json<{
-          nodes: Array<{ nodeId: string; runsSchedulers: boolean }>;
-        }>();
-        return view.nodes.find((node) => node.runsSchedulers)?.nodeId;
-      };
-      await expect.poll(leader, { timeout: 10_000 }).toBe(first.nodeId);
+      await expect.poll(() => leaderOf(second), { timeout: 10_000 }).toBe(first.nodeId);
       const other = await newContainer();
       await move.start(first, other);
       const saved = await readOne<{ state: string; done: number }>(
@@ -144,6 +147,34 @@ describe.skipIf(!postgresInstalled())("feed store moves in a cluster", { timeout
 
       // The second node takes the lead (within its next try, every 5 s) and resumes the move.
       await move.expectResumed(second, other, savedDone);
+    });
+
+    it("asked of a node that does not lead, is resumed by the leader once that node stops", async () => {
+      const move = moveStoppedAfterTwelve();
+      const env = { WHARF_GC_INTERVAL_HOURS: "0" };
+      const separate = await testCluster(await testPostgres().createDatabase(), azurite);
+      const leading = await buildClusterTestApp(separate, { env, deps: { feedStoreMoveHooks: move.resumingHooks } });
+      cleanups.push(() => leading.close());
+      await expect.poll(() => leaderOf(leading), { timeout: 10_000 }).toBe(leading.nodeId);
+      const asked: ClusterTestApp = await buildClusterTestApp(separate, {
+        env,
+        deps: { feedStoreMoveHooks: move.stoppingHooks(() => asked.close()) },
+      });
+      cleanups.push(async () => void (await (move.closing() ?? asked.close())));
+      const other = await newContainer();
+      await move.start(asked, other);
+      const saved = await readOne<{ state: string; done: number; node: string }>(
+        leading.db,
+        "SELECT state, blobs_done AS done, n.node_id AS node FROM feed_store_moves JOIN feed_store_move_nodes n USING (feed_id)",
+      );
+      expect(saved?.node).toBe(asked.nodeId);
+      const savedDone = move.expectSaved(saved);
+
+      // The leader, which kept the lead, takes the move over at its next look (every heartbeat, 10 s).
+      await move.expectResumed(leading, other, savedDone);
+      expect(await readOne<{ node: string }>(leading.db, "SELECT node_id AS node FROM feed_store_move_nodes")).toEqual({
+        node: leading.nodeId,
+      });
     });
   });
 });

@@ -1,4 +1,4 @@
-import { goneAfterMs, NODE_HEARTBEAT_MS } from "../../storage/postgres/cluster-nodes.js";
+import { NODE_GONE_AFTER_MS } from "../../storage/postgres/cluster-nodes.js";
 import { inTransaction, type PostgresDb, readRows, writeRows } from "../../storage/postgres/database.js";
 import { isUniqueViolation } from "../../storage/sqlite-errors.js";
 import {
@@ -26,11 +26,7 @@ import {
  * NODE_GONE_AFTER_MS, and those that record no node (imported, or begun before 0007).
  */
 
-/**
- * A node silent this long is gone, as the cluster view counts it. A node taken for gone that comes
- * back finds its check ended; its late ending changes nothing.
- */
-export const NODE_GONE_AFTER_MS = goneAfterMs(NODE_HEARTBEAT_MS);
+// A node taken for gone (NODE_GONE_AFTER_MS) that comes back finds its check ended; its late ending changes nothing.
 
 /**
  * Executing collections begun neither by the node asking ($3: it runs, so it is alive, whatever

@@ -48,6 +48,8 @@ export const NODE_HEARTBEAT_MS = 10_000;
  * rule): three heartbeats, so that one slow or failed heartbeat does not mark a live node dead.
  */
 export const goneAfterMs = (heartbeatMs: number) => 3 * heartbeatMs;
+/** A node of the default heartbeat silent this long is gone, as the cluster view counts it. */
+export const NODE_GONE_AFTER_MS = goneAfterMs(NODE_HEARTBEAT_MS);
 /**
  * How long one statement of a heartbeat or of stop() may take. Without a bound, a database cut
  * off mid-statement would keep stop() (and so the node's shutdown) waiting for TCP to give up.

@@ -11,11 +11,13 @@ const T0 = "2026-11-29T10:00:00.000Z";
 const T1 = "2026-11-29T10:01:00.000Z";
 const T2 = "2026-11-29T10:02:00.000Z";
 const sha = (c: string) => c.repeat(64);
+/** On PostgreSQL, the cluster node the repository under test runs moves for. */
+const THIS_NODE = "node-here";
 
 const repositoryOn = (database: TestDatabase): FeedStoreMoveRepository =>
   database.kind === "sqlite"
     ? createFeedStoreMoveRepository(database.sqlite)
-    : createPostgresFeedStoreMoveRepository(database.postgres);
+    : createPostgresFeedStoreMoveRepository(database.postgres, THIS_NODE);
 
 describeOnBothDatabases("Feed store move repository", (database) => {
   let moves: FeedStoreMoveRepository;
@@ -117,7 +119,7 @@ describeOnBothDatabases("Feed store move repository", (database) => {
       bytesTotal: 200,
       updatedAt: T1,
     });
-    expect(await moves.unfinished()).toEqual([feedA]);
+    expect(await moves.claimUnfinished(true)).toEqual([feedA]);
     expect(await moves.startDeleting(feedA, T2)).toBe(true);
     expect(await moves.find(feedA)).toMatchObject({ state: "deleting", cursor: "", updatedAt: T2 });
     await moves.finish(feedA, T2);
@@ -135,7 +137,7 @@ describeOnBothDatabases("Feed store move repository", (database) => {
       updatedAt: T2,
       finishedAt: T2,
     });
-    expect(await moves.unfinished()).toEqual([]);
+    expect(await moves.claimUnfinished(true)).toEqual([]);
   });
 
   it("fails in a phase, resumes in it, and a new begin replaces the whole row", async () => {
@@ -150,7 +152,7 @@ describeOnBothDatabases("Feed store move repository", (database) => {
     expect(resumed).not.toHaveProperty("error");
     await moves.fail(feedB, "copying", "again", T2);
     await moves.finish(feedA, T2);
-    expect(await moves.unfinished()).toEqual([]);
+    expect(await moves.claimUnfinished(true)).toEqual([]);
     // A failed row replaced by a new move: no failedIn, error or finishedAt left over.
     await moves.begin(feedB, "s3:x", "disk", { blobs: 1, bytes: 5 }, T1);
     expect(await moves.find(feedB)).toEqual({
@@ -169,18 +171,18 @@ describeOnBothDatabases("Feed store move repository", (database) => {
     await moves.fail(feedB, "copying", "x", T2);
     await moves.resume(feedB, T2);
     expect(await moves.find(feedB)).toMatchObject({ state: "copying" });
-    expect(await moves.unfinished()).toEqual([feedB]);
+    expect(await moves.claimUnfinished(true)).toEqual([feedB]);
     // finish after a resumed one clears the error as well; a done row is replaced by begin too.
     await moves.begin(feedA, "s3:x", "disk", { blobs: 3, bytes: 127 }, T2);
     expect(await moves.find(feedA)).not.toHaveProperty("finishedAt");
-    expect(await moves.unfinished()).toEqual([feedA, feedB]);
+    expect(await moves.claimUnfinished(true)).toEqual([feedA, feedB]);
   });
 
   it("loses the row with its feed (cascade)", async () => {
     await database().exec("DELETE FROM feeds WHERE id = ?", [feedB]);
     expect(await moves.find(feedB)).toBeUndefined();
     expect(await moves.progress(feedB, progress("z"), T2)).toBe(false);
-    expect(await moves.unfinished()).toEqual([feedA]);
+    expect(await moves.claimUnfinished(true)).toEqual([feedA]);
   });
 
   it("two nodes beginning the same feed's move at once both succeed; one row remains (PostgreSQL)", async () => {
@@ -192,8 +194,8 @@ describeOnBothDatabases("Feed store move repository", (database) => {
       }),
     );
     try {
-      const [one, two] = pools.map((pool) =>
-        createPostgresFeedStoreMoveRepository({ pool, committed: () => undefined }),
+      const [one, two] = pools.map((pool, i) =>
+        createPostgresFeedStoreMoveRepository({ pool, committed: () => undefined }, `node-${i}`),
       );
       for (let round = 0; round < 5; round++) {
         await Promise.all([
@@ -209,6 +211,62 @@ describeOnBothDatabases("Feed store move repository", (database) => {
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
     }
+  });
+
+  it("in a cluster, claims only the moves no live node runs; a node whose move was taken over writes to it no more (PostgreSQL)", async () => {
+    const db = database();
+    if (db.kind !== "postgres") return;
+    const { exec } = db;
+    const feeds: number[] = [];
+    for (const name of ["live", "stale", "vanished", "imported"]) {
+      const [{ id }] = (await exec(
+        "INSERT INTO feeds (name, feed_type, storage_key, settings, created_at, modified_at) VALUES (?, 'universal', ?, '{}', ?, ?) RETURNING id",
+        [`claim-${name}`, `k-claim-${name}`, T0, T0],
+      )) as [{ id: number }];
+      feeds.push(id);
+    }
+    const [live, stale, vanished, imported] = feeds as [number, number, number, number];
+    // This node and "node-live" beat; "node-stale" last beat an hour ago; "node-vanished" has no row (it stopped).
+    await exec(
+      `INSERT INTO cluster_nodes (node_id, version, last_heartbeat_at) VALUES
+         (?, 'v', now()), ('node-live', 'v', now()), ('node-stale', 'v', now() - interval '1 hour')`,
+      [THIS_NODE],
+    );
+    const nodeRepository = (id: string) => createPostgresFeedStoreMoveRepository(db.postgres, id);
+    const [liveNode, staleNode] = [nodeRepository("node-live"), nodeRepository("node-stale")];
+    await liveNode.begin(live, "disk", "s3:x", { blobs: 1, bytes: 1 }, T0);
+    await staleNode.begin(stale, "disk", "s3:x", { blobs: 1, bytes: 1 }, T0);
+    await nodeRepository("node-vanished").begin(vanished, "disk", "s3:x", { blobs: 1, bytes: 1 }, T0);
+    await staleNode.begin(imported, "disk", "s3:x", { blobs: 1, bytes: 1 }, T0);
+    await exec("DELETE FROM feed_store_move_nodes WHERE feed_id = ?", [imported]);
+    // Of the moves under way from the tests above, feedA's is this node's, and the empty feed's is
+    // a node's that never had a row (node-0 or node-1, above).
+    expect(await moves.claimUnfinished(false)).toEqual([feedA]);
+    expect(await liveNode.claimUnfinished(false)).toEqual([live]);
+    expect(await staleNode.claimUnfinished(false)).toEqual([stale]);
+
+    // The leader takes over the stale, vanished and imported moves; the live node's stays its own.
+    const before = db.commits();
+    const orphans = [feedA, empty, stale, vanished, imported].sort((a, b) => a - b);
+    expect(await moves.claimUnfinished(true)).toEqual(orphans);
+    expect(db.commits()).toBe(before + 1);
+    expect(await staleNode.claimUnfinished(false)).toEqual([]);
+    expect(await liveNode.claimUnfinished(true)).toEqual([live]);
+    // Claiming nothing new writes nothing: the node's caches keep their version.
+    expect(await moves.claimUnfinished(true)).toEqual(orphans);
+    expect(db.commits()).toBe(before + 1);
+
+    // The stale node, still running after all, writes nothing more to the move it lost.
+    expect(await staleNode.progress(stale, progress(sha("s")), T1)).toBe(false);
+    expect(await staleNode.startDeleting(stale, T1)).toBe(false);
+    await staleNode.fail(stale, "copying", "lost", T1);
+    await staleNode.finish(stale, T1);
+    expect(await moves.find(stale)).toMatchObject({ state: "copying", cursor: "", updatedAt: T0 });
+    expect(await moves.progress(stale, progress(sha("s")), T1)).toBe(true);
+    // Unless it begins a move again: then it is its own.
+    await staleNode.begin(stale, "s3:x", "disk", { blobs: 1, bytes: 1 }, T2);
+    expect(await staleNode.progress(stale, progress(sha("t")), T2)).toBe(true);
+    expect(await moves.progress(stale, progress(sha("u")), T2)).toBe(false);
   });
 
   it("tells the node's caches of each write at once (PostgreSQL)", async () => {
