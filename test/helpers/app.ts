@@ -31,17 +31,19 @@ export interface TestApp {
 }
 
 /**
- * Tests send wrong keys and passwords from one address on purpose: failed sign-ins are slowed only
- * where a test asks for it (auth-guessing.test.ts passes the production defaults back).
+ * What every test app (this file's, and each node of cluster-app.ts) runs with unless a test asks
+ * otherwise through its env:
+ * - Failed sign-ins are not slowed: tests send wrong keys and passwords from one address on purpose
+ *   (auth-guessing.test.ts passes the production defaults back).
+ * - No routine configuration checks: their first round falls anywhere in the first interval (an
+ *   hour by default), so across the suite's hundreds of apps one would now and then hand an agent's
+ *   poll work, or add a collection, that the test did not ask for.
  */
-const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
-
-/**
- * Routine configuration checks off unless a test asks for them: their first round falls anywhere in
- * the first interval (an hour by default), so across the suite's hundreds of apps one would now and
- * then hand an agent's poll work, or add a collection, that the test did not ask for.
- */
-const NO_ROUTINE_CHECKS = { WHARF_CONFIG_CHECK_MINUTES: "0" } as const;
+export const TEST_APP_ENV = {
+  WHARF_AUTH_ADDRESS_FAILURES: "10000",
+  WHARF_AUTH_USER_FREE_FAILURES: "10000",
+  WHARF_CONFIG_CHECK_MINUTES: "0",
+} as const;
 
 /** The app's database and, on PostgreSQL, its seat in the cluster; closed after the app. */
 interface Metadata {
@@ -96,8 +98,7 @@ export async function buildTestApp(
     WHARF_DATA_DIR: dataDir,
     WHARF_LOG_LEVEL: "silent",
     ...cluster,
-    ...UNTHROTTLED,
-    ...NO_ROUTINE_CHECKS,
+    ...TEST_APP_ENV,
     ...options.env,
   });
   const metadata = await openMetadata(config);

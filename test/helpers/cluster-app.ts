@@ -11,6 +11,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createFileBlobStore } from "../../src/storage/file-blob-store.js";
 import type { PostgresDb } from "../../src/storage/postgres/database.js";
 import { systemClock } from "../../src/domain/clock.js";
+import { TEST_APP_ENV } from "./app.js";
 import type { AzuriteServer } from "./azurite.js";
 
 /** What every node of one test cluster shares: the database, the object store and the secret key. */
@@ -50,9 +51,6 @@ export interface ClusterTestApp {
   close(): Promise<void>;
 }
 
-/** As in test/helpers/app.ts: tests send wrong keys on purpose. */
-const UNTHROTTLED = { WHARF_AUTH_ADDRESS_FAILURES: "10000", WHARF_AUTH_USER_FREE_FAILURES: "10000" } as const;
-
 /**
  * One node of `cluster` in this process (inject()-based, as buildTestApp), joined as main.ts joins
  * it: schema migrated, change feed listening, node registered. Its data directory is its own.
@@ -70,7 +68,7 @@ export async function buildClusterTestApp(
     WHARF_SECRET_KEY: cluster.secretKey,
     WHARF_ADMIN_API_KEY: cluster.adminKey,
     ...cluster.storeEnv,
-    ...UNTHROTTLED,
+    ...TEST_APP_ENV,
     ...options.env,
   });
   const quiet = { info: () => {}, warn: () => {} };

@@ -40,7 +40,7 @@ export async function configurationWorld(options: { clock?: Clock; env?: Record<
   const deployRoot = path.join(base, "deploy");
   await fs.mkdir(deployRoot);
   const t = await buildTestApp({
-    env: { WHARF_DEPLOY_ROOT: deployRoot, WHARF_CONFIG_CHECK_MINUTES: "0", ...options.env },
+    env: { WHARF_DEPLOY_ROOT: deployRoot, ...options.env },
     ...(options.clock && { clock: options.clock }),
   });
   const configKey = await createSystemKey(t.database, ["configuration"]);

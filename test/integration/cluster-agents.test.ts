@@ -16,7 +16,7 @@ import { testPostgres } from "../helpers/shared-postgres.js";
  */
 
 /** Short lease and offline time, as test/integration/config-agent.test.ts has them. */
-const ENV = { WHARF_AGENT_LEASE_SECONDS: "4", WHARF_AGENT_OFFLINE_SECONDS: "5", WHARF_CONFIG_CHECK_MINUTES: "0" };
+const ENV = { WHARF_AGENT_LEASE_SECONDS: "4", WHARF_AGENT_OFFLINE_SECONDS: "5" };
 
 const ITEMS = [
   { type: "file", path: "/etc/app.conf", content: "port=8080\n", mode: "0640" },

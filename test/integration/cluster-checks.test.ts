@@ -66,7 +66,7 @@ describe.skipIf(!postgresInstalled())("configuration checks on two nodes of one 
     azurite = await startAzurite();
     cluster = await testCluster(await testPostgres().createDatabase(), azurite);
     deployRoot = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "wharf-cluster-checks-")));
-    const env = { WHARF_DEPLOY_ROOT: deployRoot, WHARF_CONFIG_CHECK_MINUTES: "0" };
+    const env = { WHARF_DEPLOY_ROOT: deployRoot };
     a = await buildClusterTestApp(cluster, { env });
     b = await buildClusterTestApp(cluster, { env });
     for (const name of ["probe", "alive", "crashed", "unregistered", "imported", "checked", "after-loss", "regained"]) {

@@ -26,11 +26,10 @@ import {
  * NODE_GONE_AFTER_MS, and those that record no node (imported, or begun before 0007).
  */
 
-// A node taken for gone (NODE_GONE_AFTER_MS) that comes back finds its check ended; its late ending changes nothing.
-
 /**
  * Executing collections begun neither by the node asking ($3: it runs, so it is alive, whatever
  * its heartbeat says) nor by a node with a heartbeat within $4 milliseconds, by the database's clock.
+ * A node taken for gone that comes back finds its check ended; its late ending changes nothing.
  */
 const END_ORPHANED = `
   UPDATE config_collections c SET status = 'error', ended_at = $1, error_text = $2
